@@ -1,0 +1,27 @@
+// Subcommands of the `gandiva` command-line tool. Each takes the arguments after
+// its own name and returns the process exit code.
+#ifndef GANDIVA_CLI_COMMANDS_H_
+#define GANDIVA_CLI_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+namespace gandiva::cli {
+
+using Args = std::vector<std::string>;
+
+int DaemonCommand(const Args& args);    // gandiva daemon ...   (controller/)
+int RunCommand(const Args& args);       // gandiva run ... -- CMD
+int PsCommand(const Args& args);        // gandiva ps
+int JobActionCommand(const std::string& action, const Args& args);  // suspend|resume|kill JOB
+int SliceCommand(const Args& args);     // gandiva slice --device D --ms N
+int WeightCommand(const Args& args);    // gandiva weight JOB W
+int AssignCommand(const Args& args);    // gandiva assign JOB --device D
+int TopCommand(const Args& args);       // gandiva top
+int SwitchesCommand(const Args& args);  // gandiva switches [--device D]
+int DevicesCommand(const Args& args);   // gandiva devices
+int SimCommand(const Args& args);       // gandiva sim ...  (cli/sim_command.cc, scheduler simulator)
+
+}  // namespace gandiva::cli
+
+#endif  // GANDIVA_CLI_COMMANDS_H_

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs gandiva's build and run dependencies from Debian's packages.
+# Idempotent: installs only what is missing, and runs apt-get update at most once.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libboost-dev            # Boost.Interprocess: the shared-memory control block
+  libzmq3-dev cppzmq-dev  # ZeroMQ + cppzmq: controller API and migration streams
+  libsodium-dev           # CURVE keys for authenticated TCP endpoints
+  nlohmann-json3-dev      # JSON encoding of the API messages
+  libgtest-dev libgmock-dev libbenchmark-dev
+  pybind11-dev python3-pybind11 python3-dev python3-pytest python3-numpy
+  python3-torch libtorch-dev
+  libopenblas0-pthread    # Debian's torch is ~25x slower on the reference BLAS
+  python3-matplotlib      # simulator plots
+  iproute2                # network namespaces for multi-node tests
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install_deps: installing ${missing[*]}"
+$SUDO apt-get update -q
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
