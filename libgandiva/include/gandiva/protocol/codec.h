@@ -1,0 +1,35 @@
+// Encoding and validation of API messages (JSON frames, see messages.def).
+// Nothing here throws: malformed input becomes an InvalidArgument status.
+#ifndef GANDIVA_PROTOCOL_CODEC_H_
+#define GANDIVA_PROTOCOL_CODEC_H_
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "gandiva/protocol/schema.h"
+#include "gandiva/status.h"
+
+namespace gandiva::protocol {
+
+using Json = nlohmann::json;
+
+struct Request {
+  MessageType type;
+  Json body;  // the validated fields (without "v" and "type")
+};
+
+// Parses and validates a request: JSON object, known version and type, every
+// required field present, every field of its schema type, no unknown field.
+StatusOr<Request> DecodeRequest(std::string_view bytes);
+std::string EncodeRequest(MessageType type, const Json& fields);
+
+std::string EncodeOkReply(const Json& fields);
+std::string EncodeErrorReply(const Status& status);
+// An ok reply's fields, or the error it carries as a Status.
+StatusOr<Json> DecodeReply(std::string_view bytes);
+
+}  // namespace gandiva::protocol
+
+#endif  // GANDIVA_PROTOCOL_CODEC_H_

@@ -1,0 +1,118 @@
+// The per-job control block: one page of shared memory between a training job and
+// its node controller (gandivad). Layout is versioned; both sides check magic+version.
+//
+// Thread-safety and ownership:
+//  - Identity fields are written once by the controller before the job starts.
+//  - `request`, `heartbeat_ns`, `controller_gone` are written by the controller only.
+//  - `phase`, the park timestamps, the profile and the device-memory counters are
+//    written by the job only (profile by the boundary thread only).
+//  - Everything the other side reads is a lock-free atomic; readers tolerate a
+//    slightly stale profile (statistics, not state).
+//  - `request` and `phase` are futex words: the job sleeps on `request` while
+//    parked, the controller sleeps on `phase` waiting for the park.
+#ifndef GANDIVA_RUNTIME_CONTROL_BLOCK_H_
+#define GANDIVA_RUNTIME_CONTROL_BLOCK_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace gandiva::runtime {
+
+inline constexpr uint32_t kControlBlockMagic = 0x42434447;  // "GDCB"
+inline constexpr uint32_t kControlBlockVersion = 1;
+inline constexpr size_t kProfileRingSize = 1024;  // iteration times kept for p50/p99
+
+// What the controller asks of the job.
+enum Request : uint32_t {
+  kRequestRun = 0,
+  kRequestSuspend = 1,  // park at the next iteration boundary until kRequestRun
+};
+
+// What the job is doing, as the job reports it.
+enum Phase : uint32_t {
+  kPhaseStarting = 0,  // process up, no boundary yet
+  kPhaseRunning = 1,
+  kPhaseParked = 2,    // parked at a boundary; issues no work
+  kPhaseExited = 3,    // detached cleanly
+};
+
+// Iteration profile written at every boundary.
+struct ProfileRing {
+  std::atomic<uint64_t> iterations;        // boundaries passed with a measured iteration
+  std::atomic<uint64_t> last_boundary_ns;  // CLOCK_MONOTONIC of the latest boundary
+  std::atomic<uint64_t> ewma_ns;           // EWMA of iteration time, alpha = 1/8
+  std::atomic<uint64_t> total_ns;          // sum of all iteration times
+  std::atomic<uint64_t> ring_ns[kProfileRingSize];  // iteration i at [i % size]
+};
+
+struct alignas(64) ControlBlock {
+  // Identity: written by the controller before the job starts.
+  uint32_t magic;
+  uint32_t version;
+  uint64_t job_id;
+  uint64_t lease_ns;  // a parked job resumes itself when the heartbeat is older than this
+  char node[32];
+
+  // Controller -> job.
+  alignas(64) std::atomic<uint32_t> request;
+  std::atomic<uint32_t> controller_gone;  // set when the controller stops: never park again
+  std::atomic<uint64_t> heartbeat_ns;     // CLOCK_MONOTONIC of the controller's last heartbeat
+
+  // Job -> controller.
+  alignas(64) std::atomic<uint32_t> phase;
+  std::atomic<uint32_t> fail_open;        // 1 once the job resumed itself on an expired lease
+  std::atomic<int32_t> pid;
+  std::atomic<uint64_t> park_count;
+  std::atomic<uint64_t> parked_at_ns;     // when the job last parked
+  std::atomic<uint64_t> resumed_at_ns;    // when the job last left a park
+  std::atomic<uint64_t> parked_total_ns;
+
+  // Iteration profiler.
+  alignas(64) ProfileRing profile;
+
+  // Device side, written by the CUDA shim (zero for CPU jobs).
+  alignas(64) std::atomic<uint64_t> device_bytes;        // live tracked device memory
+  std::atomic<uint64_t> device_allocations;              // live tracked allocations
+  std::atomic<uint64_t> auto_boundaries;                 // boundaries the shim inferred
+  std::atomic<uint32_t> auto_boundary_confidence_pct;    // detector confidence, 0..100
+  std::atomic<uint32_t> boundary_source;                 // 0 none, 1 explicit, 2 inferred
+  std::atomic<uint32_t> swap_request;   // controller -> job, see SwapRequest; acted on while parked
+  std::atomic<uint32_t> swap_state;     // job -> controller, see SwapState
+  std::atomic<uint64_t> swapped_bytes;  // device bytes currently held on the host
+};
+
+// Device-memory swap, for jobs packed on a device whose memory they overflow.
+// The controller sets swap_request together with a suspend (swap out) or a
+// resume (swap in); the job's park hooks (the CUDA shim) act on it.
+enum SwapRequest : uint32_t { kSwapNone = 0, kSwapOut = 1, kSwapIn = 2 };
+enum SwapState : uint32_t { kSwapResident = 0, kSwapSwappedOut = 1, kSwapFailed = 2 };
+
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+static_assert(std::atomic<uint64_t>::is_always_lock_free);
+static_assert(sizeof(std::atomic<uint32_t>) == 4, "futex words must be 32-bit");
+
+// Sets identity and zeroes the rest. Called by the controller on a fresh mapping,
+// and by the job for its private block when it runs without a controller.
+void InitControlBlock(ControlBlock* cb, uint64_t job_id, uint64_t lease_ns, const char* node);
+
+}  // namespace gandiva::runtime
+
+namespace gandiva::runtime {
+
+// ---- Controller-side operations (gandivad, tests, benches) ----
+
+// Asks the job to park at its next boundary. Cheap: one store, no syscall.
+void RequestSuspend(ControlBlock* cb);
+// Lets a parked (or about-to-park) job go: one store and one futex wake.
+void RequestResume(ControlBlock* cb);
+// Sleeps until the job reports kPhaseParked (true) or timeout_ns passes (false).
+bool WaitForPhase(ControlBlock* cb, Phase phase, uint64_t timeout_ns);
+// Refreshes the lease that keeps parked jobs parked.
+void Heartbeat(ControlBlock* cb, uint64_t now_ns);
+// The controller is going away: every parked job resumes now and never parks again.
+void ReleaseForever(ControlBlock* cb);
+
+}  // namespace gandiva::runtime
+
+#endif  // GANDIVA_RUNTIME_CONTROL_BLOCK_H_
