@@ -1,0 +1,162 @@
+// Daemon start-up and shutdown; see daemon.h.
+#include "daemon.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <thread>
+
+#include "api_server.h"
+#include "common/flags.h"
+#include "common/log.h"
+#include "controller.h"
+#include "devices.h"
+#include "gandiva/client.h"
+
+namespace gandiva::controller {
+namespace {
+
+constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemon [flags])
+
+  --devices SPEC     devices to time-slice, e.g. cpu:1 or gpu:2,cpu:1
+                     (default: the GPUs NVML finds, else cpu:1)
+  --slice-ms N       time slice, 50..250 ms (default 100)
+  --lease-ms N       a parked job resumes itself after N ms without a heartbeat (default 3000)
+  --endpoint EP      local API endpoint (default $GANDIVA_ENDPOINT or an owner-only Unix socket)
+  --tcp EP           also serve on TCP, e.g. tcp://127.0.0.1:7070 (unauthenticated: loopback only)
+  --node NAME        node name (default: the host name)
+  --log LEVEL        error, warn, info (default) or debug
+  --daemonize        detach into the background once the API is up; prints the pid
+)";
+
+Status ParseOptions(const Flags& flags, ControllerOptions* opts, std::vector<std::string>* endpoints) {
+  GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
+  if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
+    return InvalidArgument("--slice-ms must be 50..250");
+  GD_ASSIGN_OR_RETURN(long long lease, flags.GetInt("lease-ms", 3000));
+  if (lease < 100 || lease > 600000) return InvalidArgument("--lease-ms must be 100..600000");
+  opts->slice_ms = static_cast<uint64_t>(slice);
+  opts->lease_ms = static_cast<uint64_t>(lease);
+  if (flags.Has("devices")) {
+    GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
+  } else {
+    opts->devices = DiscoverGpus();
+    if (opts->devices.empty()) {
+      GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec("cpu:1"));
+    }
+  }
+  char host[64] = "node";
+  gethostname(host, sizeof host - 1);
+  opts->node = flags.Get("node", host);
+  for (char c : opts->node)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+      return InvalidArgument("--node may hold only letters, digits, '-' and '_'");
+  opts->endpoint = flags.Get("endpoint", DefaultEndpoint());
+  endpoints->push_back(opts->endpoint);
+  if (flags.Has("tcp")) endpoints->push_back(flags.Get("tcp"));
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunDaemon(const std::vector<std::string>& args) {
+  log::SetTag("gandivad");
+  Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log"},
+              {"daemonize", "help"});
+  if (Status s = flags.Parse(args); !s.ok()) {
+    std::fprintf(stderr, "gandivad: %s\n%s", s.message().c_str(), kUsage);
+    return 2;
+  }
+  if (flags.Has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!flags.positionals().empty()) {
+    std::fprintf(stderr, "gandivad: unexpected argument '%s'\n%s", flags.positionals()[0].c_str(), kUsage);
+    return 2;
+  }
+  const std::string level = flags.Get("log", "");
+  if (level == "error") log::SetLevel(log::kError);
+  else if (level == "warn") log::SetLevel(log::kWarn);
+  else if (level == "debug") log::SetLevel(log::kDebug);
+  else if (level == "info") log::SetLevel(log::kInfo);
+  else if (!level.empty()) {
+    std::fprintf(stderr, "gandivad: --log must be error, warn, info or debug\n");
+    return 2;
+  }
+
+  ControllerOptions opts;
+  std::vector<std::string> endpoints;
+  if (Status s = ParseOptions(flags, &opts, &endpoints); !s.ok()) {
+    std::fprintf(stderr, "gandivad: %s\n", s.message().c_str());
+    return 2;
+  }
+
+  // Daemonize before any thread exists; the parent returns once the API is up.
+  int ready_pipe[2] = {-1, -1};
+  if (flags.Has("daemonize")) {
+    if (pipe(ready_pipe) != 0) return 1;
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid > 0) {
+      close(ready_pipe[1]);
+      char ok = 0;
+      const bool up = read(ready_pipe[0], &ok, 1) == 1 && ok == 'y';
+      if (up) std::printf("%d\n", pid);
+      return up ? 0 : 1;
+    }
+    close(ready_pipe[0]);
+    setsid();
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+  }
+
+  // Signals go to one thread that asks everything to stop.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Controller controller(opts);
+  ApiServer server(&controller, endpoints);
+  if (Status s = server.Bind(); !s.ok()) {
+    GD_LOG(kError, "%s", s.message().c_str());
+    return 1;
+  }
+  if (Status s = controller.Start(); !s.ok()) {
+    GD_LOG(kError, "%s", s.message().c_str());
+    return 1;
+  }
+  std::string names;
+  for (const auto& d : opts.devices) names += (names.empty() ? "" : ",") + d.name;
+  GD_LOG(kInfo, "node %s up: devices %s, slice %llu ms, lease %llu ms", opts.node.c_str(),
+         names.c_str(), static_cast<unsigned long long>(opts.slice_ms),
+         static_cast<unsigned long long>(opts.lease_ms));
+  if (ready_pipe[1] >= 0) {
+    ssize_t ignored = write(ready_pipe[1], "y", 1);
+    (void)ignored;
+    close(ready_pipe[1]);
+  }
+
+  std::atomic<bool> stop{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    GD_LOG(kInfo, "signal %d: stopping", sig);
+    stop.store(true);
+  });
+  server.Run(stop);
+  controller.Stop();  // resumes every parked job first
+  signal_thread.join();
+  GD_LOG(kInfo, "stopped");
+  return 0;
+}
+
+}  // namespace gandiva::controller

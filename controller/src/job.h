@@ -1,0 +1,48 @@
+// A job as the node controller knows it: identity, placement, its control block,
+// and what the controller has measured of it.
+#ifndef GANDIVA_CONTROLLER_JOB_H_
+#define GANDIVA_CONTROLLER_JOB_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/shared_control_block.h"
+
+namespace gandiva::controller {
+
+// The job's state as the API reports it. Live states are read off the control
+// block (what the job itself says); exited and failed are terminal.
+enum class JobState { kStarting, kRunning, kSuspending, kSuspended, kExited, kFailed };
+const char* JobStateName(JobState state);
+
+struct Job {
+  uint64_t id = 0;
+  std::string name;
+  std::string device;
+  double weight = 1.0;
+  std::vector<std::string> command;
+  int pid = 0;
+  int pidfd = -1;
+  bool held = false;  // suspended by a user: stays parked until resumed
+  std::unique_ptr<runtime::SharedControlBlock> block;
+
+  bool ended = false;
+  bool failed = false;
+  int exit_code = -1;  // -1: not known
+  uint64_t registered_ns = 0;
+  uint64_t ended_ns = 0;
+
+  // Measured by the device loop.
+  uint64_t slices = 0;          // times the job was resumed to run a slice
+  uint64_t device_time_ns = 0;  // sum of its slices, resume to park
+  uint64_t running_since_ns = 0;  // resume time of the current slice; 0 when not running
+
+  runtime::ControlBlock* cb() const { return block ? block->get() : nullptr; }
+  JobState State() const;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_CONTROLLER_JOB_H_
