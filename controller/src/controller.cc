@@ -371,6 +371,7 @@ StatusOr<Json> Controller::RegisterJob(const Json& req) {
   Json reply = {{"job", job->id},
                 {"name", job->name},
                 {"device", device},
+                {"device_kind", dev->info.kind},
                 {"control_block", block_name},
                 {"lease_ms", options_.lease_ms}};
   jobs_[job->id] = std::move(job);

@@ -1,0 +1,55 @@
+// `gandiva`: the command-line tool for the node controller and the simulator.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: gandiva COMMAND [flags]
+
+node controller:
+  daemon [flags]                      run gandivad (see `gandiva daemon --help`)
+  run [--device D] [--weight W] [--name N] -- CMD...
+                                      run CMD as a job under the controller; returns its exit code
+  ps [--json] [--all]                 jobs with live iteration statistics
+  devices [--json]                    devices, their slices and jobs
+  suspend JOB | resume JOB | kill JOB [--signal N]
+  slice --device D --ms N             set a device's time slice (50..250 ms)
+  weight JOB W                        set a job's share of its device (slice x W)
+  assign JOB --device D               move a job to another device of the node
+  switches [--device D] [--json]      recorded hand-overs between jobs
+  top [--interval MS] [--count N]     live view
+scheduler:
+  sim --trace FILE --policy P ...     replay a cluster trace (see `gandiva sim --help`)
+
+Every node command takes --endpoint EP (default $GANDIVA_ENDPOINT or the local socket).
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gandiva::cli;
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+      !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string cmd = argv[1];
+  const Args args(argv + 2, argv + argc);
+  if (cmd == "daemon") return DaemonCommand(args);
+  if (cmd == "run") return RunCommand(args);
+  if (cmd == "ps") return PsCommand(args);
+  if (cmd == "devices") return DevicesCommand(args);
+  if (cmd == "suspend" || cmd == "resume" || cmd == "kill") return JobActionCommand(cmd, args);
+  if (cmd == "slice") return SliceCommand(args);
+  if (cmd == "weight") return WeightCommand(args);
+  if (cmd == "assign") return AssignCommand(args);
+  if (cmd == "switches") return SwitchesCommand(args);
+  if (cmd == "top") return TopCommand(args);
+  if (cmd == "sim") return SimCommand(args);
+  std::fprintf(stderr, "gandiva: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+  return 2;
+}

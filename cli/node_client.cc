@@ -1,0 +1,46 @@
+// See node_client.h.
+#include "node_client.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace gandiva::cli {
+
+NodeCommand::NodeCommand(std::string name, std::set<std::string> valued, std::set<std::string> boolean)
+    : name_(std::move(name)), flags_([&] {
+        valued.insert("endpoint");
+        boolean.insert("json");
+        return Flags(valued, boolean);
+      }()) {}
+
+bool NodeCommand::Parse(const Args& args, bool stop_at_positional) {
+  if (Status s = flags_.Parse(args, stop_at_positional); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name_.c_str(), s.message().c_str());
+    return false;
+  }
+  client_ = std::make_unique<ApiClient>(flags_.Get("endpoint", DefaultEndpoint()));
+  return true;
+}
+
+std::optional<protocol::Json> NodeCommand::Call(protocol::MessageType type, const protocol::Json& fields) {
+  auto reply = client_->Call(type, fields);
+  if (!reply.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name_.c_str(), reply.status().message().c_str());
+    return std::nullopt;
+  }
+  return std::move(reply).value();
+}
+
+int NodeCommand::UsageError(const std::string& message) const {
+  std::fprintf(stderr, "%s: %s\n", name_.c_str(), message.c_str());
+  return kExitUsage;
+}
+
+std::optional<int64_t> ParseJobId(const std::string& text) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size() || v <= 0) return std::nullopt;
+  return v;
+}
+
+}  // namespace gandiva::cli

@@ -1,0 +1,50 @@
+// Shared plumbing of the node commands: flags with --endpoint and --json, one
+// API call with a clear error on failure, exit codes (0 ok, 1 failed, 2 usage).
+#ifndef GANDIVA_CLI_NODE_CLIENT_H_
+#define GANDIVA_CLI_NODE_CLIENT_H_
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "commands.h"
+#include "common/flags.h"
+#include "gandiva/client.h"
+
+namespace gandiva::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+class NodeCommand {
+ public:
+  // `name` for messages ("gandiva ps"); extra valued and boolean flags beyond
+  // --endpoint and --json.
+  NodeCommand(std::string name, std::set<std::string> valued = {}, std::set<std::string> boolean = {});
+
+  // Parses args; on error prints it and returns false (exit with kExitUsage).
+  bool Parse(const Args& args, bool stop_at_positional = false);
+  const Flags& flags() const { return flags_; }
+  bool json() const { return flags_.Has("json"); }
+
+  // One API call; on error prints "gandiva ps: <message>" and returns nullopt.
+  std::optional<protocol::Json> Call(protocol::MessageType type,
+                                     const protocol::Json& fields = protocol::Json::object());
+  // Prints a usage error and returns kExitUsage.
+  int UsageError(const std::string& message) const;
+  ApiClient& client() { return *client_; }
+
+ private:
+  std::string name_;
+  Flags flags_;
+  std::unique_ptr<ApiClient> client_;  // made by Parse, once the endpoint is known
+};
+
+// Parses a job id argument ("3"); nullopt if it is not a positive integer.
+std::optional<int64_t> ParseJobId(const std::string& text);
+
+}  // namespace gandiva::cli
+
+#endif  // GANDIVA_CLI_NODE_CLIENT_H_

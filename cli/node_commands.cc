@@ -1,0 +1,181 @@
+// The node commands that are one API call each: ps, devices, suspend, resume,
+// kill, slice, weight, assign, switches, top; and `gandiva daemon`.
+#include <unistd.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "daemon.h"
+#include "node_client.h"
+#include "table.h"
+
+namespace gandiva::cli {
+
+using protocol::Json;
+using protocol::MessageType;
+
+int DaemonCommand(const Args& args) { return controller::RunDaemon(args); }
+
+namespace {
+
+std::string JobsTable(const Json& jobs, bool all) {
+  Table t({"ID", "NAME", "DEVICE", "STATE", "W", "ITERS", "IT/S", "MEAN_MS", "P99_MS", "SLICES",
+           "DEV_TIME_S", "DEV_MEM", "PID"});
+  for (const auto& j : jobs) {
+    const std::string state = j["state"].get<std::string>();
+    if (!all && (state == "exited" || state == "failed")) continue;
+    t.Add({j["id"].dump(), j["name"].get<std::string>(), j["device"].get<std::string>(),
+           state + (j["held"].get<bool>() ? "*" : ""), Fixed(j["weight"].get<double>(), 1),
+           j["iterations"].dump(), Fixed(j["iterations_per_s"].get<double>(), 1),
+           Fixed(j["mean_ms"].get<double>(), 2), Fixed(j["p99_ms"].get<double>(), 2),
+           j["slices"].dump(), Fixed(j["device_time_s"].get<double>(), 2),
+           Bytes(j["device_bytes"].get<double>()), j["pid"].dump()});
+  }
+  return t.Render();
+}
+
+std::string DevicesTable(const Json& devices) {
+  Table t({"DEVICE", "KIND", "MODEL", "SLICE_MS", "JOBS", "RUNNING", "SWITCHES", "HANDOVER_MS"});
+  for (const auto& d : devices) {
+    std::string jobs, running;
+    for (const auto& j : d["jobs"]) jobs += (jobs.empty() ? "" : ",") + j.dump();
+    for (const auto& j : d["running"]) running += (running.empty() ? "" : ",") + j.dump();
+    t.Add({d["name"].get<std::string>(), d["kind"].get<std::string>(), d["model"].get<std::string>(),
+           d["slice_ms"].dump(), jobs.empty() ? "-" : jobs, running.empty() ? "-" : running,
+           d["switches"].dump(), Fixed(d["mean_handover_ms"].get<double>(), 3)});
+  }
+  return t.Render();
+}
+
+}  // namespace
+
+int PsCommand(const Args& args) {
+  NodeCommand c("gandiva ps", {}, {"all"});
+  if (!c.Parse(args)) return kExitUsage;
+  if (!c.flags().positionals().empty()) return c.UsageError("takes no arguments");
+  auto reply = c.Call(MessageType::kListJobs);
+  if (!reply) return kExitFailed;
+  if (c.json()) {
+    std::printf("%s\n", (*reply)["jobs"].dump(2).c_str());
+  } else {
+    std::fputs(JobsTable((*reply)["jobs"], c.flags().Has("all")).c_str(), stdout);
+  }
+  return kExitOk;
+}
+
+int DevicesCommand(const Args& args) {
+  NodeCommand c("gandiva devices");
+  if (!c.Parse(args)) return kExitUsage;
+  auto reply = c.Call(MessageType::kListDevices);
+  if (!reply) return kExitFailed;
+  if (c.json()) std::printf("%s\n", (*reply)["devices"].dump(2).c_str());
+  else std::fputs(DevicesTable((*reply)["devices"]).c_str(), stdout);
+  return kExitOk;
+}
+
+int JobActionCommand(const std::string& action, const Args& args) {
+  NodeCommand c("gandiva " + action, action == "kill" ? std::set<std::string>{"signal"}
+                                                      : std::set<std::string>{});
+  if (!c.Parse(args)) return kExitUsage;
+  if (c.flags().positionals().size() != 1) return c.UsageError("usage: gandiva " + action + " JOB");
+  auto id = ParseJobId(c.flags().positionals()[0]);
+  if (!id) return c.UsageError("'" + c.flags().positionals()[0] + "' is not a job id");
+  Json fields = {{"job", *id}};
+  MessageType type = action == "suspend" ? MessageType::kSuspend
+                     : action == "resume" ? MessageType::kResume
+                                          : MessageType::kKill;
+  if (action == "kill" && c.flags().Has("signal")) {
+    auto sig = c.flags().GetInt("signal", 15);
+    if (!sig.ok()) return c.UsageError(sig.status().message());
+    fields["signal"] = *sig;
+  }
+  auto reply = c.Call(type, fields);
+  if (!reply) return kExitFailed;
+  if (c.json()) std::printf("%s\n", reply->dump().c_str());
+  return kExitOk;
+}
+
+int SliceCommand(const Args& args) {
+  NodeCommand c("gandiva slice", {"device", "ms"});
+  if (!c.Parse(args)) return kExitUsage;
+  if (!c.flags().Has("device") || !c.flags().Has("ms"))
+    return c.UsageError("usage: gandiva slice --device D --ms N");
+  auto ms = c.flags().GetInt("ms", 0);
+  if (!ms.ok()) return c.UsageError(ms.status().message());
+  return c.Call(MessageType::kSetSlice, {{"device", c.flags().Get("device")}, {"ms", *ms}})
+             ? kExitOk
+             : kExitFailed;
+}
+
+int WeightCommand(const Args& args) {
+  NodeCommand c("gandiva weight");
+  if (!c.Parse(args)) return kExitUsage;
+  if (c.flags().positionals().size() != 2) return c.UsageError("usage: gandiva weight JOB W");
+  auto id = ParseJobId(c.flags().positionals()[0]);
+  if (!id) return c.UsageError("'" + c.flags().positionals()[0] + "' is not a job id");
+  char* end = nullptr;
+  const std::string& w_text = c.flags().positionals()[1];
+  double w = std::strtod(w_text.c_str(), &end);
+  if (w_text.empty() || *end) return c.UsageError("'" + w_text + "' is not a number");
+  return c.Call(MessageType::kSetWeight, {{"job", *id}, {"weight", w}}) ? kExitOk : kExitFailed;
+}
+
+int AssignCommand(const Args& args) {
+  NodeCommand c("gandiva assign", {"device"});
+  if (!c.Parse(args)) return kExitUsage;
+  if (c.flags().positionals().size() != 1 || !c.flags().Has("device"))
+    return c.UsageError("usage: gandiva assign JOB --device D");
+  auto id = ParseJobId(c.flags().positionals()[0]);
+  if (!id) return c.UsageError("'" + c.flags().positionals()[0] + "' is not a job id");
+  return c.Call(MessageType::kAssignDevice, {{"job", *id}, {"device", c.flags().Get("device")}})
+             ? kExitOk
+             : kExitFailed;
+}
+
+int SwitchesCommand(const Args& args) {
+  NodeCommand c("gandiva switches", {"device", "limit"});
+  if (!c.Parse(args)) return kExitUsage;
+  Json fields = Json::object();
+  if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
+  auto limit = c.flags().GetInt("limit", 20);
+  if (!limit.ok()) return c.UsageError(limit.status().message());
+  fields["limit"] = *limit;
+  auto reply = c.Call(MessageType::kListSwitches, fields);
+  if (!reply) return kExitFailed;
+  if (c.json()) {
+    std::printf("%s\n", (*reply)["switches"].dump(2).c_str());
+    return kExitOk;
+  }
+  Table t({"DEVICE", "FROM", "TO", "AT_S", "HANDOVER_MS"});
+  for (const auto& s : (*reply)["switches"])
+    t.Add({s["device"].get<std::string>(), s["from"].dump(), s["to"].dump(),
+           Fixed(s["at_s"].get<double>(), 3), Fixed(s["handover_ms"].get<double>(), 3)});
+  t.Print();
+  return kExitOk;
+}
+
+int TopCommand(const Args& args) {
+  NodeCommand c("gandiva top", {"interval", "count"}, {"all"});
+  if (!c.Parse(args)) return kExitUsage;
+  auto interval = c.flags().GetInt("interval", 1000);
+  auto count = c.flags().GetInt("count", 0);
+  if (!interval.ok()) return c.UsageError(interval.status().message());
+  if (!count.ok()) return c.UsageError(count.status().message());
+  const bool tty = isatty(1);
+  for (long long i = 0; *count == 0 || i < *count; ++i) {
+    auto devices = c.Call(MessageType::kListDevices);
+    auto jobs = devices ? c.Call(MessageType::kListJobs) : std::nullopt;
+    if (!devices || !jobs) return kExitFailed;
+    std::string screen = DevicesTable((*devices)["devices"]) + "\n" +
+                         JobsTable((*jobs)["jobs"], c.flags().Has("all"));
+    if (tty) std::fputs("\033[H\033[2J", stdout);
+    std::fputs(screen.c_str(), stdout);
+    if (!tty) std::fputs("\n", stdout);
+    std::fflush(stdout);
+    if (*count != 0 && i + 1 == *count) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(*interval));
+  }
+  return kExitOk;
+}
+
+}  // namespace gandiva::cli

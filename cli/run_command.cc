@@ -1,0 +1,115 @@
+// `gandiva run`: registers a job with gandivad, starts CMD with the job's
+// environment (control block, job id, Python package path, the CUDA shim
+// preloaded for GPU jobs), reports its pid and its exit, returns its exit code.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "node_client.h"
+#include "runtime/job_runtime.h"
+
+extern char** environ;
+
+namespace gandiva::cli {
+
+using protocol::Json;
+using protocol::MessageType;
+
+namespace {
+
+pid_t g_child = 0;
+void ForwardSignal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+// The shim to preload: $GANDIVA_SHIM, else the one built beside this tool.
+std::string ShimPath() {
+  if (const char* s = std::getenv("GANDIVA_SHIM"); s && *s) return s;
+#ifdef GANDIVA_BUILD_SHIM_PATH
+  if (std::filesystem::exists(GANDIVA_BUILD_SHIM_PATH)) return GANDIVA_BUILD_SHIM_PATH;
+#endif
+  return "";
+}
+
+void PrependEnv(const char* name, const std::string& value, char sep) {
+  const char* old = std::getenv(name);
+  std::string v = value;
+  if (old && *old) v += sep + std::string(old);
+  setenv(name, v.c_str(), 1);
+}
+
+}  // namespace
+
+int RunCommand(const Args& args) {
+  NodeCommand c("gandiva run", {"device", "weight", "name"}, {"shim", "no-shim"});
+  if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
+  const auto& cmd = c.flags().positionals();
+  if (cmd.empty()) return c.UsageError("usage: gandiva run [--device D] [--weight W] [--name N] -- CMD...");
+  if (c.flags().Has("shim") && c.flags().Has("no-shim")) return c.UsageError("--shim or --no-shim, not both");
+
+  Json fields = {{"command", cmd}};
+  if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
+  if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
+  if (c.flags().Has("weight")) {
+    auto w = c.flags().GetDouble("weight", 1.0);
+    if (!w.ok()) return c.UsageError(w.status().message());
+    fields["weight"] = *w;
+  }
+  auto reg = c.Call(MessageType::kRegisterJob, fields);
+  if (!reg) return kExitFailed;
+  const int64_t job = (*reg)["job"].get<int64_t>();
+
+  // The job's environment.
+  setenv(runtime::kEnvControlBlock, (*reg)["control_block"].get<std::string>().c_str(), 1);
+  setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
+  setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
+#ifdef GANDIVA_BUILD_PYTHON_DIR
+  if (std::filesystem::exists(GANDIVA_BUILD_PYTHON_DIR)) PrependEnv("PYTHONPATH", GANDIVA_BUILD_PYTHON_DIR, ':');
+#endif
+  const bool gpu = (*reg).value("device_kind", "") == "gpu";
+  const bool want_shim = c.flags().Has("shim") || (gpu && !c.flags().Has("no-shim"));
+  if (want_shim) {
+    std::string shim = ShimPath();
+    if (shim.empty()) {
+      std::fprintf(stderr, "gandiva run: the CUDA shim is not built; job %lld runs without it\n",
+                   static_cast<long long>(job));
+    } else {
+      PrependEnv("LD_PRELOAD", shim, ':');
+    }
+  }
+
+  std::vector<char*> argv;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("gandiva run: fork");
+    c.Call(MessageType::kJobExited, {{"job", job}, {"exit_code", 127}});
+    return kExitFailed;
+  }
+  if (pid == 0) {
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "gandiva run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  g_child = pid;
+  signal(SIGINT, ForwardSignal);
+  signal(SIGTERM, ForwardSignal);
+  signal(SIGHUP, ForwardSignal);
+  if (!c.Call(MessageType::kJobStarted, {{"job", job}, {"pid", pid}}))
+    std::fprintf(stderr, "gandiva run: job %lld runs without its controller\n", static_cast<long long>(job));
+
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // The daemon may be gone by now; the exit code is what matters to the caller.
+  c.client().Call(MessageType::kJobExited, {{"job", job}, {"exit_code", code}});
+  return code;
+}
+
+}  // namespace gandiva::cli

@@ -1,0 +1,70 @@
+"""A client for gandivad's API (the same messages as the `gandiva` CLI; see docs/api.md)."""
+
+import json
+
+from . import _gandiva
+
+
+class GandivaError(RuntimeError):
+    """An error reply from gandivad, or no daemon to talk to. `code` is the status
+    name on the wire (e.g. "not_found", "unavailable", "invalid_argument")."""
+
+    def __init__(self, code, message):
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class Client:
+    """Talks to one gandivad. endpoint: "ipc:///path" or "tcp://host:port";
+    default: $GANDIVA_ENDPOINT or the local socket."""
+
+    def __init__(self, endpoint=None, timeout_ms=5000):
+        self._api = _gandiva.ApiClient(endpoint or _gandiva.default_endpoint(), timeout_ms)
+
+    @property
+    def endpoint(self):
+        return self._api.endpoint()
+
+    def call(self, request_type, **fields):
+        """Sends one request; returns the reply's fields as a dict or raises GandivaError."""
+        ok, code, text = self._api.call(request_type, json.dumps(fields))
+        if not ok:
+            raise GandivaError(code, text)
+        return json.loads(text)
+
+    def hello(self):
+        return self.call("hello")
+
+    def jobs(self):
+        return self.call("list_jobs")["jobs"]
+
+    def job(self, job):
+        return self.call("list_jobs", job=job)["jobs"][0]
+
+    def devices(self):
+        return self.call("list_devices")["devices"]
+
+    def switches(self, device=None, limit=1000):
+        fields = {"limit": limit}
+        if device:
+            fields["device"] = device
+        return self.call("list_switches", **fields)["switches"]
+
+    def suspend(self, job):
+        return self.call("suspend", job=job)
+
+    def resume(self, job):
+        return self.call("resume", job=job)
+
+    def kill(self, job, signal=15):
+        return self.call("kill", job=job, signal=signal)
+
+    def set_slice(self, device, ms):
+        return self.call("set_slice", device=device, ms=ms)
+
+    def set_weight(self, job, weight):
+        return self.call("set_weight", job=job, weight=float(weight))
+
+    def assign_device(self, job, device):
+        return self.call("assign_device", job=job, device=device)
