@@ -4,7 +4,6 @@
 #include <dlfcn.h>
 
 #include <charconv>
-#include <sstream>
 
 #include "common/log.h"
 
@@ -13,9 +12,12 @@ namespace gandiva::controller {
 StatusOr<std::vector<DeviceInfo>> ParseDeviceSpec(const std::string& spec) {
   std::vector<DeviceInfo> out;
   int next_cpu = 0, next_gpu = 0;
-  std::stringstream ss(spec);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    if (comma == std::string::npos) comma = spec.size();
+    const std::string item = spec.substr(start, comma - start);
+    start = comma + 1;
     auto colon = item.find(':');
     if (colon == std::string::npos)
       return InvalidArgument("device spec '" + item + "' is not KIND:COUNT (e.g. cpu:1)");

@@ -1,6 +1,7 @@
 // Attach, park and fail-open logic of the job runtime; the fast path is inline in the header.
 #include "runtime/job_runtime.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -59,7 +60,18 @@ void JobRuntime::FirstBoundary() {
   FutexWakeAll(&cb_->phase);
 }
 
+// The CUDA shim, when preloaded, exports its park hooks under this name so that
+// every copy of the runtime in the process (libgandiva.so, the Python extension)
+// swaps device memory at its explicit boundaries, not only the shim's own copy.
+static ParkHooks FindProcessParkHooks() {
+  using Getter = const ParkHooks* (*)();
+  auto get = reinterpret_cast<Getter>(dlsym(RTLD_DEFAULT, "gandiva_shim_park_hooks"));
+  const ParkHooks* hooks = get ? get() : nullptr;
+  return hooks ? *hooks : ParkHooks{};
+}
+
 void JobRuntime::Park(uint64_t now) {
+  if (!hooks_.on_parked && !hooks_.on_resuming) hooks_ = FindProcessParkHooks();
   cb_->parked_at_ns.store(now, std::memory_order_relaxed);
   cb_->park_count.fetch_add(1, std::memory_order_relaxed);
   cb_->phase.store(kPhaseParked, std::memory_order_release);
@@ -76,11 +88,12 @@ void JobRuntime::Park(uint64_t now) {
 
 bool JobRuntime::SleepUntilResumed() {
   for (;;) {
-    if (cb_->request.load(std::memory_order_acquire) == kRequestRun) return true;
+    // Gone first: a stopping controller also sets kRequestRun to wake us.
     if (cb_->controller_gone.load(std::memory_order_acquire)) {
       BecomeUnmanaged("the controller stopped");
       return false;
     }
+    if (cb_->request.load(std::memory_order_acquire) == kRequestRun) return true;
     const uint64_t now = MonotonicNowNs();
     const uint64_t beat = cb_->heartbeat_ns.load(std::memory_order_acquire);
     const uint64_t expiry = beat + cb_->lease_ns;

@@ -2,6 +2,7 @@
 #include "runtime/profiler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace gandiva::runtime {
@@ -20,7 +21,9 @@ IterationStats ReadIterationStats(const ProfileRing& p) {
   for (uint64_t k = 0; k < n; ++k)
     window[k] = p.ring_ns[(s.iterations - 1 - k) % kProfileRingSize].load(std::memory_order_relaxed);
   auto quantile = [&](double q) {
-    size_t idx = std::min<size_t>(n - 1, static_cast<size_t>(q * (n - 1) + 0.5));
+    // Nearest rank: the smallest sample with at least q of the samples at or below it.
+    size_t rank = static_cast<size_t>(std::ceil(q * n));
+    size_t idx = std::min<size_t>(n - 1, rank == 0 ? 0 : rank - 1);
     std::nth_element(window.begin(), window.begin() + idx, window.end());
     return static_cast<double>(window[idx]) / 1e6;
   };
