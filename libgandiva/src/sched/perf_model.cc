@@ -86,7 +86,7 @@ StatusOr<PerfModel> PerfModel::Load(const std::string& path) {
         if (!entry.is_object()) return DataLoss(path + ": entry " + it.key() + " is not an object");
         for (auto p = entry.begin(); p != entry.end(); ++p) {
           if (p.key() == "null") {
-            m.AloneRef(c, b, type) = p.value().get<double>();
+            m.AloneRef(c, type, b) = p.value().get<double>();
             seen[b][type] = true;
             continue;
           }
