@@ -33,6 +33,10 @@ class Client:
             raise GandivaError(code, text)
         return json.loads(text)
 
+    def raw_call(self, data):
+        """Sends raw bytes as a request and returns the raw reply text (for tests)."""
+        return self._api.raw_call(bytes(data))
+
     def hello(self):
         return self.call("hello")
 

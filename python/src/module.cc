@@ -56,5 +56,11 @@ PYBIND11_MODULE(_gandiva, m) {
   py::class_<gandiva::ApiClient>(m, "ApiClient")
       .def(py::init<std::string, int>(), py::arg("endpoint"), py::arg("timeout_ms") = 5000)
       .def("endpoint", &gandiva::ApiClient::endpoint)
-      .def("call", &Call);
+      .def("call", &Call)
+      // Raw bytes in, raw reply out: for testing how the daemon treats malformed input.
+      .def("raw_call", [](gandiva::ApiClient& client, const py::bytes& bytes) {
+        auto reply = client.CallRaw(std::string(bytes));
+        if (!reply.ok()) throw std::runtime_error(reply.status().ToString());
+        return *reply;
+      });
 }
