@@ -1,0 +1,133 @@
+"""The `gandiva` Python package on its own: no daemon needed except where started."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+BUILD = os.environ.get("GANDIVA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+PYDIR = os.path.join(BUILD, "python")
+sys.path.insert(0, PYDIR)
+
+import gandiva  # noqa: E402
+import gandiva.torch  # noqa: E402
+
+
+def run_python(code, **env):
+    e = dict(os.environ, PYTHONPATH=PYDIR, **env)
+    e.pop("GANDIVA_CONTROL_BLOCK", None)
+    return subprocess.run(["/usr/bin/python3", "-c", textwrap.dedent(code)], env=e,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_importing_changes_nothing():
+    r = run_python("import gandiva, gandiva.torch; print('ok')")
+    assert r.returncode == 0
+    assert r.stdout == "ok\n"
+    assert r.stderr == ""
+
+
+def test_unmanaged_steps_are_measured_and_said_once():
+    r = run_python("""
+        import time, gandiva
+        for _ in range(6):
+            gandiva.step(); time.sleep(0.01)
+        s = gandiva.stats()
+        assert not gandiva.managed() and gandiva.job_id() == 0
+        assert s["iterations"] == 5, s
+        assert 9 <= s["mean_ms"] < 100, s
+        assert s["parks"] == 0
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("running unmanaged") == 1
+
+
+def test_iteration_context_manager_marks_a_boundary_per_block():
+    r = run_python("""
+        import gandiva
+        for _ in range(4):
+            with gandiva.iteration():
+                pass
+        assert gandiva.stats()["iterations"] == 3
+    """)
+    assert r.returncode == 0, r.stderr
+
+
+def test_attach_wraps_step_on_torch_without_step_hooks():
+    # Debian's torch 1.13 has no register_step_post_hook: attach wraps step.
+    r = run_python("""
+        import torch, gandiva, gandiva.torch
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        if hasattr(opt, "register_step_post_hook"):
+            del type(opt).register_step_post_hook  # force the wrapping path
+        handle = gandiva.torch.attach(opt)   # boundary 0
+        for _ in range(5):
+            opt.zero_grad(); model(torch.ones(2, 4)).sum().backward(); opt.step()
+        assert gandiva.stats()["iterations"] == 5, gandiva.stats()
+        handle.remove()
+        opt.step()
+        assert gandiva.stats()["iterations"] == 5
+    """)
+    assert r.returncode == 0, r.stderr
+
+
+class HookedSGD(torch.optim.SGD):
+    """Stands in for torch >= 2.0's optimizer step hooks (not in Debian's torch 1.13):
+    same method name and hook signature, called after each step."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._post_hooks = {}
+
+    def register_step_post_hook(self, hook):
+        key = len(self._post_hooks)
+        self._post_hooks[key] = hook
+
+        class Handle:
+            def remove(_self):
+                self._post_hooks.pop(key, None)
+
+        return Handle()
+
+    def step(self, *args, **kwargs):
+        result = super().step(*args, **kwargs)
+        for hook in list(self._post_hooks.values()):
+            hook(self, args, kwargs)
+        return result
+
+
+def test_attach_uses_step_hooks_where_torch_has_them():
+    before = gandiva.stats()["iterations"]
+    model = torch.nn.Linear(4, 1)
+    opt = HookedSGD(model.parameters(), lr=0.1)
+    handle = gandiva.torch.attach(opt)
+    assert len(opt._post_hooks) == 1
+    assert "step" not in vars(opt), "step must not be wrapped when hooks exist"
+    for _ in range(3):
+        opt.step()
+    # attach marks boundary 0 (no iteration measured before the first boundary of the process).
+    assert gandiva.stats()["iterations"] - before in (3, 4)
+    handle.remove()
+    assert opt._post_hooks == {}
+    gandiva.torch.attach(opt)
+    with pytest.raises(RuntimeError):
+        gandiva.torch.attach(opt)  # twice on one optimizer would mark two boundaries per step
+
+
+def test_client_without_daemon_raises_unavailable(tmp_path):
+    client = gandiva.Client(f"ipc://{tmp_path}/none.sock", timeout_ms=500)
+    with pytest.raises(gandiva.GandivaError) as e:
+        client.jobs()
+    assert e.value.code == "unavailable"
+    assert "no gandivad running" in str(e.value)
+
+
+def test_client_rejects_unknown_request_types_locally(tmp_path):
+    client = gandiva.Client(f"ipc://{tmp_path}/none.sock", timeout_ms=500)
+    with pytest.raises(gandiva.GandivaError) as e:
+        client.call("explode")
+    assert e.value.code == "invalid_argument"
