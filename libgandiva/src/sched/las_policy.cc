@@ -2,7 +2,6 @@
 // (GPUs x executed seconds); a job that crosses a threshold is demoted at that
 // moment; within a queue, first come first served. Preemptive.
 #include <queue>
-#include <set>
 #include <tuple>
 
 #include "preemptive_policy.h"
@@ -24,36 +23,23 @@ class LasPolicy : public PreemptivePolicy {
   }
 
  protected:
-  void OnActivated(Cluster& c, JobId j) override {
+  Key PriorityKey(Cluster& c, JobId j) override {
     EnsureSize(queue_, j, 0);
-    queue_[j] = 0;
-    order_.insert({0, c.info(j).submit_time, j});
+    return {queue_[j], c.info(j).submit_time, j};
   }
-  void OnDeactivated(Cluster& c, JobId j) override { order_.erase({queue_[j], c.info(j).submit_time, j}); }
   void OnStarted(Cluster& c, JobId j) override {
     EnsureSize(epoch_, j, 0u);
     ++epoch_[j];  // earlier crossings of this job are stale
     PushCrossing(c, j);
   }
-  void Order(Cluster&, std::vector<JobId>* out) override {
-    out->clear();
-    for (const auto& k : order_) out->push_back(std::get<2>(k));
-  }
 
  private:
-  // When running job j will reach its queue's threshold, if it keeps running alone.
+  // When running job j will reach its queue's threshold, if it keeps running.
   void PushCrossing(Cluster& c, JobId j) {
     const auto& th = opt_.las_thresholds;
     if (queue_[j] >= static_cast<int>(th.size())) return;
     double left = th[queue_[j]] - c.Attained(j);
     crossings_.push({c.Now() + std::max(0.0, left) / c.info(j).num_gpus, j, epoch_[j]});
-  }
-
-  void SetQueue(Cluster& c, JobId j, int q) {
-    order_.erase({queue_[j], c.info(j).submit_time, j});
-    queue_[j] = q;
-    order_.insert({q, c.info(j).submit_time, j});
-    MarkDirty();
   }
 
   void Demote(Cluster& c) {
@@ -66,7 +52,10 @@ class LasPolicy : public PreemptivePolicy {
       int q = queue_[j];
       double attained = c.Attained(j);
       while (q < static_cast<int>(th.size()) && attained >= th[q] - 1e-6) ++q;
-      if (q != queue_[j]) SetQueue(c, j, q);
+      if (q != queue_[j]) {
+        queue_[j] = q;
+        Rekey(c, j);
+      }
       PushCrossing(c, j);  // next threshold, or the same one later if it stalled
     }
   }
@@ -74,15 +63,16 @@ class LasPolicy : public PreemptivePolicy {
   // Tiresias' starvation guard: a job waiting longer than factor x its executed
   // time returns to the top queue.
   void Promote(Cluster& c) {
-    for (auto it = order_.begin(); it != order_.end();) {
-      auto [q, submit, j] = *it++;
-      if (q == 0 || c.state(j) != JobState::kPending) continue;
-      if (c.Now() - c.PendingSince(j) >= opt_.las_starve_factor * c.RunTime(j)) SetQueue(c, j, 0);
+    std::vector<JobId> promote;
+    for (const auto& [q, submit, j] : pending())
+      if (q > 0 && c.Now() - c.PendingSince(j) >= opt_.las_starve_factor * c.RunTime(j)) promote.push_back(j);
+    for (JobId j : promote) {
+      queue_[j] = 0;
+      Rekey(c, j);
     }
   }
 
   std::vector<int> queue_;
-  std::set<std::tuple<int, double, JobId>> order_;
   std::vector<uint32_t> epoch_;
   using Crossing = std::tuple<double, JobId, uint32_t>;
   std::priority_queue<Crossing, std::vector<Crossing>, std::greater<>> crossings_;

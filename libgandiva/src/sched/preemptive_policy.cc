@@ -1,60 +1,96 @@
-// The preemptive priority pass (see preemptive_policy.h).
+// The incremental preemptive priority pass (see preemptive_policy.h).
 #include "preemptive_policy.h"
 
 namespace gandiva::sched {
+namespace {
+constexpr int kBackfillScan = 64;  // pending jobs looked at per backfill
+}  // namespace
 
 void PreemptivePolicy::OnArrival(Cluster& c, JobId j) {
-  ++pending_;
+  EnsureSize(key_, j);
+  EnsureSize(where_, j, char{0});
+  key_[j] = PriorityKey(c, j);
+  pending_.insert(key_[j]);
+  where_[j] = 1;
   dirty_ = true;
-  OnActivated(c, j);
 }
 
-void PreemptivePolicy::OnFinish(Cluster& c, JobId j) {
+void PreemptivePolicy::OnFinish(Cluster&, JobId j) {
+  if (where_[j] == 2) running_.erase(key_[j]);
+  if (where_[j] == 1) pending_.erase(key_[j]);
+  where_[j] = 0;
   dirty_ = true;
-  OnDeactivated(c, j);
+}
+
+void PreemptivePolicy::Rekey(Cluster& c, JobId j) {
+  if (where_[j] == 0) return;
+  auto& set = where_[j] == 1 ? pending_ : running_;
+  set.erase(key_[j]);
+  key_[j] = where_[j] == 1 ? PriorityKey(c, j) : RunningKey(c, j);
+  set.insert(key_[j]);
+  dirty_ = true;
+}
+
+void PreemptivePolicy::StartJob(Cluster& c, JobId j, const std::vector<GpuId>& gpus) {
+  if (!c.Start(j, gpus).ok()) return;
+  pending_.erase(key_[j]);
+  key_[j] = RunningKey(c, j);
+  running_.insert(key_[j]);
+  where_[j] = 2;
+  OnStarted(c, j);
+}
+
+bool PreemptivePolicy::StartOrPreemptFor(Cluster& c, JobId p) {
+  int n = c.info(p).num_gpus;
+  if (auto gpus = Place(c, p)) {
+    StartJob(c, p, *gpus);
+    return c.state(p) == JobState::kRunning;
+  }
+  // Which running jobs rank below p, worst first, until enough GPUs would be free.
+  Key mine = PriorityKey(c, p);
+  int freed = c.free_gpus().total_free();
+  std::vector<JobId> victims;
+  for (auto it = running_.rbegin(); it != running_.rend() && freed < n; ++it) {
+    JobId v = std::get<2>(*it);
+    if (!(mine < PriorityKey(c, v))) break;
+    victims.push_back(v);
+    freed += static_cast<int>(c.gpus(v).size());
+  }
+  if (freed < n) return false;
+  for (JobId v : victims) {
+    if (!c.Suspend(v).ok()) continue;
+    running_.erase(key_[v]);
+    key_[v] = PriorityKey(c, v);
+    pending_.insert(key_[v]);
+    where_[v] = 1;
+  }
+  auto gpus = Place(c, p);
+  if (!gpus) return false;
+  StartJob(c, p, *gpus);
+  return c.state(p) == JobState::kRunning;
+}
+
+void PreemptivePolicy::Backfill(Cluster& c) {
+  int scanned = 0;
+  for (auto it = pending_.begin(); it != pending_.end() && scanned < kBackfillScan;) {
+    if (c.free_gpus().total_free() == 0) return;
+    JobId j = std::get<2>(*it++);  // advance first: StartJob erases j
+    ++scanned;
+    if (c.info(j).num_gpus > c.free_gpus().total_free()) continue;
+    if (auto gpus = Place(c, j)) StartJob(c, j, *gpus);
+  }
 }
 
 void PreemptivePolicy::Schedule(Cluster& c) {
-  // Nothing waits, or nothing changed since the last pass: the running set stands.
-  if (pending_ == 0 || !dirty_) return;
+  if (pending_.empty() || !dirty_) return;
   dirty_ = false;
-  Order(c, &order_);
-  // 1. The highest-priority jobs that fit in the cluster by GPU count.
-  int budget = c.topology().num_gpus();
-  desired_.clear();
-  for (JobId j : order_) {
-    EnsureSize(want_, j, char{0});
-    want_[j] = 0;
+  while (!pending_.empty()) {
+    JobId p = std::get<2>(*pending_.begin());
+    if (!StartOrPreemptFor(c, p)) break;
   }
-  for (JobId j : order_) {
-    if (budget <= 0) break;
-    int n = c.info(j).num_gpus;
-    if (n > budget) continue;
-    budget -= n;
-    want_[j] = 1;
-    desired_.push_back(j);
-  }
-  // 2. Preempt running jobs that lost their place, if someone wanted waits.
-  bool waiting = false;
-  for (JobId j : desired_) waiting |= c.state(j) == JobState::kPending;
-  if (!waiting) return;
-  for (JobId j : order_) {
-    if (!want_[j] && c.state(j) == JobState::kRunning && c.Suspend(j).ok()) ++pending_;
-  }
-  // 3. Start the wanted pending jobs in priority order, then backfill.
-  for (int pass = 0; pass < 2; ++pass) {
-    for (JobId j : order_) {
-      if (c.free_gpus().total_free() == 0) break;
-      if (c.state(j) != JobState::kPending || (pass == 0 && !want_[j])) continue;
-      auto gpus = Place(c, j);
-      if (gpus && c.Start(j, *gpus).ok()) {
-        --pending_;
-        OnStarted(c, j);
-      } else if (pass == 0) {
-        dirty_ = true;  // retry at the next instant (e.g. a locality wake-up)
-      }
-    }
-  }
+  Backfill(c);
+  // A job blocked by locality may fit after a relaxation wake-up.
+  if (!pending_.empty() && opt_.locality != Locality::kBestEffort) dirty_ = true;
 }
 
 }  // namespace gandiva::sched

@@ -460,6 +460,11 @@ StatusOr<SimResult> SimCluster::Run(Policy& policy) {
       job.last_update = now_;
       ++result_.events;
       policy.OnArrival(*this, static_cast<JobId>(next_arrival++));
+      if (next_arrival == jobs_.size()) {
+        result_.window_seconds = now_ - jobs_.front().info.submit_time;
+        result_.window_allocated_gpu_seconds = result_.allocated_gpu_seconds;
+        result_.window_effective_gpu_seconds = result_.effective_gpu_seconds;
+      }
     }
     while (!events_.empty() && events_.top().time <= now_ && events_.top().kind == kWake) {
       wakes_.erase(events_.top().time);

@@ -23,6 +23,7 @@ struct Report {
   double avg_queue = 0, p99_queue = 0;                    // first start - submit
   double makespan = 0;                                    // last finish - first submit
   double util_allocated = 0, util_effective = 0;          // over the makespan
+  double window_allocated = 0, window_effective = 0;      // first to last submission
   int64_t preemptions = 0, migrations = 0, packs = 0, unpacks = 0, time_slices = 0, resizes = 0;
   // Finish-time fairness: rho = JCT / duration alone (1 = as if alone, no wait).
   double ftf_mean = 0, ftf_p99 = 0, ftf_max = 0;

@@ -54,6 +54,9 @@ struct SimResult {
   std::vector<UtilPoint> util;
   double util_bucket_seconds = 0;
   double allocated_gpu_seconds = 0, effective_gpu_seconds = 0;
+  // The same, from the first to the last submission only: the busy window,
+  // where a long tail of a few jobs does not dilute the averages.
+  double window_seconds = 0, window_allocated_gpu_seconds = 0, window_effective_gpu_seconds = 0;
   int total_gpus = 0;
   int64_t events = 0;        // events processed (arrivals, finishes, stall ends, wake-ups)
   int64_t schedule_calls = 0;
