@@ -93,7 +93,12 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!opt.result.empty()) {
     std::ofstream out(opt.result);
-    out << "{\"iterations\": " << opt.iterations << ", \"elapsed_s\": " << elapsed << ", \"losses\": [";
+    // steady_clock is CLOCK_MONOTONIC on Linux: comparable with other jobs' timestamps.
+    const double start_s = std::chrono::duration<double>(start.time_since_epoch()).count();
+    out.precision(17);
+    out << "{\"iterations\": " << opt.iterations << ", \"elapsed_s\": " << elapsed
+        << ", \"start_monotonic_s\": " << start_s << ", \"end_monotonic_s\": " << start_s + elapsed
+        << ", \"losses\": [";
     for (size_t i = 0; i < losses.size(); ++i) out << (i ? ", " : "") << losses[i];
     out << "]}\n";
   }

@@ -90,6 +90,7 @@ def main():
                   f"parks {s.get('parks', 0)}", flush=True)
     elapsed = time.monotonic() - start
     result = {"iterations": args.iterations, "elapsed_s": elapsed, "losses": losses,
+              "start_monotonic_s": start, "end_monotonic_s": start + elapsed,
               "parameters_sha256": parameters_digest(model)}
     if args.result:
         with open(args.result, "w") as f:
