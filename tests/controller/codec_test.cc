@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <set>
+
 namespace gandiva::protocol {
 namespace {
 
@@ -61,6 +64,22 @@ TEST(SchemaTest, EveryMessageHasAUniqueWireNameAndKnownFields) {
     EXPECT_EQ(MessageTypeFromWire(m.wire_name), m.type);
   }
   for (const auto& f : AllFields()) EXPECT_NE(WireName(f.message), "?");
+}
+
+}  // namespace
+}  // namespace gandiva::protocol
+
+namespace gandiva::protocol {
+namespace {
+
+// docs/api.md describes the same messages as messages.def: keep them in step.
+TEST(SchemaTest, EveryMessageIsDocumented) {
+  std::ifstream doc(GANDIVA_SOURCE_DIR "/docs/api.md");
+  ASSERT_TRUE(doc.good());
+  std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+  for (const auto& m : AllMessages())
+    EXPECT_NE(text.find("| `" + std::string(m.wire_name) + "` |"), std::string::npos)
+        << m.wire_name << " is not in docs/api.md";
 }
 
 }  // namespace
