@@ -1,0 +1,257 @@
+// The test workload; see workload.h. Arguments:
+//   --image PATH       cubin/fatbin with gd_scale, gd_axpy, gd_reduce (required)
+//   --iterations N     training iterations (default 30)
+//   --kernels K        launches per iteration on the main thread (default 6)
+//   --threads T        worker threads launching on their own until the end (default 0)
+//   --sleep-us U       host time per iteration (default 0)
+//   --buffers B        cuMemAlloc buffers (default 4), sizes around --buffer-bytes
+//   --buffer-bytes S   (default 3 MiB + 1234)
+//   --graph            also capture two kernels into a graph launched every iteration
+//   --report PATH      writes expected totals at set-up, call counts at the end
+// Exit: 0 ok, 2 a driver call failed, 3 device memory contents were wrong at the end.
+#include "workload.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <thread>
+#include <vector>
+
+namespace gandiva::testapp {
+namespace {
+
+enum FnIndex {
+#define GD_INDEX(name, pfn) k_##name,
+  GD_APP_DRIVER(GD_INDEX)
+#undef GD_INDEX
+  kFnCount
+};
+const char* const kFnNames[] = {
+#define GD_NAME(name, pfn) #name,
+    GD_APP_DRIVER(GD_NAME)
+#undef GD_NAME
+};
+std::atomic<uint64_t> g_counts[kFnCount];
+
+#define CALL(d, name, ...) (g_counts[k_##name].fetch_add(1), (d).name(__VA_ARGS__))
+#define CHECK(expr)                                                              \
+  do {                                                                           \
+    CUresult r_ = (expr);                                                        \
+    if (r_ != CUDA_SUCCESS) {                                                    \
+      std::fprintf(stderr, "workload: %s failed: %d (line %d)\n", #expr, r_, __LINE__); \
+      std::_Exit(2);                                                             \
+    }                                                                            \
+  } while (0)
+
+struct Options {
+  const char* image = nullptr;
+  int iterations = 30;
+  int kernels = 6;
+  int threads = 0;
+  int sleep_us = 0;
+  int buffers = 4;
+  size_t buffer_bytes = (3u << 20) + 1234;
+  bool graph = false;
+  const char* report = nullptr;
+};
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--image") o.image = next();
+    else if (a == "--iterations") o.iterations = std::atoi(next());
+    else if (a == "--kernels") o.kernels = std::atoi(next());
+    else if (a == "--threads") o.threads = std::atoi(next());
+    else if (a == "--sleep-us") o.sleep_us = std::atoi(next());
+    else if (a == "--buffers") o.buffers = std::atoi(next());
+    else if (a == "--buffer-bytes") o.buffer_bytes = std::strtoull(next(), nullptr, 0);
+    else if (a == "--graph") o.graph = true;
+    else if (a == "--report") o.report = next();
+  }
+  return o;
+}
+
+// Word w of buffer b at set-up: a pattern no two buffers share.
+uint32_t Pattern(int b, size_t w) { return static_cast<uint32_t>(b * 0x9E3779B1u + w * 2654435761u); }
+
+}  // namespace
+
+int RunWorkload(const Driver& d, int argc, char** argv) {
+  const Options o = Parse(argc, argv);
+  std::ifstream in(o.image ? o.image : "", std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "workload: cannot read --image\n");
+    return 2;
+  }
+  std::vector<char> image((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+
+  CUdevice dev;
+  CUcontext ctx;
+  CHECK(CALL(d, cuInit, 0));
+  CHECK(CALL(d, cuDeviceGet, &dev, 0));
+  CHECK(CALL(d, cuDevicePrimaryCtxRetain, &ctx, dev));
+  CHECK(CALL(d, cuCtxSetCurrent, ctx));
+  CUmodule module;
+  CUfunction scale, axpy, reduce;
+  CHECK(CALL(d, cuModuleLoadData, &module, image.data()));
+  CHECK(CALL(d, cuModuleGetFunction, &scale, module, "gd_scale"));
+  CHECK(CALL(d, cuModuleGetFunction, &axpy, module, "gd_axpy"));
+  CHECK(CALL(d, cuModuleGetFunction, &reduce, module, "gd_reduce"));
+
+  // Memory: B buffers of uneven sizes with a pattern, a step log written every
+  // iteration, a loss word, a pitched buffer, and one VMM allocation of the program's own.
+  uint64_t expected_bytes = 0, expected_allocs = 0, expected_vmm = 0;
+  std::vector<CUdeviceptr> bufs(o.buffers);
+  std::vector<size_t> sizes(o.buffers);
+  for (int b = 0; b < o.buffers; ++b) {
+    sizes[b] = (o.buffer_bytes + b * 4099) & ~size_t{3};
+    CHECK(CALL(d, cuMemAlloc_v2, &bufs[b], sizes[b]));
+    std::vector<uint32_t> host(sizes[b] / 4);
+    for (size_t w = 0; w < host.size(); ++w) host[w] = Pattern(b, w);
+    CHECK(CALL(d, cuMemcpyHtoD_v2, bufs[b], host.data(), sizes[b]));
+    expected_bytes += sizes[b];
+    expected_vmm += sizes[b] >= (1u << 20) ? sizes[b] : 0;
+    ++expected_allocs;
+  }
+  const size_t step_bytes = 4 * static_cast<size_t>(o.iterations);
+  CUdeviceptr steps, loss, pitched;
+  CHECK(CALL(d, cuMemAlloc_v2, &steps, step_bytes));
+  CHECK(CALL(d, cuMemsetD32_v2, steps, 0, o.iterations));
+  CHECK(CALL(d, cuMemAlloc_v2, &loss, 4));
+  size_t pitch = 0;
+  CHECK(CALL(d, cuMemAllocPitch_v2, &pitched, &pitch, 1000, 16, 4));
+  expected_bytes += step_bytes + 4 + pitch * 16;
+  expected_allocs += 3;
+  CUdeviceptr scratch;  // stream-ordered, freed before the loop
+  CHECK(CALL(d, cuMemAllocAsync, &scratch, 65536, nullptr));
+  CHECK(CALL(d, cuMemFreeAsync, scratch, nullptr));
+
+  CUmemAllocationProp prop;
+  std::memset(&prop, 0, sizeof(prop));
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = dev;
+  const size_t own_vmm = 2u << 20;
+  CUmemGenericAllocationHandle handle;
+  CUdeviceptr own;
+  CHECK(CALL(d, cuMemAddressReserve, &own, own_vmm, 0, 0, 0));
+  CHECK(CALL(d, cuMemCreate, &handle, own_vmm, &prop, 0));
+  CHECK(CALL(d, cuMemMap, own, own_vmm, 0, handle, 0));
+  CUmemAccessDesc access;
+  std::memset(&access, 0, sizeof(access));
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CHECK(CALL(d, cuMemSetAccess, own, own_vmm, &access, 1));
+  expected_bytes += own_vmm;
+  expected_allocs += 1;
+
+  CUstream side;
+  CUevent mid;
+  CHECK(CALL(d, cuStreamCreate, &side, 0));
+  CHECK(CALL(d, cuEventCreate, &mid, 0));
+  int n = static_cast<int>(sizes.empty() ? 0 : sizes[0] / 4);
+  float a = 1.0f;
+  void* scale_args[] = {&bufs[0], &a, &n};
+  CUgraphExec graph_exec = nullptr;
+  if (o.graph) {
+    CUgraph graph;
+    CHECK(CALL(d, cuStreamBeginCapture_v2, side, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(CALL(d, cuLaunchKernel, scale, 4, 1, 1, 128, 1, 1, 0, side, scale_args, nullptr));
+    CHECK(CALL(d, cuLaunchKernel, reduce, 1, 1, 1, 32, 1, 1, 0, side, scale_args, nullptr));
+    CHECK(CALL(d, cuStreamEndCapture, side, &graph));
+    CHECK(CALL(d, cuGraphInstantiateWithFlags, &graph_exec, graph, 0));
+  }
+  CHECK(CALL(d, cuCtxSynchronize));
+
+  if (o.report) {
+    FILE* f = std::fopen(o.report, "w");
+    std::fprintf(f, "expected_device_bytes %llu\nexpected_allocations %llu\nexpected_vmm_bytes %llu\n",
+                 static_cast<unsigned long long>(expected_bytes), static_cast<unsigned long long>(expected_allocs),
+                 static_cast<unsigned long long>(expected_vmm));
+    std::fclose(f);
+  }
+
+  // Worker threads: launch on their own (per-thread default stream) and never sync.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < o.threads; ++t) {
+    workers.emplace_back([&] {
+      CHECK(CALL(d, cuCtxSetCurrent, ctx));
+      while (!stop.load()) {
+        CHECK(CALL(d, cuLaunchKernel_ptsz, scale, 8, 1, 1, 128, 1, 1, 0, nullptr, scale_args, nullptr));
+        usleep(300);
+      }
+      CHECK(CALL(d, cuStreamSynchronize_ptsz, nullptr));
+    });
+  }
+
+  // The loop: [K launches, Ex launch, graph, event sync] [step write, loss read-back].
+  for (int it = 0; it < o.iterations; ++it) {
+    for (int k = 0; k < o.kernels; ++k) {
+      CUfunction f = k % 2 ? axpy : scale;
+      CHECK(CALL(d, cuLaunchKernel, f, 16, 1, 1, 256, 1, 1, 0, nullptr, scale_args, nullptr));
+    }
+    CUlaunchConfig config;
+    std::memset(&config, 0, sizeof(config));
+    config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = 32;
+    config.blockDimY = config.blockDimZ = 1;
+    CHECK(CALL(d, cuLaunchKernelEx, &config, reduce, scale_args, nullptr));
+    if (graph_exec) CHECK(CALL(d, cuGraphLaunch, graph_exec, side));
+    CHECK(CALL(d, cuEventRecord, mid, nullptr));
+    CHECK(CALL(d, cuEventSynchronize, mid));
+    const uint32_t step = 1000u + it;
+    CHECK(CALL(d, cuMemcpyHtoDAsync_v2, steps + 4 * it, &step, 4, nullptr));
+    CHECK(CALL(d, cuStreamSynchronize, side));
+    float host_loss = 0;
+    if (it % 2)
+      CHECK(CALL(d, cuMemcpyDtoH_v2, &host_loss, loss, 4));
+    else
+      CHECK(CALL(d, cuMemcpyDtoH_v2_ptds, &host_loss, loss, 4));
+    if (o.sleep_us) usleep(o.sleep_us);
+  }
+  stop.store(true);
+  for (auto& w : workers) w.join();
+
+  // Contents must be exactly what the program wrote, whatever happened in between.
+  int bad = 0;
+  for (int b = 0; b < o.buffers; ++b) {
+    std::vector<uint32_t> host(sizes[b] / 4);
+    CHECK(CALL(d, cuMemcpyDtoH_v2, host.data(), bufs[b], sizes[b]));
+    for (size_t w = 0; w < host.size(); ++w)
+      if (host[w] != Pattern(b, w)) {
+        ++bad;
+        break;
+      }
+  }
+  std::vector<uint32_t> logged(o.iterations);
+  CHECK(CALL(d, cuMemcpyDtoH_v2, logged.data(), steps, step_bytes));
+  for (int it = 0; it < o.iterations; ++it) bad += logged[it] != 1000u + it;
+
+  CHECK(CALL(d, cuMemUnmap, own, own_vmm));
+  CHECK(CALL(d, cuMemRelease, handle));
+  CHECK(CALL(d, cuMemAddressFree, own, own_vmm));
+  for (CUdeviceptr p : bufs) CHECK(CALL(d, cuMemFree_v2, p));
+  CHECK(CALL(d, cuMemFree_v2, steps));
+  CHECK(CALL(d, cuMemFree_v2, loss));
+  CHECK(CALL(d, cuMemFree_v2, pitched));
+
+  if (o.report) {
+    FILE* f = std::fopen(o.report, "a");
+    for (int i = 0; i < kFnCount; ++i)
+      if (g_counts[i].load()) std::fprintf(f, "calls.%s %llu\n", kFnNames[i], static_cast<unsigned long long>(g_counts[i].load()));
+    std::fprintf(f, "content_errors %d\n", bad);
+    std::fclose(f);
+  }
+  if (bad) std::fprintf(stderr, "workload: %d device memory regions differ from what was written\n", bad);
+  return bad ? 3 : 0;
+}
+
+}  // namespace gandiva::testapp

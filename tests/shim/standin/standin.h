@@ -1,0 +1,76 @@
+// TEST DOUBLE — a CPU stand-in for libcuda.so.1, for testing the shim on machines
+// without a GPU. Never installed, never shipped. Device memory is host memory at
+// distinct addresses; VMM reservations are mmap'd ranges and physical memory is
+// memfd pieces mapped at fixed addresses; kernels come from real nvcc cubins or
+// fatbins, and a launch records the kernel and models its time (no device code runs).
+// Environment: GD_STANDIN_KERNEL_NS (modelled kernel time, default 5000),
+// GD_STANDIN_DEVICE_MEM (device memory, default 8 GiB), GD_STANDIN_COUNTERS (a file
+// the counters are mapped to, for tests), GD_STANDIN_REPORT (launches per kernel at exit).
+#ifndef GANDIVA_TESTS_SHIM_STANDIN_STANDIN_H_
+#define GANDIVA_TESTS_SHIM_STANDIN_STANDIN_H_
+
+#ifndef __CUDA_API_VERSION_INTERNAL
+#define __CUDA_API_VERSION_INTERNAL 1
+#endif
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gandiva::standin {
+
+// Counters shared with tests through GD_STANDIN_COUNTERS (a mapped file).
+struct Counters {
+  std::atomic<uint64_t> launches;        // kernel launches executed (graph nodes included)
+  std::atomic<uint64_t> device_bytes;    // device memory in use (plain + physical)
+  std::atomic<uint64_t> physical_live;   // physical (cuMemCreate) pieces alive
+};
+Counters& GetCounters();
+
+struct Stream {
+  std::atomic<uint64_t> busy_until_ns{0};  // modelled completion time of queued work
+  bool capturing = false;
+  struct Graph* capture = nullptr;
+};
+
+struct Function {
+  std::string name;
+  std::atomic<uint64_t> launches{0};
+};
+
+struct Module {
+  std::vector<Function*> functions;
+};
+
+struct Graph {
+  std::vector<Function*> kernels;  // captured launches, replayed by cuGraphLaunch
+};
+
+struct Event {
+  uint64_t at_ns = 0;
+};
+
+uint64_t NowNs();
+uint64_t KernelNs();
+Stream* ResolveStream(CUstream s);  // null -> the default stream
+// Waits until the stream's modelled work is done.
+void WaitStream(Stream* s);
+void WaitAllStreams();
+// True when [ptr, ptr+n) is mapped device memory; copies check it (a swapped-out
+// range must fail, as on a GPU, instead of reading stale host memory).
+bool DeviceRangeOk(CUdeviceptr ptr, size_t n);
+
+// Kernel names in a cubin (ELF), fatbin or PTX image; false if unreadable.
+bool KernelNamesInImage(const void* image, std::vector<std::string>* names);
+
+std::mutex& GlobalMutex();
+bool Initialized();
+void RecordLaunch(Function* f);
+
+}  // namespace gandiva::standin
+
+#endif  // GANDIVA_TESTS_SHIM_STANDIN_STANDIN_H_

@@ -1,0 +1,336 @@
+// TEST DOUBLE: device memory of the stand-in libcuda.so.1. Plain allocations are
+// anonymous mappings; the VMM API is modelled faithfully enough for the shim's swap:
+// reservations are PROT_NONE ranges, physical memory is a memfd, mapping places it
+// at a fixed address, unmapping returns the range to PROT_NONE (contents gone) and
+// the memory is freed once released and unmapped.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+
+#include "standin.h"
+
+namespace gandiva::standin {
+namespace {
+
+constexpr size_t kGranularity = 2ull << 20;
+
+struct Physical {
+  int fd = -1;
+  size_t size = 0;
+  int mappings = 0;
+  bool released = false;
+};
+
+struct Mapping {
+  size_t size;
+  Physical* physical;
+};
+
+std::map<CUdeviceptr, size_t> g_plain;        // cuMemAlloc / pitch / async
+std::map<CUdeviceptr, size_t> g_reserved;     // cuMemAddressReserve
+std::map<CUdeviceptr, Mapping> g_mapped;      // cuMemMap
+std::map<void*, size_t> g_host;               // cuMemHostAlloc
+
+size_t DeviceMemory() {
+  const char* v = std::getenv("GD_STANDIN_DEVICE_MEM");
+  return v ? std::strtoull(v, nullptr, 0) : (8ull << 30);
+}
+
+bool Reserve(size_t bytes) {
+  auto& used = GetCounters().device_bytes;
+  uint64_t cur = used.load();
+  do {
+    if (cur + bytes > DeviceMemory()) return false;
+  } while (!used.compare_exchange_weak(cur, cur + bytes));
+  return true;
+}
+
+void Unreserve(size_t bytes) { GetCounters().device_bytes.fetch_sub(bytes); }
+
+void MaybeFreePhysical(Physical* p) {
+  if (!p->released || p->mappings > 0) return;
+  close(p->fd);
+  Unreserve(p->size);
+  GetCounters().physical_live.fetch_sub(1);
+  delete p;
+}
+
+size_t PageRound(size_t n) { return (n + 4095) & ~size_t{4095}; }
+
+bool InRange(const std::map<CUdeviceptr, size_t>& m, CUdeviceptr p, size_t n) {
+  auto it = m.upper_bound(p);
+  if (it == m.begin()) return false;
+  --it;
+  return p >= it->first && p + n <= it->first + it->second;
+}
+
+}  // namespace
+
+bool DeviceRangeOk(CUdeviceptr ptr, size_t n) {
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  if (InRange(g_plain, ptr, n)) return true;
+  // Mapped VMM memory may span several adjacent mappings.
+  CUdeviceptr at = ptr;
+  const CUdeviceptr end = ptr + n;
+  while (at < end) {
+    auto it = g_mapped.upper_bound(at);
+    if (it == g_mapped.begin()) return false;
+    --it;
+    if (at >= it->first + it->second.size) return false;
+    at = it->first + it->second.size;
+  }
+  return true;
+}
+
+}  // namespace gandiva::standin
+
+using namespace gandiva::standin;
+
+#define GD_STANDIN_EXPORT extern "C" __attribute__((visibility("default")))
+
+GD_STANDIN_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+  const size_t t = DeviceMemory(), used = GetCounters().device_bytes.load();
+  if (free_bytes) *free_bytes = t - used;
+  if (total) *total = t;
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  const size_t size = PageRound(bytes);
+  if (!Reserve(size)) return CUDA_ERROR_OUT_OF_MEMORY;
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    Unreserve(size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  *dptr = reinterpret_cast<CUdeviceptr>(p);
+  g_plain[*dptr] = size;
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                                              unsigned int elem) {
+  if (!pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16)) return CUDA_ERROR_INVALID_VALUE;
+  *pitch = (width + 511) & ~size_t{511};
+  return cuMemAlloc_v2(dptr, *pitch * height);
+}
+
+GD_STANDIN_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  if (ptr == 0) return CUDA_SUCCESS;
+  size_t size;
+  {
+    std::lock_guard<std::mutex> lock(GlobalMutex());
+    auto it = g_plain.find(ptr);
+    if (it == g_plain.end()) return CUDA_ERROR_INVALID_VALUE;
+    size = it->second;
+    g_plain.erase(it);
+  }
+  WaitAllStreams();  // like the real driver, freeing waits for the device
+  munmap(reinterpret_cast<void*>(ptr), size);
+  Unreserve(size);
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream) { return cuMemAlloc_v2(dptr, bytes); }
+GD_STANDIN_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream s) { return cuMemAllocAsync(dptr, bytes, s); }
+GD_STANDIN_EXPORT CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream) { return cuMemFree_v2(ptr); }
+GD_STANDIN_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr ptr, CUstream s) { return cuMemFreeAsync(ptr, s); }
+
+GD_STANDIN_EXPORT CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int) {
+  if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  g_host[m] = bytes;
+  *p = m;
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t bytes) { return cuMemHostAlloc(p, bytes, 0); }
+
+GD_STANDIN_EXPORT CUresult cuMemFreeHost(void* p) {
+  size_t size;
+  {
+    std::lock_guard<std::mutex> lock(GlobalMutex());
+    auto it = g_host.find(p);
+    if (it == g_host.end()) return CUDA_ERROR_INVALID_VALUE;
+    size = it->second;
+    g_host.erase(it);
+  }
+  munmap(p, size);
+  return CUDA_SUCCESS;
+}
+
+// ---- Copies and memsets: host memcpy after checking the device side is mapped.
+
+static CUresult CopyChecked(void* dst, const void* src, size_t n, CUdeviceptr dcheck, CUdeviceptr scheck) {
+  if (dcheck && !DeviceRangeOk(dcheck, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (scheck && !DeviceRangeOk(scheck, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  std::memcpy(dst, src, n);
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+  WaitStream(ResolveStream(nullptr));
+  return CopyChecked(reinterpret_cast<void*>(dst), src, n, dst, 0);
+}
+GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) { return cuMemcpyHtoD_v2(dst, src, n); }
+
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
+  WaitStream(ResolveStream(nullptr));
+  return CopyChecked(dst, reinterpret_cast<const void*>(src), n, 0, src);
+}
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) { return cuMemcpyDtoH_v2(dst, src, n); }
+
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return CopyChecked(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n, dst, src);
+}
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { return cuMemcpyDtoD_v2(dst, src, n); }
+
+GD_STANDIN_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream) {
+  return CopyChecked(reinterpret_cast<void*>(dst), src, n, dst, 0);
+}
+GD_STANDIN_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n, CUstream s) { return cuMemcpyHtoDAsync_v2(dst, src, n, s); }
+
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream) {
+  return CopyChecked(dst, reinterpret_cast<const void*>(src), n, 0, src);
+}
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n, CUstream s) { return cuMemcpyDtoHAsync_v2(dst, src, n, s); }
+
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) { return cuMemcpyDtoD_v2(dst, src, n); }
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return cuMemcpyDtoDAsync_v2(dst, src, n, s); }
+
+// Unified addressing: either side may be host or device memory.
+GD_STANDIN_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
+  return CUDA_SUCCESS;
+}
+GD_STANDIN_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { return cuMemcpy(dst, src, n); }
+GD_STANDIN_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) { return cuMemcpy(dst, src, n); }
+GD_STANDIN_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return cuMemcpyAsync(dst, src, n, s); }
+
+GD_STANDIN_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
+  if (!DeviceRangeOk(dst, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  std::memset(reinterpret_cast<void*>(dst), v, n);
+  return CUDA_SUCCESS;
+}
+GD_STANDIN_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v, size_t n) { return cuMemsetD8_v2(dst, v, n); }
+
+GD_STANDIN_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n) {
+  if (!DeviceRangeOk(dst, n * 4)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  auto* p = reinterpret_cast<unsigned int*>(dst);
+  for (size_t i = 0; i < n; ++i) p[i] = v;
+  return CUDA_SUCCESS;
+}
+GD_STANDIN_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int v, size_t n) { return cuMemsetD32_v2(dst, v, n); }
+
+// ---- Virtual memory management.
+
+GD_STANDIN_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
+                                                         CUmemAllocationGranularity_flags) {
+  if (!g || !prop || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop->location.id != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  *g = kGranularity;
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr,
+                                               unsigned long long) {
+  if (!ptr || size == 0 || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
+  if (alignment < kGranularity) alignment = kGranularity;
+  const size_t span = size + alignment;
+  void* p = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  const uintptr_t base = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t aligned = (base + alignment - 1) / alignment * alignment;
+  if (aligned > base) munmap(p, aligned - base);
+  if (aligned + size < base + span) munmap(reinterpret_cast<void*>(aligned + size), base + span - aligned - size);
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  *ptr = aligned;
+  g_reserved[aligned] = size;
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  auto it = g_reserved.find(ptr);
+  if (it == g_reserved.end() || it->second != size) return CUDA_ERROR_INVALID_VALUE;
+  auto m = g_mapped.lower_bound(ptr);
+  if (m != g_mapped.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;  // still mapped
+  munmap(reinterpret_cast<void*>(ptr), size);
+  g_reserved.erase(it);
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                       const CUmemAllocationProp* prop, unsigned long long flags) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!handle || !prop || flags || size == 0 || size % kGranularity ||
+      prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!Reserve(size)) return CUDA_ERROR_OUT_OF_MEMORY;
+  int fd = memfd_create("gd-standin-physical", MFD_CLOEXEC);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    if (fd >= 0) close(fd);
+    Unreserve(size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  auto* p = new Physical{fd, size, 0, false};
+  GetCounters().physical_live.fetch_add(1);
+  *handle = reinterpret_cast<CUmemGenericAllocationHandle>(p);
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  auto* p = reinterpret_cast<Physical*>(handle);
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  p->released = true;
+  MaybeFreePhysical(p);
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                                    unsigned long long flags) {
+  auto* p = reinterpret_cast<Physical*>(handle);
+  if (!p || flags || offset + size > p->size || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  if (!InRange(g_reserved, ptr, size)) return CUDA_ERROR_INVALID_VALUE;
+  auto m = g_mapped.lower_bound(ptr);
+  if (m != g_mapped.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;
+  if (m != g_mapped.begin() && std::prev(m)->first + std::prev(m)->second.size > ptr) return CUDA_ERROR_INVALID_VALUE;
+  // No access until cuMemSetAccess, as on the device.
+  void* at = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_SHARED | MAP_FIXED, p->fd, static_cast<off_t>(offset));
+  if (at == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  ++p->mappings;
+  g_mapped[ptr] = Mapping{size, p};
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  auto it = g_mapped.find(ptr);
+  if (it == g_mapped.end() || it->second.size != size) return CUDA_ERROR_INVALID_VALUE;
+  // Back to a bare reservation: the contents are gone from this range.
+  mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  Physical* p = it->second.physical;
+  g_mapped.erase(it);
+  --p->mappings;
+  MaybeFreePhysical(p);
+  return CUDA_SUCCESS;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!DeviceRangeOk(ptr, size)) return CUDA_ERROR_INVALID_VALUE;
+  const int prot = desc[0].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+                   : desc[0].flags == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
+                                                                        : PROT_NONE;
+  return mprotect(reinterpret_cast<void*>(ptr), size, prot) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
