@@ -69,11 +69,20 @@ void BM_GdBoundaryLibgandivaSo(benchmark::State& state) {
   for (auto _ : state) g_shared_gd_boundary();
 }
 
+// Not on the fast path: JobRuntime::Park() looks the CUDA shim's park hooks up
+// with dlsym(RTLD_DEFAULT) on every park while none is found (no shim loaded),
+// i.e. between a job parking and the controller hearing of it. This is its price
+// here; it grows with the number of objects in the global scope.
+void BM_DlsymMissingSymbol(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(dlsym(RTLD_DEFAULT, "gandiva_shim_park_hooks"));
+}
+
 void RegisterAll() {
   benchmark::RegisterBenchmark("clock_gettime(MONOTONIC)", BM_ClockGettimeMonotonic);
   benchmark::RegisterBenchmark("JobRuntime::Boundary", BM_JobRuntimeBoundary);
   benchmark::RegisterBenchmark("JobRuntime::Get().Boundary", BM_JobRuntimeGetBoundary);
   benchmark::RegisterBenchmark("gd_boundary(libgandiva.so)", BM_GdBoundaryLibgandivaSo);
+  benchmark::RegisterBenchmark("park: dlsym(shim hooks), missing", BM_DlsymMissingSymbol);
 }
 
 void LoadSharedLibrary() {

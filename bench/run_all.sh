@@ -1,0 +1,33 @@
+#!/bin/sh
+# Runs the runtime benchmarks (docs/benchmarks.md) from an existing build and
+# writes their JSON into one directory. Builds nothing: build first, e.g.
+#   cmake --build BUILD -j2 --target bench_boundary bench_switch gandiva_cli _gandiva train_mlp
+#
+# Usage: bench/run_all.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, bench-results)
+# Env:   PYTHON  interpreter with torch for the slicing bench (default /usr/bin/python3)
+set -eu
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:-build}
+out=${2:-bench-results}
+python=${PYTHON:-/usr/bin/python3}
+
+for exe in "$build/bench/runtime/bench_boundary" "$build/bench/runtime/bench_switch"; do
+  if [ ! -x "$exe" ]; then
+    echo "run_all.sh: $exe not built (configure with -DGANDIVA_BUILD_BENCH=ON and build)" >&2
+    exit 1
+  fi
+done
+mkdir -p "$out"
+
+echo "== bench_boundary =="
+"$build/bench/runtime/bench_boundary" --out "$out"
+echo
+echo "== bench_switch =="
+"$build/bench/runtime/bench_switch" --out "$out"
+echo
+echo "== bench_slicing_throughput =="
+"$python" "$here/runtime/bench_slicing_throughput.py" --build-dir "$build" --out "$out"
+echo
+echo "JSON in $out:"
+ls "$out"
