@@ -184,10 +184,10 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
   for (int t = 0; t < o.threads; ++t) {
     workers.emplace_back([&] {
       CHECK(CALL(d, cuCtxSetCurrent, ctx));
-      while (!stop.load()) {
+      do {  // at least once, however short the run
         CHECK(CALL(d, cuLaunchKernel_ptsz, scale, 8, 1, 1, 128, 1, 1, 0, nullptr, scale_args, nullptr));
         usleep(300);
-      }
+      } while (!stop.load());
       CHECK(CALL(d, cuStreamSynchronize_ptsz, nullptr));
     });
   }
