@@ -76,3 +76,27 @@ INSTANTIATE_TEST_SUITE_P(AllPolicies, SimPropertyTest, ::testing::ValuesIn(Polic
 
 }  // namespace
 }  // namespace gandiva::sched
+
+namespace gandiva::sched {
+namespace {
+
+// An idle gap spanning many buckets must read as idle, not as a spike.
+TEST(UtilisationTest, SeriesIsBoundedAndIntegratesToTheWork) {
+  Topology topo = Topology::Uniform(1, 1);
+  PerfModel perf = PerfModel::Neutral();
+  SimConfig config = testing::ExactConfig();
+  config.max_util_points = 50;
+  SimResult r = testing::Replay(topo, perf, testing::Jobs({{0, 100}, {10000, 100}, {10001, 100}}), "fifo", config);
+  ASSERT_FALSE(r.util.empty());
+  EXPECT_LE(static_cast<int>(r.util.size()), 50);
+  double gpu_seconds = 0;
+  for (const auto& u : r.util) {
+    EXPECT_LE(u.allocated, 1 + 1e-9);
+    EXPECT_GE(u.allocated, 0);
+    gpu_seconds += u.allocated * std::min(r.util_bucket_seconds, 10201 - u.time);
+  }
+  EXPECT_NEAR(gpu_seconds, 300, 1e-6);
+}
+
+}  // namespace
+}  // namespace gandiva::sched

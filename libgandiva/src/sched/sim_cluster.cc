@@ -365,8 +365,8 @@ void SimCluster::AccumulateUtil(double t) {
   result_.effective_gpu_seconds += (t - util_last_) * effective_now_;
   while (util_last_ < t) {
     size_t b = static_cast<size_t>(util_last_ / bucket_seconds_);
+    while ((b + 1) * bucket_seconds_ <= util_last_) ++b;  // rounding at a bucket edge
     double end = std::min(t, (b + 1) * bucket_seconds_);
-    if (end <= util_last_) end = t;  // floating-point guard at a bucket edge
     if (b >= util_.size()) util_.resize(b + 1);
     util_[b].allocated += (end - util_last_) * allocated_now_;
     util_[b].effective += (end - util_last_) * effective_now_;
