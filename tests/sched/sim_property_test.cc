@@ -93,7 +93,7 @@ TEST(UtilisationTest, SeriesIsBoundedAndIntegratesToTheWork) {
   for (const auto& u : r.util) {
     EXPECT_LE(u.allocated, 1 + 1e-9);
     EXPECT_GE(u.allocated, 0);
-    gpu_seconds += u.allocated * std::min(r.util_bucket_seconds, 10201 - u.time);
+    gpu_seconds += u.allocated * std::min(r.util_bucket_seconds, 10200 - u.time);
   }
   EXPECT_NEAR(gpu_seconds, 300, 1e-6);
 }
