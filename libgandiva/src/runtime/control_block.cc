@@ -18,6 +18,9 @@ void InitControlBlock(ControlBlock* cb, uint64_t job_id, uint64_t lease_ns, cons
 
 }  // namespace gandiva::runtime
 
+#include <algorithm>
+#include <cstring>
+
 #include "common/clock.h"
 #include "runtime/futex.h"
 
@@ -40,6 +43,27 @@ bool WaitForPhase(ControlBlock* cb, Phase phase, uint64_t timeout_ns) {
     uint64_t now = MonotonicNowNs();
     if (now >= deadline) return false;
     FutexWait(&cb->phase, now_phase, deadline - now);
+  }
+}
+
+bool RequestTransfer(ControlBlock* cb, Request kind, const char* target) {
+  const size_t n = std::strlen(target);
+  if (n >= kTransferTargetSize) return false;
+  std::memcpy(cb->transfer_target, target, n + 1);
+  cb->transfer_state.store(kTransferIdle, std::memory_order_relaxed);
+  cb->request.store(kind, std::memory_order_release);
+  FutexWakeAll(&cb->request);
+  return true;
+}
+
+TransferState WaitForTransfer(ControlBlock* cb, uint64_t timeout_ns) {
+  const uint64_t deadline = MonotonicNowNs() + timeout_ns;
+  for (;;) {
+    const uint32_t state = cb->transfer_state.load(std::memory_order_acquire);
+    if (state == kTransferDone || state == kTransferFailed) return static_cast<TransferState>(state);
+    const uint64_t now = MonotonicNowNs();
+    if (now >= deadline) return static_cast<TransferState>(state);
+    FutexWait(&cb->transfer_state, state, std::min<uint64_t>(deadline - now, 50'000'000));
   }
 }
 

@@ -20,14 +20,32 @@
 namespace gandiva::runtime {
 
 inline constexpr uint32_t kControlBlockMagic = 0x42434447;  // "GDCB"
-inline constexpr uint32_t kControlBlockVersion = 1;
+inline constexpr uint32_t kControlBlockVersion = 2;
 inline constexpr size_t kProfileRingSize = 1024;  // iteration times kept for p50/p99
 
 // What the controller asks of the job.
 enum Request : uint32_t {
   kRequestRun = 0,
   kRequestSuspend = 1,  // park at the next iteration boundary until kRequestRun
+  // While parked (a running job parks first): write the registered state to
+  // transfer_target, report in transfer_state, then stay parked (the job sets
+  // request back to kRequestSuspend).
+  kRequestCheckpoint = 2,
+  // While parked: read state from transfer_target into the registered state,
+  // report in transfer_state, stay parked.
+  kRequestRestore = 3,
 };
+
+// Progress of a checkpoint or restore, as the job reports it (a futex word).
+enum TransferState : uint32_t {
+  kTransferIdle = 0,
+  kTransferBusy = 1,
+  kTransferDone = 2,
+  kTransferFailed = 3,  // transfer_error says why
+};
+
+inline constexpr size_t kTransferTargetSize = 512;
+inline constexpr size_t kTransferErrorSize = 256;
 
 // What the job is doing, as the job reports it.
 enum Phase : uint32_t {
@@ -80,6 +98,16 @@ struct alignas(64) ControlBlock {
   std::atomic<uint32_t> swap_request;   // controller -> job, see SwapRequest; acted on while parked
   std::atomic<uint32_t> swap_state;     // job -> controller, see SwapState
   std::atomic<uint64_t> swapped_bytes;  // device bytes currently held on the host
+
+  // State transfer (checkpoint and migration). The controller writes
+  // transfer_target before it stores kRequestCheckpoint/kRequestRestore; the
+  // job writes the rest.
+  alignas(64) char transfer_target[kTransferTargetSize];  // "file:/abs/path" or "unix:/abs/socket"
+  std::atomic<uint32_t> transfer_state;
+  std::atomic<uint32_t> transfers;        // transfers completed or failed so far
+  std::atomic<uint64_t> transfer_bytes;   // bytes of the last transfer
+  std::atomic<uint64_t> transfer_ns;      // duration of the last transfer
+  char transfer_error[kTransferErrorSize];
 };
 
 // Device-memory swap, for jobs packed on a device whose memory they overflow.
@@ -108,6 +136,12 @@ void RequestSuspend(ControlBlock* cb);
 void RequestResume(ControlBlock* cb);
 // Sleeps until the job reports kPhaseParked (true) or timeout_ns passes (false).
 bool WaitForPhase(ControlBlock* cb, Phase phase, uint64_t timeout_ns);
+// Asks the job to checkpoint to / restore from `target` ("file:/path" or
+// "unix:/socket") while parked; InvalidArgument if target does not fit.
+bool RequestTransfer(ControlBlock* cb, Request kind, const char* target);
+// Sleeps until the current transfer is done or failed (returns the state), or
+// timeout_ns passes (returns kTransferBusy or kTransferIdle).
+TransferState WaitForTransfer(ControlBlock* cb, uint64_t timeout_ns);
 // Refreshes the lease that keeps parked jobs parked.
 void Heartbeat(ControlBlock* cb, uint64_t now_ns);
 // The controller is going away: every parked job resumes now and never parks again.

@@ -4,9 +4,12 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
+#include "checkpoint/state_transfer.h"
 #include "common/log.h"
 #include "runtime/futex.h"
 #include "runtime/shared_control_block.h"
@@ -54,6 +57,19 @@ void JobRuntime::AttachFromEnvironment() {
 }
 
 void JobRuntime::FirstBoundary() {
+  // `gandiva run --restore DIR`: continue from a checkpoint, managed or not.
+  if (const char* dir = std::getenv(checkpoint::kEnvRestore); dir && *dir) {
+    const std::string target = std::string("file:") + dir + "/" + checkpoint::kCheckpointFileName;
+    uint64_t bytes = 0;
+    Status s = checkpoint::RestoreState(target, &bytes);
+    if (!s.ok()) {
+      // Continuing from scratch would silently lose the run: stop instead.
+      GD_LOG(kError, "cannot restore from %s: %s", target.c_str(), s.ToString().c_str());
+      std::_Exit(75);
+    }
+    GD_LOG(kInfo, "restored %llu bytes of state from %s", static_cast<unsigned long long>(bytes),
+           target.c_str());
+  }
   if (cb_->boundary_source.load(std::memory_order_relaxed) == 0)
     cb_->boundary_source.store(1, std::memory_order_relaxed);
   cb_->phase.store(kPhaseRunning, std::memory_order_release);
@@ -93,7 +109,12 @@ bool JobRuntime::SleepUntilResumed() {
       BecomeUnmanaged("the controller stopped");
       return false;
     }
-    if (cb_->request.load(std::memory_order_acquire) == kRequestRun) return true;
+    const uint32_t request = cb_->request.load(std::memory_order_acquire);
+    if (request == kRequestRun) return true;
+    if (request == kRequestCheckpoint || request == kRequestRestore) {
+      Transfer(static_cast<Request>(request));
+      continue;
+    }
     const uint64_t now = MonotonicNowNs();
     const uint64_t beat = cb_->heartbeat_ns.load(std::memory_order_acquire);
     const uint64_t expiry = beat + cb_->lease_ns;
@@ -101,14 +122,38 @@ bool JobRuntime::SleepUntilResumed() {
       BecomeUnmanaged("the controller's lease expired");
       return false;
     }
-    // Sleep until resumed, or until the lease would expire if no heartbeat came.
-    FutexWait(&cb_->request, kRequestSuspend, cb_->lease_ns > 0 ? expiry - now : 0);
+    // Sleep until the request changes, or until the lease would expire if no heartbeat came.
+    FutexWait(&cb_->request, request, cb_->lease_ns > 0 ? expiry - now : 0);
   }
+}
+
+void JobRuntime::Transfer(Request kind) {
+  cb_->transfer_state.store(kTransferBusy, std::memory_order_release);
+  const std::string target(cb_->transfer_target,
+                           strnlen(cb_->transfer_target, kTransferTargetSize));
+  const uint64_t start = MonotonicNowNs();
+  uint64_t bytes = 0;
+  Status s = kind == kRequestCheckpoint ? checkpoint::SaveState(target, &bytes)
+                                        : checkpoint::RestoreState(target, &bytes);
+  cb_->transfer_bytes.store(bytes, std::memory_order_relaxed);
+  cb_->transfer_ns.store(MonotonicNowNs() - start, std::memory_order_relaxed);
+  std::snprintf(cb_->transfer_error, kTransferErrorSize, "%s", s.ok() ? "" : s.ToString().c_str());
+  if (!s.ok())
+    GD_LOG(kWarn, "job %llu: %s %s failed: %s", static_cast<unsigned long long>(cb_->job_id),
+           kind == kRequestCheckpoint ? "checkpoint to" : "restore from", target.c_str(),
+           s.ToString().c_str());
+  // Stay parked; a controller that already moved on to another request wins.
+  uint32_t expected = kind;
+  cb_->request.compare_exchange_strong(expected, kRequestSuspend, std::memory_order_acq_rel);
+  cb_->transfers.fetch_add(1, std::memory_order_relaxed);
+  cb_->transfer_state.store(s.ok() ? kTransferDone : kTransferFailed, std::memory_order_release);
+  FutexWakeAll(&cb_->transfer_state);
 }
 
 void JobRuntime::WaitWhileParked() {
   while (cb_->phase.load(std::memory_order_acquire) == kPhaseParked && managed()) {
-    if (cb_->request.load(std::memory_order_acquire) == kRequestRun) {
+    const uint32_t request = cb_->request.load(std::memory_order_acquire);
+    if (request == kRequestRun) {
       // Resume requested; the boundary thread is about to flip the phase.
       FutexWait(&cb_->phase, kPhaseParked, 1'000'000);
       continue;
@@ -117,7 +162,7 @@ void JobRuntime::WaitWhileParked() {
     const uint64_t expiry = cb_->heartbeat_ns.load(std::memory_order_acquire) + cb_->lease_ns;
     if (cb_->controller_gone.load(std::memory_order_acquire) || (cb_->lease_ns && now >= expiry))
       return;  // the parked boundary thread notices the same and fails open
-    FutexWait(&cb_->request, kRequestSuspend, cb_->lease_ns ? expiry - now : 0);
+    FutexWait(&cb_->request, request, cb_->lease_ns ? expiry - now : 0);
   }
 }
 

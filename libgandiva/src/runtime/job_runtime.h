@@ -85,6 +85,8 @@ class JobRuntime {
   // Sleeps until resume is requested; false if it gave up on a dead controller.
   bool SleepUntilResumed();
   void WaitWhileParked();
+  // Checkpoint or restore while parked, as the controller asked.
+  void Transfer(Request kind);
   void BecomeUnmanaged(const char* why);
 
   static std::atomic<JobRuntime*> instance_;
