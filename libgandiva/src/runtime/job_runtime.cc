@@ -2,6 +2,7 @@
 #include "runtime/job_runtime.h"
 
 #include <dlfcn.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -36,17 +37,25 @@ void JobRuntime::AttachFromEnvironment() {
   const char* name = std::getenv(kEnvControlBlock);
   if (name && *name) {
     auto opened = SharedControlBlock::Open(name);
-    if (opened.ok()) {
+    // The block belongs to the first process that attaches; a child of the job
+    // (a data-loader worker, a subprocess inheriting the environment) runs unmanaged.
+    int32_t owner = 0;
+    if (opened.ok() && !(*opened)->get()->pid.compare_exchange_strong(owner, getpid()) &&
+        owner != getpid() && kill(owner, 0) == 0) {
+      GD_LOG(kInfo, "control block %s belongs to pid %d; this process runs unmanaged", name, owner);
+    } else if (opened.ok()) {
       shared_ = std::move(opened).value();
       cb_ = shared_->get();
       cb_->pid.store(getpid(), std::memory_order_relaxed);
+      owner_pid_ = getpid();
       managed_.store(true, std::memory_order_relaxed);
       GD_LOG(kDebug, "attached to control block %s as job %llu", name,
              static_cast<unsigned long long>(cb_->job_id));
       return;
     }
-    GD_LOG(kWarn, "cannot attach to the controller (%s); running unmanaged",
-           opened.status().ToString().c_str());
+    if (!opened.ok())
+      GD_LOG(kWarn, "cannot attach to the controller (%s); running unmanaged",
+             opened.status().ToString().c_str());
   } else {
     GD_LOG(kInfo, "no gandiva controller (%s not set); running unmanaged", kEnvControlBlock);
   }
@@ -174,6 +183,8 @@ void JobRuntime::BecomeUnmanaged(const char* why) {
 }
 
 void JobRuntime::Detach() {
+  // A forked child exiting (atexit is inherited) must not mark the job exited.
+  if (owner_pid_ != 0 && owner_pid_ != getpid()) return;
   cb_->phase.store(kPhaseExited, std::memory_order_release);
   FutexWakeAll(&cb_->phase);
 }

@@ -95,6 +95,7 @@ class JobRuntime {
   std::unique_ptr<ControlBlock> private_block_;
   std::atomic<bool> managed_{false};
   uint64_t last_exit_ns_ = 0;
+  int owner_pid_ = 0;  // the process that attached to the shared block
   ParkHooks hooks_;
 };
 
