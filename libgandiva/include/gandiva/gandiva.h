@@ -59,6 +59,69 @@ GD_API int gd_get_iteration_stats(gd_iteration_stats* out);
 /* Marks the job as exited for the controller. Called automatically at exit. */
 GD_API void gd_detach(void);
 
+
+/* ------------------------------------------------------------------------
+ * Checkpoint and restore: registered state
+ *
+ * A job registers the state it needs to continue elsewhere (model and
+ * optimizer state, RNG states, the iteration counter, a data position) as
+ * named sections. At an iteration boundary the runtime can then write every
+ * section into one checksummed stream (a controller's checkpoint or migration
+ * request, or gd_checkpoint), and a new process started with
+ * GANDIVA_RESTORE=DIR (`gandiva run --restore DIR`) loads DIR/state.gdck at
+ * its first gd_boundary(): register every section BEFORE that first boundary.
+ * A restore verifies the whole stream before calling any load function; a
+ * stream that is corrupt, truncated, or holds a section nobody registered (or
+ * lacks a registered one) loads nothing, and a GANDIVA_RESTORE job then exits
+ * with status 75. Format and details: docs/checkpoint.md.
+ * ------------------------------------------------------------------------ */
+
+#include <stddef.h>
+
+/* Opaque: where a save function writes / a load function reads one section.
+ * Valid only during the call that received it. */
+typedef struct gd_writer gd_writer;
+typedef struct gd_reader gd_reader;
+
+/* Writes the section with gd_write(); returns 0, or non-zero to fail the
+ * checkpoint (the stream is then abandoned: no file appears, the controller
+ * sees an incomplete stream and the job keeps running where it is). */
+typedef int (*gd_save_fn)(void* user, gd_writer* w);
+/* Reads the section with gd_read(); returns 0, or non-zero to fail the restore. */
+typedef int (*gd_load_fn)(void* user, gd_reader* r);
+
+/* Registers a section named `name` (1..256 bytes, unique; copied). Sections
+ * are saved and loaded in registration order. `user` is passed back to both
+ * functions; it must stay valid until gd_unregister_state(). The functions
+ * run on the thread that checkpoints: the thread calling gd_boundary() (while
+ * parked) or gd_checkpoint(), never concurrently with each other.
+ * Thread-safe. Returns 0; -1 if an argument is NULL or the name is taken. */
+GD_API int gd_register_state(const char* name, gd_save_fn save, gd_load_fn load, void* user);
+
+/* Removes a registered section. Returns 0; -1 if no section has that name. */
+GD_API int gd_unregister_state(const char* name);
+
+/* Appends data[0, n) to the section being saved. Large writes (>= 256 KiB)
+ * go out without a copy: write big buffers whole. Returns 0; -1 once the
+ * target failed (a full disk, a closed socket): the save function should then
+ * return non-zero. */
+GD_API int gd_write(gd_writer* w, const void* data, size_t n);
+
+/* Copies up to n bytes of the section being loaded into out. Returns the
+ * count (less than n only at the section's end), 0 at the end, -1 on a NULL
+ * argument. The bytes were verified before any load function was called. */
+GD_API long long gd_read(gd_reader* r, void* out, size_t n);
+
+/* The size in bytes of the section being loaded (-1 on NULL). */
+GD_API long long gd_section_size(gd_reader* r);
+
+/* Writes every registered section to DIR/state.gdck now, from the calling
+ * thread (e.g. a job's own periodic checkpoint, at a point where its state
+ * is consistent). DIR is created if missing. The file appears atomically
+ * (temporary name, fsync, rename): a crash leaves the previous checkpoint.
+ * Returns 0; -1 on failure (the reason is logged on stderr). */
+GD_API int gd_checkpoint(const char* dir);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,23 @@
+// CRC32C (Castagnoli), the checksum of every checkpoint chunk: SSE4.2 crc32
+// instructions on three interleaved streams where the CPU has them, a
+// slicing-by-8 table otherwise. Both give the same values.
+#ifndef GANDIVA_CHECKPOINT_CRC32C_H_
+#define GANDIVA_CHECKPOINT_CRC32C_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gandiva::checkpoint {
+
+// Extends `crc` (0 for a fresh checksum) over data[0, n).
+uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
+
+// The portable implementation, always; for tests and for CPUs without SSE4.2.
+uint32_t Crc32cPortable(const void* data, size_t n, uint32_t crc = 0);
+
+// True when Crc32c() uses the hardware instructions.
+bool Crc32cIsHardware();
+
+}  // namespace gandiva::checkpoint
+
+#endif  // GANDIVA_CHECKPOINT_CRC32C_H_

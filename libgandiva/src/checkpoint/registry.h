@@ -1,0 +1,87 @@
+// The job's registered state: named sections, each with a save and a load
+// function, checkpointed in registration order. The C API (gd_register_state)
+// and the Python layer sit on this; so does the CUDA shim for device memory.
+//
+// Thread-safety: Register/Unregister/Snapshot take a mutex (never on the hot
+// path). Save and load functions run on the thread that checkpoints (the
+// boundary thread, or the caller of gd_checkpoint) without the lock held.
+#ifndef GANDIVA_CHECKPOINT_REGISTRY_H_
+#define GANDIVA_CHECKPOINT_REGISTRY_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gandiva/status.h"
+
+namespace gandiva::checkpoint {
+
+// Where a save function writes its section's bytes.
+class SectionWriter {
+ public:
+  virtual ~SectionWriter() = default;
+  // Appends data[0, n). Large writes go out without an extra copy. After the
+  // first error every later call returns the same error.
+  virtual Status Write(const void* data, size_t n) = 0;
+  // Bytes written to this section so far.
+  virtual uint64_t written() const = 0;
+};
+
+// Where a load function reads its section's bytes. The whole stream has been
+// verified before any load function runs.
+class SectionReader {
+ public:
+  virtual ~SectionReader() = default;
+  // Copies up to n bytes into out; returns the count, 0 at the end of the section.
+  virtual size_t Read(void* out, size_t n) = 0;
+  // The next contiguous piece of the section (at most max bytes), without a
+  // copy; empty at the end. Valid until the load function returns.
+  virtual std::span<const uint8_t> Next(size_t max) = 0;
+  virtual uint64_t size() const = 0;
+  virtual uint64_t remaining() const = 0;
+};
+
+using SaveFn = std::function<Status(SectionWriter&)>;
+using LoadFn = std::function<Status(SectionReader&)>;
+
+struct StateEntry {
+  std::string name;
+  SaveFn save;
+  LoadFn load;
+};
+
+class StateRegistry {
+ public:
+  // The process-wide registry (one per copy of the runtime in a process).
+  static StateRegistry& Global();
+
+  // Names are 1..256 bytes; AlreadyExists if taken.
+  Status Register(std::string name, SaveFn save, LoadFn load);
+  // NotFound if no state has that name.
+  Status Unregister(const std::string& name);
+  // The entries in registration order. An entry stays alive while a
+  // checkpoint uses it, even if it is unregistered meanwhile.
+  std::vector<std::shared_ptr<const StateEntry>> Snapshot() const;
+  std::vector<std::string> Names() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<const StateEntry>> entries_;
+};
+
+// Shorthands on the global registry.
+inline Status RegisterState(std::string name, SaveFn save, LoadFn load) {
+  return StateRegistry::Global().Register(std::move(name), std::move(save), std::move(load));
+}
+inline Status UnregisterState(const std::string& name) {
+  return StateRegistry::Global().Unregister(name);
+}
+
+}  // namespace gandiva::checkpoint
+
+#endif  // GANDIVA_CHECKPOINT_REGISTRY_H_
