@@ -20,7 +20,10 @@ int AssignCommand(const Args& args);    // gandiva assign JOB --device D
 int TopCommand(const Args& args);       // gandiva top
 int SwitchesCommand(const Args& args);  // gandiva switches [--device D]
 int DevicesCommand(const Args& args);   // gandiva devices
-int SimCommand(const Args& args);       // gandiva sim ...  (cli/sim_command.cc, scheduler simulator)
+int SimCommand(const Args& args);
+int KeygenCommand(const Args& args);      // gandiva keygen --out DIR [--name N]
+int CheckpointCommand(const Args& args);  // gandiva checkpoint JOB --to DIR
+int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]       // gandiva sim ...  (cli/sim_command.cc, scheduler simulator)
 
 }  // namespace gandiva::cli
 

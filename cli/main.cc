@@ -22,10 +22,15 @@ node controller:
   assign JOB --device D               move a job to another device of the node
   switches [--device D] [--json]      recorded hand-overs between jobs
   top [--interval MS] [--count N]     live view
+  checkpoint JOB --to DIR             the job writes its state to DIR at its next boundary
+  run --restore DIR -- CMD...         start CMD from the state in DIR
+  migrate JOB --to NODE[:DEVICE]      move a running job to a peer node (see docs/migration.md)
+  keygen --out DIR [--name N]         a CURVE key pair for authenticated TCP endpoints
 scheduler:
   sim --trace FILE --policy P ...     replay a cluster trace (see `gandiva sim --help`)
 
-Every node command takes --endpoint EP (default $GANDIVA_ENDPOINT or the local socket).
+Every node command takes --endpoint EP (default $GANDIVA_ENDPOINT or the local socket);
+a tcp:// endpoint also needs --key FILE (yours) and --server-key KEY_OR_FILE (the node's).
 )";
 
 }  // namespace
@@ -50,6 +55,9 @@ int main(int argc, char** argv) {
   if (cmd == "switches") return SwitchesCommand(args);
   if (cmd == "top") return TopCommand(args);
   if (cmd == "sim") return SimCommand(args);
+  if (cmd == "keygen") return KeygenCommand(args);
+  if (cmd == "checkpoint") return CheckpointCommand(args);
+  if (cmd == "migrate") return MigrateCommand(args);
   std::fprintf(stderr, "gandiva: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

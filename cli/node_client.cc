@@ -9,6 +9,8 @@ namespace gandiva::cli {
 NodeCommand::NodeCommand(std::string name, std::set<std::string> valued, std::set<std::string> boolean)
     : name_(std::move(name)), flags_([&] {
         valued.insert("endpoint");
+        valued.insert("key");
+        valued.insert("server-key");
         boolean.insert("json");
         return Flags(valued, boolean);
       }()) {}
@@ -19,6 +21,20 @@ bool NodeCommand::Parse(const Args& args, bool stop_at_positional) {
     return false;
   }
   client_ = std::make_unique<ApiClient>(flags_.Get("endpoint", DefaultEndpoint()));
+  if (flags_.Has("key") != flags_.Has("server-key")) {
+    std::fprintf(stderr, "%s: --key and --server-key go together\n", name_.c_str());
+    return false;
+  }
+  if (flags_.Has("key")) {
+    auto mine = protocol::ReadCurveKeyPair(flags_.Get("key"));
+    auto theirs = protocol::ReadCurvePublicKey(flags_.Get("server-key"));
+    if (!mine.ok() || !theirs.ok()) {
+      std::fprintf(stderr, "%s: %s\n", name_.c_str(),
+                   (!mine.ok() ? mine.status() : theirs.status()).message().c_str());
+      return false;
+    }
+    client_->SetCurve({*mine, *theirs});
+  }
   return true;
 }
 

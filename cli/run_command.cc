@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "node_client.h"
+#include "checkpoint/state_transfer.h"
 #include "runtime/job_runtime.h"
 
 extern char** environ;
@@ -45,13 +46,33 @@ void PrependEnv(const char* name, const std::string& value, char sep) {
 }  // namespace
 
 int RunCommand(const Args& args) {
-  NodeCommand c("gandiva run", {"device", "weight", "name"}, {"shim", "no-shim"});
+  NodeCommand c("gandiva run", {"device", "weight", "name", "restore"}, {"shim", "no-shim"});
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
   if (cmd.empty()) return c.UsageError("usage: gandiva run [--device D] [--weight W] [--name N] -- CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim")) return c.UsageError("--shim or --no-shim, not both");
 
-  Json fields = {{"command", cmd}};
+  if (c.flags().Has("restore")) {
+    // The job restores at its first boundary; a missing checkpoint is a usage error now, not later.
+    std::error_code ec;
+    const auto dir = std::filesystem::absolute(c.flags().Get("restore"), ec);
+    if (!std::filesystem::exists(dir / checkpoint::kCheckpointFileName))
+      return c.UsageError("no checkpoint at " + (dir / checkpoint::kCheckpointFileName).string());
+    setenv(checkpoint::kEnvRestore, dir.c_str(), 1);
+  }
+#ifdef GANDIVA_BUILD_PYTHON_DIR
+  if (std::filesystem::exists(GANDIVA_BUILD_PYTHON_DIR)) PrependEnv("PYTHONPATH", GANDIVA_BUILD_PYTHON_DIR, ':');
+#endif
+  // The command, where it runs and its environment: enough to start it again
+  // elsewhere when it migrates.
+  Json env = Json::object();
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (auto eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::error_code cwd_ec;
+  env.erase(checkpoint::kEnvRestore);  // a migrated copy restores from the stream, not from DIR
+  Json fields = {{"command", cmd}, {"cwd", std::filesystem::current_path(cwd_ec).string()}, {"env", env}};
   if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
   if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
   if (c.flags().Has("weight")) {
@@ -67,9 +88,6 @@ int RunCommand(const Args& args) {
   setenv(runtime::kEnvControlBlock, (*reg)["control_block"].get<std::string>().c_str(), 1);
   setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
   setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
-#ifdef GANDIVA_BUILD_PYTHON_DIR
-  if (std::filesystem::exists(GANDIVA_BUILD_PYTHON_DIR)) PrependEnv("PYTHONPATH", GANDIVA_BUILD_PYTHON_DIR, ':');
-#endif
   const bool gpu = (*reg).value("device_kind", "") == "gpu";
   const bool want_shim = c.flags().Has("shim") || (gpu && !c.flags().Has("no-shim"));
   if (want_shim) {
@@ -107,6 +125,16 @@ int RunCommand(const Args& args) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  // A job that migrated away was ended here on purpose: say where it went.
+  if (auto jobs = c.client().Call(MessageType::kListJobs, {{"job", job}}); jobs.ok()) {
+    const Json& j = (*jobs)["jobs"][0];
+    if (j["state"] == "migrated") {
+      std::fprintf(stderr, "gandiva run: job %lld migrated to %s as job %s; it continues there\n",
+                   static_cast<long long>(job), j["operation"]["target"].get<std::string>().c_str(),
+                   j["operation"]["to_job"].dump().c_str());
+      return 0;
+    }
+  }
   // The daemon may be gone by now; the exit code is what matters to the caller.
   c.client().Call(MessageType::kJobExited, {{"job", job}, {"exit_code", code}});
   return code;

@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +67,13 @@ void Controller::Stop() {
     if (dev->thread.joinable()) dev->thread.join();
   if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
   if (monitor_thread_.joinable()) monitor_thread_.join();
+  // Operations give up on `stopping_` within their timeouts; a held job is released below.
+  std::vector<std::thread> workers;
+  {
+    std::lock_guard lock(mu_);
+    workers.swap(workers_);
+  }
+  for (auto& w : workers) w.join();
   std::lock_guard lock(mu_);
   int released = 0;
   for (auto& [id, job] : jobs_) {
@@ -181,8 +189,16 @@ void Controller::MonitorLoop() {
       if (it == jobs_.end() || it->second->ended) continue;
       Job& job = *it->second;
       // A clean exit detaches (phase exited); anything else is a crash.
-      const bool clean = job.cb()->phase.load() == runtime::kPhaseExited;
-      EndJob(job, !clean, -1);
+      bool clean = job.cb()->phase.load() == runtime::kPhaseExited;
+      int code = -1;
+      if (job.spawned) {  // our child: its exit status is ours to collect
+        int status = 0;
+        if (waitpid(job.pid, &status, WNOHANG) == job.pid) {
+          code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+          clean = clean && code == 0;
+        }
+      }
+      EndJob(job, !clean, code);
       if (clean) {
         GD_LOG(kInfo, "job %llu (%s) exited", static_cast<unsigned long long>(id), job.name.c_str());
       } else {
@@ -212,14 +228,30 @@ void Controller::EndJob(Job& job, bool failed, int exit_code) {
     close(job.pidfd);
     job.pidfd = -1;
   }
+  if (job.incoming_fd >= 0) {
+    close(job.incoming_fd);
+    job.incoming_fd = -1;
+  }
   if (job.block) runtime::SharedControlBlock::Remove(job.block->name());
 }
 
 // ---------------------------------------------------------------- API
 
 StatusOr<Json> Controller::Handle(const protocol::Request& request) {
-  std::lock_guard lock(mu_);
   const Json& r = request.body;
+  // These wait on jobs or peers and lock mu_ only around their own state.
+  switch (request.type) {
+    case MessageType::kCheckpoint: return Checkpoint(r);
+    case MessageType::kMigrate: return Migrate(r);
+    case MessageType::kMigratePrepare: return MigratePrepare(r);
+    case MessageType::kMigrateBegin: return MigrateBegin(r);
+    case MessageType::kMigrateChunk: return MigrateChunk(r, request.payload);
+    case MessageType::kMigrateCommit: return MigrateCommit(r);
+    case MessageType::kMigrateStart: return MigrateStart(r);
+    case MessageType::kMigrateAbort: return MigrateAbort(r);
+    default: break;
+  }
+  std::lock_guard lock(mu_);
   switch (request.type) {
     case MessageType::kHello: return Hello();
     case MessageType::kListDevices: return ListDevices();
@@ -234,8 +266,14 @@ StatusOr<Json> Controller::Handle(const protocol::Request& request) {
     case MessageType::kSetWeight: return SetWeight(r);
     case MessageType::kAssignDevice: return AssignDevice(r);
     case MessageType::kListSwitches: return ListSwitches(r);
+    default: break;
   }
   return Unimplemented("request type not handled");
+}
+
+Job* Controller::FindJob(uint64_t id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second.get();
 }
 
 Controller::Device* Controller::FindDevice(const std::string& name) {
@@ -285,6 +323,16 @@ StatusOr<Json> Controller::ListDevices() {
   return Json{{"devices", list}};
 }
 
+namespace {
+Json OperationToJson(const std::optional<Operation>& op) {
+  if (!op) return nullptr;
+  return Json{{"kind", op->kind},       {"state", op->state},   {"step", op->step},
+              {"error", op->error},     {"target", op->target}, {"bytes", op->bytes},
+              {"downtime_ms", op->downtime_ms}, {"to_job", op->to_job},
+              {"duration_s", op->finished_ns ? (op->finished_ns - op->started_ns) / 1e9 : 0.0}};
+}
+}  // namespace
+
 Json Controller::JobToJson(const Job& job) const {
   const ControlBlock* cb = job.cb();
   auto stats = runtime::ReadIterationStats(cb->profile);
@@ -320,7 +368,9 @@ Json Controller::JobToJson(const Job& job) const {
                              : cb->swap_state.load() == runtime::kSwapFailed   ? "swap_failed"
                                                                                : "resident"},
               {"fail_open", cb->fail_open.load() != 0},
-              {"exit_code", job.exit_code}};
+              {"exit_code", job.exit_code},
+              {"migrated_from", job.migrated_from},
+              {"operation", OperationToJson(job.operation)}};
 }
 
 StatusOr<Json> Controller::ListJobs(const Json& req) {
@@ -357,6 +407,13 @@ StatusOr<Json> Controller::RegisterJob(const Json& req) {
   job->device = device;
   job->weight = weight;
   job->command = std::move(command);
+  job->cwd = req.value("cwd", "");
+  if (req.contains("env")) {
+    for (auto it = req["env"].begin(); it != req["env"].end(); ++it) {
+      if (!it.value().is_string()) return InvalidArgument("env values must be strings ('" + it.key() + "')");
+      job->env[it.key()] = it.value().get<std::string>();
+    }
+  }
   job->registered_ns = MonotonicNowNs();
   const std::string block_name = "/gandiva." + options_.node + "." + std::to_string(getpid()) +
                                  "." + std::to_string(job->id);
@@ -420,6 +477,9 @@ StatusOr<Json> Controller::Suspend(const Json& req) {
 StatusOr<Json> Controller::Resume(const Json& req) {
   GD_ASSIGN_OR_RETURN(Job * job, LiveJob(req));
   if (!job->held) return FailedPrecondition("job " + std::to_string(job->id) + " is not suspended");
+  if (job->operation && job->operation->state == "running")
+    return FailedPrecondition("job " + std::to_string(job->id) + " is in a " + job->operation->kind +
+                              "; it resumes when that ends");
   job->held = false;
   Device* dev = FindDevice(job->device);
   dev->slicer.Release(job->id);
@@ -463,6 +523,8 @@ StatusOr<Json> Controller::AssignDevice(const Json& req) {
   if (!to) return NotFound("no device '" + req.at("device").get<std::string>() + "'");
   Device* from = FindDevice(job->device);
   if (to == from) return Json::object();
+  if (job->operation && job->operation->state == "running")
+    return FailedPrecondition("job " + std::to_string(job->id) + " is in a " + job->operation->kind);
   if (job->running_since_ns) {
     job->device_time_ns += MonotonicNowNs() - job->running_since_ns;
     job->running_since_ns = 0;

@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,12 +22,23 @@
 #include <vector>
 
 #include "devices.h"
+#include "gandiva/protocol/curve.h"
 #include "gandiva/protocol/codec.h"
 #include "gandiva/status.h"
 #include "job.h"
 #include "slicer.h"
 
 namespace gandiva::controller {
+
+// A node this one may migrate jobs to: its TCP endpoint and public key.
+struct Peer {
+  std::string name;
+  std::string endpoint;
+  std::string public_key;
+};
+
+// Reads a peers file: one "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE" per line.
+StatusOr<std::map<std::string, Peer>> ReadPeers(const std::string& file);
 
 struct ControllerOptions {
   std::string node = "node";
@@ -35,6 +47,10 @@ struct ControllerOptions {
   uint64_t lease_ms = 3000;     // a parked job resumes itself after this long without heartbeat
   std::string endpoint;         // reported by hello
   size_t max_switch_records = 100000;
+  std::string state_dir;                   // sockets for state transfer, logs of spawned jobs
+  protocol::CurveKeyPair node_keys;        // this node's identity towards peers
+  std::map<std::string, Peer> peers;       // nodes jobs may migrate to
+  std::string fault;                       // test-only fault injection, e.g. "corrupt-chunk"
 };
 
 inline constexpr uint64_t kMinSliceMs = 50;
@@ -93,9 +109,29 @@ class Controller {
   StatusOr<Json> SetWeight(const Json& req);
   StatusOr<Json> AssignDevice(const Json& req);
   StatusOr<Json> ListSwitches(const Json& req);
+  // Checkpoint and migration (controller_migration.cc). Those that wait on a
+  // job take mu_ themselves and never hold it while waiting.
+  StatusOr<Json> Checkpoint(const Json& req);
+  StatusOr<Json> Migrate(const Json& req);
+  StatusOr<Json> MigratePrepare(const Json& req);
+  StatusOr<Json> MigrateBegin(const Json& req);
+  StatusOr<Json> MigrateChunk(const Json& req, const std::string& payload);
+  StatusOr<Json> MigrateCommit(const Json& req);
+  StatusOr<Json> MigrateStart(const Json& req);
+  StatusOr<Json> MigrateAbort(const Json& req);
+  void RunCheckpoint(uint64_t job, std::string dir);
+  void RunMigration(uint64_t job, Peer peer, std::string device);
+  Status MigrateOut(uint64_t job, const Peer& peer, const std::string& device, uint64_t* remote_job);
+  // Holds the job parked (slicer hold) and waits for it; returns when it parked.
+  StatusOr<uint64_t> HoldAndPark(uint64_t job, uint64_t timeout_ns);
+  void ReleaseHold(uint64_t job);
+  void UpdateOperation(uint64_t job, const std::function<void(Operation&)>& update);
+  std::string TransferSocketPath(const char* role, uint64_t job);
+  void StartWorker(std::function<void()> work);
 
   // All below: mu_ held.
   StatusOr<Job*> LiveJob(const Json& req);
+  Job* FindJob(uint64_t id);
   Device* FindDevice(const std::string& name);
   Json JobToJson(const Job& job) const;
   void EndJob(Job& job, bool failed, int exit_code);
@@ -115,6 +151,8 @@ class Controller {
   std::condition_variable heartbeat_wake_;
   std::thread heartbeat_thread_;
   std::thread monitor_thread_;
+  std::vector<std::thread> workers_;  // checkpoint and migration operations
+  uint64_t transfer_seq_ = 0;
   int epoll_fd_ = -1;
   int stop_event_fd_ = -1;
 };

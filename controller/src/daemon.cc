@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <cstdio>
 #include <thread>
 
@@ -27,13 +28,18 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --slice-ms N       time slice, 50..250 ms (default 100)
   --lease-ms N       a parked job resumes itself after N ms without a heartbeat (default 3000)
   --endpoint EP      local API endpoint (default $GANDIVA_ENDPOINT or an owner-only Unix socket)
-  --tcp EP           also serve on TCP, e.g. tcp://127.0.0.1:7070 (unauthenticated: loopback only)
+  --tcp EP           also serve on TCP, e.g. tcp://0.0.0.0:7070; CURVE-authenticated:
+                     needs --key and --authorized-keys
+  --key FILE         this node's key pair (`gandiva keygen`): serves TCP, authenticates to peers
+  --authorized-keys FILE  public keys (one per line) of clients and peers the TCP endpoint accepts
+  --peers FILE       nodes jobs may migrate to: lines "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE"
+  --state-dir DIR    transfer sockets and logs of jobs started here (default: the endpoint's dir)
   --node NAME        node name (default: the host name)
   --log LEVEL        error, warn, info (default) or debug
   --daemonize        detach into the background once the API is up; prints the pid
 )";
 
-Status ParseOptions(const Flags& flags, ControllerOptions* opts, std::vector<std::string>* endpoints) {
+Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOptions* api) {
   GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
   if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
     return InvalidArgument("--slice-ms must be 50..250");
@@ -56,8 +62,31 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, std::vector<std
     if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
       return InvalidArgument("--node may hold only letters, digits, '-' and '_'");
   opts->endpoint = flags.Get("endpoint", DefaultEndpoint());
-  endpoints->push_back(opts->endpoint);
-  if (flags.Has("tcp")) endpoints->push_back(flags.Get("tcp"));
+  if (opts->endpoint.rfind("ipc://", 0) != 0) return InvalidArgument("--endpoint must be ipc://PATH");
+  api->local_endpoint = opts->endpoint;
+  if (flags.Has("key")) {
+    GD_ASSIGN_OR_RETURN(opts->node_keys, protocol::ReadCurveKeyPair(flags.Get("key")));
+    api->server_keys = opts->node_keys;
+  }
+  if (flags.Has("tcp")) {
+    if (!flags.Has("key") || !flags.Has("authorized-keys"))
+      return InvalidArgument("--tcp needs --key and --authorized-keys: TCP clients must authenticate");
+    api->tcp_endpoint = flags.Get("tcp");
+  }
+  if (flags.Has("authorized-keys")) {
+    GD_ASSIGN_OR_RETURN(api->authorized_keys, protocol::ReadAuthorizedKeys(flags.Get("authorized-keys")));
+  }
+  if (flags.Has("peers")) {
+    GD_ASSIGN_OR_RETURN(opts->peers, ReadPeers(flags.Get("peers")));
+  }
+  opts->fault = flags.Get("fault", "");
+  // Unix socket paths are short (108 bytes): fall back to /tmp for a deep directory.
+  std::string state_dir = flags.Get("state-dir", std::filesystem::path(opts->endpoint.substr(6)).parent_path());
+  if (state_dir.size() > 70) state_dir = "/tmp/gandivad-" + std::to_string(getpid());
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  chmod(state_dir.c_str(), 0700);
+  opts->state_dir = state_dir;
   return Status::Ok();
 }
 
@@ -65,7 +94,8 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, std::vector<std
 
 int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
-  Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log"},
+  Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
+               "authorized-keys", "peers", "state-dir", "fault"},
               {"daemonize", "help"});
   if (Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "gandivad: %s\n%s", s.message().c_str(), kUsage);
@@ -90,8 +120,8 @@ int RunDaemon(const std::vector<std::string>& args) {
   }
 
   ControllerOptions opts;
-  std::vector<std::string> endpoints;
-  if (Status s = ParseOptions(flags, &opts, &endpoints); !s.ok()) {
+  ApiServerOptions api_options;
+  if (Status s = ParseOptions(flags, &opts, &api_options); !s.ok()) {
     std::fprintf(stderr, "gandivad: %s\n", s.message().c_str());
     return 2;
   }
@@ -125,7 +155,7 @@ int RunDaemon(const std::vector<std::string>& args) {
   signal(SIGPIPE, SIG_IGN);
 
   Controller controller(opts);
-  ApiServer server(&controller, endpoints);
+  ApiServer server(&controller, api_options);
   if (Status s = server.Bind(); !s.ok()) {
     GD_LOG(kError, "%s", s.message().c_str());
     return 1;

@@ -11,11 +11,13 @@ const char* JobStateName(JobState state) {
     case JobState::kSuspended: return "suspended";
     case JobState::kExited: return "exited";
     case JobState::kFailed: return "failed";
+    case JobState::kMigrated: return "migrated";
   }
   return "?";
 }
 
 JobState Job::State() const {
+  if (migrated) return JobState::kMigrated;
   if (ended) return failed ? JobState::kFailed : JobState::kExited;
   const runtime::ControlBlock* c = cb();
   if (!c) return JobState::kStarting;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gandiva/protocol/codec.h"
+#include "gandiva/protocol/curve.h"
 #include "gandiva/status.h"
 
 namespace gandiva {
@@ -23,6 +24,9 @@ class ApiClient {
   ApiClient(const ApiClient&) = delete;
   ApiClient& operator=(const ApiClient&) = delete;
 
+  // Authenticates with CURVE (required by TCP endpoints).
+  void SetCurve(protocol::CurveClientKeys keys) { curve_ = std::move(keys); }
+
   // Sends one request; returns the reply's fields or the daemon's error.
   // Unavailable when no daemon answers at the endpoint.
   StatusOr<protocol::Json> Call(protocol::MessageType type,
@@ -36,6 +40,7 @@ class ApiClient {
   struct Impl;
   std::string endpoint_;
   int timeout_ms_;
+  protocol::CurveClientKeys curve_;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -39,13 +39,21 @@ StatusOr<std::string> ApiClient::CallRaw(const std::string& bytes) {
     sock.set(zmq::sockopt::linger, 0);
     sock.set(zmq::sockopt::sndtimeo, timeout_ms_);
     sock.set(zmq::sockopt::rcvtimeo, timeout_ms_);
+    if (curve_.enabled()) {
+      sock.set(zmq::sockopt::curve_serverkey, curve_.server_public_key);
+      sock.set(zmq::sockopt::curve_publickey, curve_.client.public_key);
+      sock.set(zmq::sockopt::curve_secretkey, curve_.client.secret_key);
+    }
     sock.connect(endpoint_);
     if (!sock.send(zmq::buffer(bytes), zmq::send_flags::none))
       return Unavailable("gandivad at " + endpoint_ + " does not accept requests");
     zmq::message_t reply;
     if (!sock.recv(reply, zmq::recv_flags::none))
       return Unavailable("no reply from gandivad at " + endpoint_ + " within " +
-                         std::to_string(timeout_ms_) + " ms");
+                         std::to_string(timeout_ms_) + " ms" +
+                         (endpoint_.rfind("tcp://", 0) == 0
+                              ? " (not running, or it does not accept this client's key)"
+                              : ""));
     return reply.to_string();
   } catch (const zmq::error_t& e) {
     return Unavailable("cannot talk to gandivad at " + endpoint_ + ": " + e.what());

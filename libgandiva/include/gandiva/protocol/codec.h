@@ -17,7 +17,8 @@ using Json = nlohmann::json;
 
 struct Request {
   MessageType type;
-  Json body;  // the validated fields (without "v" and "type")
+  Json body;            // the validated fields (without "v" and "type")
+  std::string payload;  // bulk bytes sent as a second frame (migration chunks), else empty
 };
 
 // Parses and validates a request: JSON object, known version and type, every

@@ -1,0 +1,42 @@
+// CURVE keys for authenticated TCP endpoints (ZeroMQ CurveZMQ). A node has a
+// key pair; a node's TCP endpoint accepts only clients whose public keys it was
+// given (its authorized-keys file); a client must know the node's public key.
+//
+// Files (Z85 text, as `gandiva keygen` writes them):
+//   NAME.key   "public <z85>\nsecret <z85>\n"   (mode 0600)
+//   NAME.pub   "<z85>\n"
+//   authorized keys: one Z85 public key per line; '#' starts a comment.
+#ifndef GANDIVA_PROTOCOL_CURVE_H_
+#define GANDIVA_PROTOCOL_CURVE_H_
+
+#include <set>
+#include <string>
+
+#include "gandiva/status.h"
+
+namespace gandiva::protocol {
+
+struct CurveKeyPair {
+  std::string public_key;  // 40 Z85 characters
+  std::string secret_key;
+};
+
+// What a client needs to talk to an authenticated endpoint.
+struct CurveClientKeys {
+  CurveKeyPair client;
+  std::string server_public_key;
+  bool enabled() const { return !server_public_key.empty(); }
+};
+
+StatusOr<CurveKeyPair> GenerateCurveKeyPair();
+// Writes DIR/NAME.key (0600) and DIR/NAME.pub; refuses to overwrite.
+Status WriteCurveKeyPair(const std::string& dir, const std::string& name, const CurveKeyPair& keys);
+StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& key_file);
+// A public key given either as 40 Z85 characters or as a file holding one.
+StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file);
+StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file);
+bool IsZ85Key(const std::string& text);
+
+}  // namespace gandiva::protocol
+
+#endif  // GANDIVA_PROTOCOL_CURVE_H_

@@ -1,0 +1,101 @@
+// CURVE key generation and key files; see curve.h.
+#include "gandiva/protocol/curve.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gandiva::protocol {
+namespace {
+
+std::string Trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+}  // namespace
+
+bool IsZ85Key(const std::string& text) {
+  if (text.size() != 40) return false;
+  uint8_t raw[32];
+  return zmq_z85_decode(raw, text.c_str()) != nullptr;
+}
+
+StatusOr<CurveKeyPair> GenerateCurveKeyPair() {
+  if (!zmq_has("curve")) return Unimplemented("this libzmq has no CURVE support");
+  char pub[41], sec[41];
+  if (zmq_curve_keypair(pub, sec) != 0) return Internal("zmq_curve_keypair failed");
+  return CurveKeyPair{pub, sec};
+}
+
+Status WriteCurveKeyPair(const std::string& dir, const std::string& name, const CurveKeyPair& keys) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const std::string key_path = dir + "/" + name + ".key";
+  const std::string pub_path = dir + "/" + name + ".pub";
+  int fd = open(key_path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return AlreadyExists("cannot create " + key_path + " (exists already?)");
+  const std::string body = "public " + keys.public_key + "\nsecret " + keys.secret_key + "\n";
+  const bool ok = write(fd, body.data(), body.size()) == static_cast<ssize_t>(body.size());
+  close(fd);
+  if (!ok) return Internal("cannot write " + key_path);
+  std::ofstream pub(pub_path);
+  pub << keys.public_key << "\n";
+  if (!pub) return Internal("cannot write " + pub_path);
+  return Status::Ok();
+}
+
+StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& key_file) {
+  std::ifstream in(key_file);
+  if (!in) return NotFound("cannot read key file " + key_file);
+  CurveKeyPair keys;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line);
+    std::string kind, value;
+    words >> kind >> value;
+    if (kind == "public") keys.public_key = value;
+    if (kind == "secret") keys.secret_key = value;
+  }
+  if (!IsZ85Key(keys.public_key) || !IsZ85Key(keys.secret_key))
+    return InvalidArgument(key_file + " is not a gandiva key file (see `gandiva keygen`)");
+  return keys;
+}
+
+StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file) {
+  if (IsZ85Key(key_or_file)) return key_or_file;
+  std::ifstream in(key_or_file);
+  if (!in) return NotFound("'" + key_or_file + "' is neither a public key nor a readable file");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text = Trim(text);
+  if (text.rfind("public ", 0) == 0) text = Trim(text.substr(7, 41));  // a .key file
+  if (!IsZ85Key(text)) return InvalidArgument(key_or_file + " holds no Z85 public key");
+  return text;
+}
+
+StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) return NotFound("cannot read authorized keys " + file);
+  std::set<std::string> keys;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    line = Trim(line);
+    if (line.empty()) continue;
+    if (!IsZ85Key(line)) return InvalidArgument(file + ":" + std::to_string(n) + ": not a Z85 public key");
+    keys.insert(line);
+  }
+  return keys;
+}
+
+}  // namespace gandiva::protocol
