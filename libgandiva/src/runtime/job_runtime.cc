@@ -96,7 +96,10 @@ static ParkHooks FindProcessParkHooks() {
 }
 
 void JobRuntime::Park(uint64_t now) {
-  if (!hooks_.on_parked && !hooks_.on_resuming) hooks_ = FindProcessParkHooks();
+  if (!hooks_looked_up_) {  // once: the shim, if any, is loaded before the first boundary
+    if (!hooks_.on_parked && !hooks_.on_resuming) hooks_ = FindProcessParkHooks();
+    hooks_looked_up_ = true;
+  }
   cb_->parked_at_ns.store(now, std::memory_order_relaxed);
   cb_->park_count.fetch_add(1, std::memory_order_relaxed);
   cb_->phase.store(kPhaseParked, std::memory_order_release);

@@ -97,6 +97,7 @@ class JobRuntime {
   uint64_t last_exit_ns_ = 0;
   int owner_pid_ = 0;  // the process that attached to the shared block
   ParkHooks hooks_;
+  bool hooks_looked_up_ = false;
 };
 
 }  // namespace gandiva::runtime
