@@ -198,6 +198,12 @@ void Controller::MonitorLoop() {
           clean = clean && code == 0;
         }
       }
+      if (job.migrated) {
+        EndJob(job, false, 0);
+        GD_LOG(kInfo, "job %llu (%s) left for another node", static_cast<unsigned long long>(id),
+               job.name.c_str());
+        continue;
+      }
       EndJob(job, !clean, code);
       if (clean) {
         GD_LOG(kInfo, "job %llu (%s) exited", static_cast<unsigned long long>(id), job.name.c_str());

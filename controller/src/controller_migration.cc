@@ -43,7 +43,8 @@ StatusOr<std::map<std::string, Peer>> ReadPeers(const std::string& file) {
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    // '#' is also a Z85 character: only a line that starts with it is a comment.
+    if (auto first = line.find_first_not_of(" \t"); first != std::string::npos && line[first] == '#') continue;
     std::istringstream words(line);
     Peer p;
     std::string key;
@@ -228,6 +229,7 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
   if (!prepared.ok()) return Status(prepared.status().code(), peer.name + ": " + prepared.status().message());
   const uint64_t rid = (*prepared)["job"].get<uint64_t>();
   *remote_job = rid;
+  UpdateOperation(id, [&](Operation& op) { op.to_job = rid; });
   bool source_held = false;
   auto abort = [&](const Status& why) {
     PeerLink fresh(peer.endpoint, keys, 3000);  // the old link may be the broken part
@@ -309,6 +311,12 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
   // 5. The state is safe there: end the source, then let the destination run.
   //    Never both running: the source is gone before the copy starts.
   step("switching");
+  {
+    std::lock_guard lock(mu_);
+    Job* job = FindJob(id);
+    job->migrated = true;  // before the kill, so its exit reads as the move it is
+    job->held = false;
+  }
   kill(pid, SIGKILL);
   for (int i = 0; i < 500 && kill(pid, 0) == 0; ++i) {
     // A zombie of `gandiva run` still answers kill(0); its control block says it is gone.
@@ -318,7 +326,6 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
   {
     std::lock_guard lock(mu_);
     Job* job = FindJob(id);
-    job->migrated = true;
     if (!job->ended) EndJob(*job, false, 0);
   }
   auto started = link.Call(MessageType::kMigrateStart, {{"job", rid}});

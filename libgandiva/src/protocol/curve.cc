@@ -89,7 +89,8 @@ StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file) {
   int n = 0;
   while (std::getline(in, line)) {
     ++n;
-    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    // '#' is also a Z85 character: only a line that starts with it is a comment.
+    if (auto first = line.find_first_not_of(" \t"); first != std::string::npos && line[first] == '#') continue;
     line = Trim(line);
     if (line.empty()) continue;
     if (!IsZ85Key(line)) return InvalidArgument(file + ":" + std::to_string(n) + ": not a Z85 public key");
