@@ -51,6 +51,7 @@ struct ControllerOptions {
   protocol::CurveKeyPair node_keys;        // this node's identity towards peers
   std::map<std::string, Peer> peers;       // nodes jobs may migrate to
   std::string fault;                       // test-only fault injection, e.g. "corrupt-chunk"
+  int peer_timeout_ms = 20000;             // a peer silent this long has failed
 };
 
 inline constexpr uint64_t kMinSliceMs = 50;

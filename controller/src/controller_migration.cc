@@ -32,7 +32,6 @@ namespace {
 constexpr uint64_t kMs = 1'000'000;
 constexpr size_t kChunkBytes = 4 << 20;  // one frame on the wire
 constexpr int kWindow = 4;               // chunks in flight to the destination
-constexpr int kPeerTimeoutMs = 20000;
 }  // namespace
 
 StatusOr<std::map<std::string, Peer>> ReadPeers(const std::string& file) {
@@ -224,7 +223,7 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
   }
 
   // 1. The destination starts the job and lets it warm up to its first boundary.
-  PeerLink link(peer.endpoint, keys, kPeerTimeoutMs);
+  PeerLink link(peer.endpoint, keys, options_.peer_timeout_ms);
   auto prepared = link.Call(MessageType::kMigratePrepare, prepare);
   if (!prepared.ok()) return Status(prepared.status().code(), peer.name + ": " + prepared.status().message());
   const uint64_t rid = (*prepared)["job"].get<uint64_t>();

@@ -34,6 +34,7 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --authorized-keys FILE  public keys (one per line) of clients and peers the TCP endpoint accepts
   --peers FILE       nodes jobs may migrate to: lines "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE"
   --state-dir DIR    transfer sockets and logs of jobs started here (default: the endpoint's dir)
+  --peer-timeout-ms N  a peer silent this long during a migration has failed (default 20000)
   --node NAME        node name (default: the host name)
   --log LEVEL        error, warn, info (default) or debug
   --daemonize        detach into the background once the API is up; prints the pid
@@ -80,6 +81,9 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
     GD_ASSIGN_OR_RETURN(opts->peers, ReadPeers(flags.Get("peers")));
   }
   opts->fault = flags.Get("fault", "");
+  GD_ASSIGN_OR_RETURN(long long peer_timeout, flags.GetInt("peer-timeout-ms", 20000));
+  if (peer_timeout < 100 || peer_timeout > 600000) return InvalidArgument("--peer-timeout-ms must be 100..600000");
+  opts->peer_timeout_ms = static_cast<int>(peer_timeout);
   // Unix socket paths are short (108 bytes): fall back to /tmp for a deep directory.
   std::string state_dir = flags.Get("state-dir", std::filesystem::path(opts->endpoint.substr(6)).parent_path());
   if (state_dir.size() > 70) state_dir = "/tmp/gandivad-" + std::to_string(getpid());
@@ -95,7 +99,7 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
 int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
   Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-               "authorized-keys", "peers", "state-dir", "fault"},
+               "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms"},
               {"daemonize", "help"});
   if (Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "gandivad: %s\n%s", s.message().c_str(), kUsage);
