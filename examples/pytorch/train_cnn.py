@@ -7,6 +7,11 @@ Marks a gandiva iteration boundary after every optimizer step, so under
     gandiva run --name cnn -- /usr/bin/python3 examples/pytorch/train_cnn.py --iterations 300
 
 Without gandiva it trains the same way (the boundary calls cost nothing).
+
+Restorable: model, optimizer, RNGs, the iteration counter and the loss history
+are registered with gandiva, so a run checkpointed at any boundary (by the
+controller, or here with --checkpoint-at N --checkpoint-dir D) continues
+bitwise identically in a new process started with GANDIVA_RESTORE=D.
 """
 
 import argparse
@@ -49,6 +54,14 @@ def synthetic_batch(generator, batch, classes=10):
     return images, labels
 
 
+class _LocalState:
+    """Stands in for gandiva.torch's TrainingState when gandiva is not installed."""
+
+    def __init__(self):
+        self.iteration = 0
+        self.extra = {"losses": []}
+
+
 def parameters_digest(model):
     h = hashlib.sha256()
     for p in model.state_dict().values():
@@ -64,6 +77,9 @@ def main():
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     ap.add_argument("--report-every", type=int, default=50)
     ap.add_argument("--result", help="write losses and a parameter digest here (JSON)")
+    ap.add_argument("--checkpoint-at", type=int, default=0,
+                    help="write a checkpoint after this iteration (needs --checkpoint-dir)")
+    ap.add_argument("--checkpoint-dir", help="where --checkpoint-at writes state.gdck")
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
@@ -72,24 +88,37 @@ def main():
     model = SmallCnn()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     if gandiva is not None:
+        # Registered before attach(): a GANDIVA_RESTORE run loads it at attach()'s boundary.
+        state = gandiva.torch.register(model, optimizer, generators=[generator],
+                                       extra={"losses": []})
         gandiva.torch.attach(optimizer)
+    else:
+        state = _LocalState()
+    restored_at = state.iteration
 
-    losses = []
     start = time.monotonic()
-    for it in range(1, args.iterations + 1):
+    while state.iteration < args.iterations:
         images, labels = synthetic_batch(generator, args.batch)
         optimizer.zero_grad()
         loss = F.cross_entropy(model(images), labels)
         loss.backward()
-        optimizer.step()  # gandiva marks the boundary here
-        losses.append(loss.item())
+        state.extra["losses"].append(loss.item())
+        optimizer.step()  # gandiva counts the iteration and marks the boundary here
+        if gandiva is None:
+            state.iteration += 1
+        it = state.iteration
+        if args.checkpoint_at and it == args.checkpoint_at and gandiva is not None:
+            gandiva.checkpoint(args.checkpoint_dir)
+            print(f"[cnn] checkpoint at iteration {it} in {args.checkpoint_dir}", flush=True)
         if args.report_every and it % args.report_every == 0:
             s = gandiva.stats() if gandiva else {}
             print(f"[cnn] iter {it:5d} loss {loss.item():.4f} "
                   f"iter_ms ewma {s.get('ewma_ms', 0):.2f} p99 {s.get('p99_ms', 0):.2f} "
                   f"parks {s.get('parks', 0)}", flush=True)
     elapsed = time.monotonic() - start
+    losses = state.extra["losses"]
     result = {"iterations": args.iterations, "elapsed_s": elapsed, "losses": losses,
+              "restored_at_iteration": restored_at,
               "start_monotonic_s": start, "end_monotonic_s": start + elapsed,
               "parameters_sha256": parameters_digest(model)}
     if args.result:

@@ -11,17 +11,24 @@ suspend, resume and time-slice the job exactly between iterations::
 or, for PyTorch, ``gandiva.torch.attach(optimizer)`` marks a boundary after every
 ``optimizer.step()``. Run the script with ``gandiva run -- python train.py``.
 
+Registered state (``register_state``, or ``gandiva.torch.register`` for a model
+and optimizer) makes the job checkpointable and migratable: a process started
+with GANDIVA_RESTORE=DIR (``gandiva run --restore DIR``) loads it at its first
+boundary and continues exactly. See docs/checkpoint.md.
+
 Importing this package changes nothing. Without a controller (a plain
 ``python train.py``) every call is a cheap no-op apart from measuring iteration
 times, and the job says once on stderr that it runs unmanaged.
 """
 
 import contextlib
+import os
 
 from . import _gandiva
 from .client import Client, GandivaError
 
-__all__ = ["step", "managed", "job_id", "stats", "iteration", "Client", "GandivaError"]
+__all__ = ["step", "managed", "job_id", "stats", "iteration", "register_state",
+           "unregister_state", "checkpoint", "Client", "GandivaError"]
 
 
 def step():
@@ -57,3 +64,30 @@ def iteration():
         yield
     finally:
         _gandiva.boundary()
+
+
+def register_state(name, save, load):
+    """Registers a checkpoint section: ``save()`` returns its bytes (bytes,
+    bytearray or memoryview), ``load(data)`` gets them back, as bytes, in a
+    restoring process. Register before the first boundary: a process started
+    with GANDIVA_RESTORE=DIR loads its checkpoint there. Sections are saved in
+    registration order; the functions run on the thread marking the boundary
+    (or calling checkpoint()), with the GIL held. Raises KeyError if the name
+    is taken."""
+    _gandiva.register_state(name, save, load)
+
+
+def unregister_state(name):
+    """Removes a registered section; KeyError if there is none of that name."""
+    _gandiva.unregister_state(name)
+
+
+def checkpoint(dir):
+    """Writes every registered section to DIR/state.gdck now (DIR is created;
+    the file appears atomically). Call it where the state is consistent, e.g.
+    right after an optimizer step. Returns the bytes written; raises
+    GandivaError if a save function failed or the file cannot be written."""
+    ok, code, message, nbytes = _gandiva.checkpoint(os.fspath(dir))
+    if not ok:
+        raise GandivaError(code, message)
+    return nbytes

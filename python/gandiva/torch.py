@@ -6,9 +6,23 @@
 
 torch >= 2.0 has optimizer step hooks; older versions (Debian's 1.13) do not, so
 there `optimizer.step` is wrapped. Both give the same boundaries.
+
+Checkpointable training: register the state first, then attach, and loop on
+the iteration counter the state keeps (it survives a restore):
+
+    state = gandiva.torch.register(model, optimizer, generators=[gen],
+                                   extra={"losses": []})
+    gandiva.torch.attach(optimizer)   # a GANDIVA_RESTORE run loads here
+    while state.iteration < iterations:
+        ...; state.extra["losses"].append(loss.item()); optimizer.step()
 """
 
 import functools
+import io
+import random
+import sys
+
+import torch
 
 from . import _gandiva
 
@@ -25,8 +39,17 @@ class Attachment:
             self._remover = None
 
 
-def _post_step_hook(optimizer, args, kwargs):
+def _count_and_mark(optimizer):
+    # The iteration is complete once the step is taken: count it before the
+    # boundary so that a checkpoint taken there records it.
+    state = getattr(optimizer, "_gandiva_state", None)
+    if state is not None:
+        state.iteration += 1
     _gandiva.boundary()
+
+
+def _post_step_hook(optimizer, args, kwargs):
+    _count_and_mark(optimizer)
 
 
 def attach(optimizer):
@@ -52,7 +75,7 @@ def attach(optimizer):
     @functools.wraps(original)
     def step(*args, **kwargs):
         result = original(*args, **kwargs)
-        _gandiva.boundary()
+        _count_and_mark(optimizer)
         return result
 
     optimizer.step = step
@@ -62,3 +85,111 @@ def attach(optimizer):
         optimizer._gandiva_attached = False
 
     return Attachment(remove)
+
+
+class TrainingState:
+    """The state gandiva.torch.register() checkpoints: the model's and the
+    optimizer's state_dicts, torch's global RNG state (and CUDA's, once
+    initialised), Python's `random` state, numpy's global RNG state if numpy
+    is imported, the given torch.Generator states, `iteration` and `extra`.
+
+    `iteration` counts completed optimizer steps (attach() increments it
+    after each step, before the boundary). `extra` is a dict for whatever else
+    must survive (a loss history, a data position); it is pickled, and on
+    restore updated in place, so read it through `state.extra[...]` after the
+    first boundary rather than keeping references to its old values."""
+
+    def __init__(self, name, model, optimizer, generators, extra):
+        self.name = name
+        self.model = model
+        self.optimizer = optimizer
+        self.generators = tuple(generators)
+        self.iteration = 0
+        self.extra = {} if extra is None else extra
+        self.restored = False
+
+    def state_dict(self):
+        d = {
+            "format": 1,
+            "iteration": self.iteration,
+            "extra": self.extra,
+            "torch_rng": torch.get_rng_state(),
+            "python_random": random.getstate(),
+            "generators": [g.get_state() for g in self.generators],
+        }
+        if self.model is not None:
+            d["model"] = self.model.state_dict()
+        if self.optimizer is not None:
+            d["optimizer"] = self.optimizer.state_dict()
+        numpy = sys.modules.get("numpy")
+        if numpy is not None:
+            d["numpy_random"] = numpy.random.get_state()
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            d["cuda_rng"] = torch.cuda.get_rng_state_all()
+        return d
+
+    def load_state_dict(self, d):
+        if len(d["generators"]) != len(self.generators):
+            raise ValueError(f"checkpoint has {len(d['generators'])} generators, "
+                             f"this process registered {len(self.generators)}")
+        if (self.model is None) != ("model" not in d):
+            raise ValueError("checkpoint and process disagree on whether a model is registered")
+        if (self.optimizer is None) != ("optimizer" not in d):
+            raise ValueError("checkpoint and process disagree on whether an optimizer is registered")
+        if self.model is not None:
+            self.model.load_state_dict(d["model"])
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(d["optimizer"])
+        torch.set_rng_state(d["torch_rng"])
+        random.setstate(d["python_random"])
+        for g, s in zip(self.generators, d["generators"]):
+            g.set_state(s)
+        if "numpy_random" in d:
+            import numpy  # saved with numpy imported: restore it the same way
+            numpy.random.set_state(d["numpy_random"])
+        if "cuda_rng" in d and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(d["cuda_rng"])
+        self.iteration = d["iteration"]
+        self.extra.clear()
+        self.extra.update(d["extra"])
+        self.restored = True
+
+    def _save(self):
+        buf = io.BytesIO()
+        torch.save(self.state_dict(), buf)
+        return buf.getbuffer()
+
+    def _load(self, data):
+        buf = io.BytesIO(data)
+        try:  # torch >= 2.6 loads weights only by default; this state has more
+            d = torch.load(buf, map_location="cpu", weights_only=False)
+        except TypeError:
+            d = torch.load(buf, map_location="cpu")
+        self.load_state_dict(d)
+
+    def step(self):
+        """Counts a completed iteration and marks a boundary: for loops that do
+        not attach() an optimizer."""
+        self.iteration += 1
+        _gandiva.boundary()
+
+    def unregister(self):
+        _gandiva.unregister_state(self.name)
+        if self.optimizer is not None and getattr(self.optimizer, "_gandiva_state", None) is self:
+            self.optimizer._gandiva_state = None
+
+
+def register(model=None, optimizer=None, generators=(), extra=None, name="torch"):
+    """Registers a training job's state as the checkpoint section `name` and
+    returns the TrainingState. Call it before attach(optimizer): a process
+    started with GANDIVA_RESTORE=DIR loads the checkpoint at attach()'s first
+    boundary, and everything (model, optimizer, RNGs, iteration, extra) is
+    restored in place there."""
+    if optimizer is not None and getattr(optimizer, "_gandiva_attached", False):
+        raise RuntimeError("gandiva.torch.register: call it before attach(optimizer), "
+                           "whose first boundary is where a restoring process loads its state")
+    state = TrainingState(name, model, optimizer, generators, extra)
+    _gandiva.register_state(name, state._save, state._load)
+    if optimizer is not None:
+        optimizer._gandiva_state = state
+    return state
