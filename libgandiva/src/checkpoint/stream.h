@@ -72,14 +72,30 @@ struct VerifiedSection {
   std::vector<std::span<const uint8_t>> chunks;
 };
 
+// Memory for chunks received from a stream source: large anonymous mappings,
+// pre-faulted in one go (per-page faults on fresh memory dominate otherwise).
+class Slab {
+ public:
+  static StatusOr<std::unique_ptr<Slab>> Create(size_t size);
+  ~Slab();
+  uint8_t* Take(size_t n);  // nullptr when the slab is full
+  size_t size() const { return size_; }
+
+ private:
+  Slab(uint8_t* data, size_t size) : data_(data), size_(size) {}
+  uint8_t* data_;
+  size_t size_;
+  size_t used_ = 0;
+};
+
 // A whole stream, checked; its chunks point into the source's mapping or into
-// buffers it owns.
+// slabs it owns.
 struct VerifiedStream {
   Metadata metadata;
   std::vector<VerifiedSection> sections;
   uint64_t stream_bytes = 0;  // end frame included
   uint64_t chunks = 0;
-  std::vector<std::unique_ptr<uint8_t[]>> storage;
+  std::vector<std::unique_ptr<Slab>> storage;
 };
 
 // Reads and verifies a stream from source, which must outlive the result
