@@ -237,7 +237,8 @@ TEST_F(StateTransferTest, PeerHangingUpIsAnErrorNotSigpipe) {
   Status s = SaveState(listener.target(), &bytes);
   hang.join();
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
-  EXPECT_NE(s.message().find("saving section 'model'"), std::string::npos) << s.ToString();
+  // The hang-up may hit the header or the section, whichever is being written.
+  EXPECT_NE(s.message().find("unix socket"), std::string::npos) << s.ToString();
   // Nobody listening at all.
   s = SaveState("unix:" + (dir_ / "nobody.sock").string(), &bytes);
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
