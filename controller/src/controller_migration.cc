@@ -283,7 +283,7 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
     }
     if (filled == 0) break;
     buf.resize(filled);
-    if (options_.fault == "corrupt-chunk" && seq == 1) buf[filled / 2] ^= 0x40;  // test-only
+    if (options_.fault == "corrupt-chunk" && seq == 0) buf[filled / 2] ^= 0x40;  // test-only
     if (Status st = link.Send(MessageType::kMigrateChunk, {{"job", rid}, {"seq", seq}}, buf); !st.ok())
       return abort(st);
     ++seq;

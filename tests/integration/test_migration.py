@@ -1,0 +1,274 @@
+"""Integration tests of checkpoint and migration between real gandivad nodes,
+with real training jobs: results must be bitwise those of a run never moved,
+and every failure must leave the job training on its source."""
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import CNN_EXAMPLE, MLP_EXAMPLE, PYTHON, BUILD
+from nodes import Node, Proxy, delete_netns, make_netns_pair, netns_available
+
+CNN_ITERATIONS = 400
+
+
+def cnn_cmd(result, iterations=CNN_ITERATIONS):
+    return [PYTHON, CNN_EXAMPLE, "--iterations", str(iterations), "--report-every", "0", "--result", str(result)]
+
+
+def mlp_cmd(result, iterations=1500):
+    return [MLP_EXAMPLE, "--iterations", str(iterations), "--report-every", "0", "--result", str(result)]
+
+
+def reference(cmd_factory, tmp_path, name):
+    """The same job run once, unmanaged and never moved."""
+    out = tmp_path / f"{name}-reference.json"
+    env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"), OMP_NUM_THREADS="1")
+    env.pop("GANDIVA_CONTROL_BLOCK", None)
+    subprocess.run(cmd_factory(out), check=True, env=env, capture_output=True, timeout=300)
+    return json.loads(out.read_text())
+
+
+def same_training(a, b):
+    assert len(a["losses"]) == len(b["losses"])
+    assert a["losses"] == b["losses"], "loss history differs"
+    assert a["parameters_sha256"] == b["parameters_sha256"], "final parameters differ"
+
+
+def wait_for(predicate, timeout=60, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = predicate()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    (tmp_path / "keys").mkdir()
+    made = []
+
+    def make(names=("a", "b"), extra=None, authorize=None, peer_ports=None, netns=None):
+        nodes = {}
+        for i, n in enumerate(names):
+            ns, addr = (netns[i] if netns else (None, "127.0.0.1"))
+            nodes[n] = Node(tmp_path, n, address=addr, netns=ns, extra=(extra or {}).get(n, ()))
+        for n, node in nodes.items():
+            keys = [other.public for other in nodes.values()] if authorize is None else authorize(n, nodes)
+            peers = [(o.name, f"tcp://{o.address}:{(peer_ports or {}).get(o.name, o.port)}", o.public)
+                     for o in nodes.values() if o is not node]
+            node.start(keys, peers)
+        made.extend(nodes.values())
+        return nodes
+
+    yield make
+    for n in made:
+        n.stop()
+
+
+def migrate(node, job, to, check=True):
+    return node.cli("migrate", str(job), "--to", to, "--json", check=check)
+
+
+def test_pytorch_job_migrated_mid_run_trains_bitwise_the_same(cluster, tmp_path):
+    ref = reference(cnn_cmd, tmp_path, "cnn")
+    nodes = cluster()
+    a, b = nodes["a"], nodes["b"]
+    out = tmp_path / "cnn.json"
+    run = a.run(*cnn_cmd(out), name="cnn")
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 100, what="training on a")
+    r = migrate(a, 1, "b")
+    op = json.loads(r.stdout)
+    assert op["state"] == "done" and op["to_job"] >= 1
+    assert 0 < op["downtime_ms"] < 1000, op
+    assert op["bytes"] > 0
+    assert run.wait(timeout=60) == 0
+    assert "migrated to b" in run.stderr.read()
+    assert a.job(1)["state"] == "migrated"
+    wait_for(lambda: b.job(op["to_job"])["state"] in ("exited", "failed"), what="job to finish on b")
+    assert b.job(op["to_job"])["state"] == "exited", b.read_log()
+    assert b.job(op["to_job"])["migrated_from"] == "a/1"
+    # The job on b started at the iteration it left a, not from scratch.
+    assert b.job(op["to_job"])["iterations"] < CNN_ITERATIONS
+    same_training(ref, json.loads(out.read_text()))
+
+
+def test_libtorch_job_migrated_mid_run_trains_bitwise_the_same(cluster, tmp_path):
+    if not os.path.exists(MLP_EXAMPLE):
+        pytest.skip("libtorch example not built")
+    ref = reference(mlp_cmd, tmp_path, "mlp")
+    nodes = cluster()
+    a, b = nodes["a"], nodes["b"]
+    out = tmp_path / "mlp.json"
+    run = a.run(*mlp_cmd(out), name="mlp")
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 300, what="training on a")
+    op = json.loads(migrate(a, 1, "b").stdout)
+    assert op["state"] == "done"
+    assert run.wait(timeout=60) == 0
+    wait_for(lambda: b.job(op["to_job"])["state"] == "exited", what="job to finish on b")
+    same_training(ref, json.loads(out.read_text()))
+
+
+def test_migrate_back_and_forth_several_times(cluster, tmp_path):
+    ref = reference(lambda o: cnn_cmd(o, 900), tmp_path, "cnn")
+    nodes = cluster()
+    out = tmp_path / "cnn.json"
+    run = nodes["a"].run(*cnn_cmd(out, 900), name="cnn")
+    where, job = nodes["a"], 1
+    downtimes = []
+    for hop, to in enumerate(["b", "a", "b"]):
+        wait_for(lambda: where.job(job)["iterations"] > 60, what=f"training before hop {hop}")
+        op = json.loads(migrate(where, job, to).stdout)
+        assert op["state"] == "done", op
+        downtimes.append(op["downtime_ms"])
+        where, job = nodes[to], op["to_job"]
+    assert run.wait(timeout=60) == 0
+    wait_for(lambda: where.job(job)["state"] == "exited", timeout=120, what="the end on the last node")
+    same_training(ref, json.loads(out.read_text()))
+    assert all(d < 1000 for d in downtimes), downtimes
+
+
+def assert_job_continues_on_source(a, run, out, ref):
+    """After a failed migration the job trains on at the source and loses nothing."""
+    job = a.job(1)
+    assert job["state"] != "migrated", job
+    assert job["operation"]["state"] == "failed"
+    assert run.wait(timeout=120) == 0
+    assert a.job(1)["state"] == "exited"
+    same_training(ref, json.loads(out.read_text()))
+
+
+def test_corrupt_chunk_aborts_and_the_job_continues_on_the_source(cluster, tmp_path):
+    ref = reference(cnn_cmd, tmp_path, "cnn")
+    nodes = cluster(extra={"a": ["--fault", "corrupt-chunk"]})
+    a, b = nodes["a"], nodes["b"]
+    out = tmp_path / "cnn.json"
+    run = a.run(*cnn_cmd(out), name="cnn")
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 50, what="training on a")
+    r = migrate(a, 1, "b", check=False)
+    assert r.returncode == 1
+    assert "checksum" in r.stderr or "corrupt" in r.stderr, r.stderr
+    # The destination's copy is gone; the source never stopped for good.
+    wait_for(lambda: all(j["state"] in ("exited", "failed") for j in b.jobs()), what="b to drop its copy")
+    assert_job_continues_on_source(a, run, out, ref)
+
+
+def test_killed_destination_aborts_and_the_job_continues(cluster, tmp_path):
+    ref = reference(cnn_cmd, tmp_path, "cnn")
+    nodes = cluster()
+    a, b = nodes["a"], nodes["b"]
+    out = tmp_path / "cnn.json"
+    run = a.run(*cnn_cmd(out), name="cnn")
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 50, what="training on a")
+    a.cli("migrate", "1", "--to", "b", "--no-wait")
+    wait_for(lambda: (a.job(1)["operation"] or {}).get("step") == "warming", what="the destination warming")
+    b.stop(sig=9)
+    wait_for(lambda: a.job(1)["operation"]["state"] != "running", timeout=30, what="the migration to give up")
+    assert "b" in a.job(1)["operation"]["error"] or "peer" in a.job(1)["operation"]["error"]
+    assert_job_continues_on_source(a, run, out, ref)
+
+
+def test_cut_connection_aborts_and_the_job_continues(tmp_path):
+    ref = reference(cnn_cmd, tmp_path, "cnn")
+    # a reaches b only through a TCP forwarder that the test cuts mid-migration.
+    a = Node(tmp_path, "a")
+    b = Node(tmp_path, "b")
+    b.start([a.public, b.public], [("a", a.tcp, a.public)])
+    proxy = Proxy(b.port)
+    a.start([a.public, b.public], [("b", f"tcp://127.0.0.1:{proxy.port}", b.public)])
+    try:
+        out = tmp_path / "cnn.json"
+        run = a.run(*cnn_cmd(out), name="cnn")
+        wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 50, what="training on a")
+        a.cli("migrate", "1", "--to", "b", "--no-wait")
+        wait_for(lambda: (a.job(1)["operation"] or {}).get("step") == "warming", what="the destination warming")
+        proxy.cut()
+        wait_for(lambda: a.job(1)["operation"]["state"] != "running", timeout=30, what="the migration to give up")
+        assert_job_continues_on_source(a, run, out, ref)
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_unauthorized_key_is_refused_and_nothing_is_sent(cluster, tmp_path):
+    # b accepts only its own key: a may not migrate to it.
+    nodes = cluster(authorize=lambda n, ns: [ns[n].public])
+    a, b = nodes["a"], nodes["b"]
+    out = tmp_path / "cnn.json"
+    run = a.run(*cnn_cmd(out, 200), name="cnn")
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 20, what="training on a")
+    r = migrate(a, 1, "b", check=False)
+    assert r.returncode == 1
+    assert "key" in r.stderr, r.stderr
+    assert b.jobs() == [], "an unauthenticated peer made the destination start a job"
+    assert "refused" in b.read_log()
+    assert run.wait(timeout=60) == 0
+
+
+def test_tcp_endpoint_serves_only_authorized_clients(cluster, tmp_path):
+    nodes = cluster()
+    b = nodes["b"]
+    # No key at all: the CURVE handshake never completes.
+    r = b.cli("ps", "--endpoint", b.tcp, check=False)
+    assert r.returncode == 1 and "no reply" in r.stderr
+    # A key b was never given.
+    stranger = tmp_path / "stranger"
+    subprocess.run([os.path.join(BUILD, "cli", "gandiva"), "keygen", "--out", str(stranger), "--name", "x"],
+                   check=True, capture_output=True)
+    r = b.cli("ps", "--endpoint", b.tcp, "--key", str(stranger / "x.key"), "--server-key", b.public,
+              check=False)
+    assert r.returncode == 1
+    r = b.cli("suspend", "1", "--endpoint", b.tcp, "--key", str(stranger / "x.key"), "--server-key", b.public,
+              check=False)
+    assert r.returncode == 1 and "no job" not in r.stderr  # never reached the daemon
+    # An authorized key works.
+    r = b.cli("ps", "--endpoint", b.tcp, "--key", str(nodes["a"].key), "--server-key", b.public)
+    assert r.returncode == 0
+
+
+def test_checkpoint_then_restore_in_a_new_process_continues_exactly(cluster, tmp_path):
+    ref = reference(cnn_cmd, tmp_path, "cnn")
+    a = cluster(names=("a",))["a"]
+    out = tmp_path / "cnn.json"
+    run = a.run(*cnn_cmd(out), name="cnn")
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 150, what="training")
+    ckpt = tmp_path / "ckpt"
+    r = a.cli("checkpoint", "1", "--to", str(ckpt))
+    assert "checkpointed" in r.stdout
+    assert (ckpt / "state.gdck").exists()
+    run.kill()  # the original dies after the checkpoint (and gandiva run with it)
+    subprocess.run(["pkill", "-9", "-f", str(out)], capture_output=True)
+    run.wait(timeout=30)
+    restored = subprocess.Popen(
+        [os.path.join(BUILD, "cli", "gandiva"), "run", "--name", "again", "--restore", str(ckpt), "--",
+         *cnn_cmd(out)], env=a.env, stderr=subprocess.PIPE, text=True)
+    assert restored.wait(timeout=120) == 0, restored.stderr.read()
+    same_training(ref, json.loads(out.read_text()))
+
+
+@pytest.mark.skipif(not netns_available(), reason="needs root and ip netns")
+def test_migration_between_network_namespaces(cluster, tmp_path):
+    ref = reference(cnn_cmd, tmp_path, "cnn")
+    (ns_a, addr_a), (ns_b, addr_b) = make_netns_pair(str(os.getpid() % 1000))
+    try:
+        nodes = cluster(netns=[(ns_a, addr_a), (ns_b, addr_b)])
+        a, b = nodes["a"], nodes["b"]
+        out = tmp_path / "cnn.json"
+        run = a.run(*cnn_cmd(out), name="cnn")
+        wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 100, what="training on a")
+        op = json.loads(migrate(a, 1, "b").stdout)
+        assert op["state"] == "done"
+        assert run.wait(timeout=60) == 0
+        wait_for(lambda: b.job(op["to_job"])["state"] == "exited", what="the end on b")
+        same_training(ref, json.loads(out.read_text()))
+        # b's address exists only inside the namespaces: the host cannot reach it.
+        import socket
+        with pytest.raises(OSError):
+            socket.create_connection((addr_b, b.port), timeout=1)
+    finally:
+        delete_netns(ns_a, ns_b)
