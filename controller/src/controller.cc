@@ -117,6 +117,19 @@ void Controller::DeviceLoop(Device* dev) {
       Job& job = *jobs_.at(id);
       ControlBlock* cb = job.cb();
       if (cb->phase.load(std::memory_order_acquire) != runtime::kPhaseParked) continue;
+      // Asked to leave the device's memory: parked only once the shim has copied it out.
+      if (cb->swap_request.load() == runtime::kSwapOut &&
+          cb->swap_state.load(std::memory_order_acquire) == runtime::kSwapResident)
+        continue;
+      if (cb->swap_request.load() == runtime::kSwapOut) {
+        cb->swap_request.store(runtime::kSwapNone);
+        if (cb->swap_state.load() == runtime::kSwapSwappedOut) {
+          ++job.swaps;
+        } else {
+          GD_LOG(kWarn, "job %llu could not swap out; its memory stays on %s",
+                 static_cast<unsigned long long>(id), dev->info.name.c_str());
+        }
+      }
       const uint64_t parked_at = cb->parked_at_ns.load(std::memory_order_relaxed);
       if (job.running_since_ns) {
         job.device_time_ns += parked_at > job.running_since_ns ? parked_at - job.running_since_ns : 0;
@@ -132,10 +145,14 @@ void Controller::DeviceLoop(Device* dev) {
     for (const SliceAction& a : dev->slicer.Tick(now)) {
       Job& job = *jobs_.at(a.job);
       if (a.kind == SliceAction::kSuspend) {
+        if (MustSwapOut(*dev, job)) job.cb()->swap_request.store(runtime::kSwapOut);
         runtime::RequestSuspend(job.cb());
         continue;
       }
       CompletePendingSwitch(*dev);
+      // A job swapped out comes back into device memory before it runs (the shim does it).
+      if (job.cb()->swap_state.load() == runtime::kSwapSwappedOut)
+        job.cb()->swap_request.store(runtime::kSwapIn);
       runtime::RequestResume(job.cb());
       ++job.slices;
       job.running_since_ns = now;
@@ -164,6 +181,26 @@ void Controller::DeviceLoop(Device* dev) {
       if (deadline > t) dev->wake.wait_for(lock, std::chrono::nanoseconds(deadline - t));
     }
   }
+}
+
+uint64_t Controller::ResidentBytes(const Device& dev) const {
+  uint64_t resident = 0;
+  for (const auto& [id, job] : jobs_)
+    if (!job->ended && job->device == dev.info.name) resident += job->cb()->device_bytes.load();
+  return resident;
+}
+
+bool Controller::MustSwapOut(const Device& dev, const Job& outgoing) {
+  // Jobs time-sliced on one device keep their memory there while parked, as long
+  // as it fits. When it does not, the job leaving the device makes room for the
+  // one coming next (its memory goes to host, at the same device addresses).
+  if (dev.info.memory_bytes == 0 || outgoing.pid <= 0) return false;
+  if (outgoing.cb()->device_bytes.load() == 0) return false;  // nothing to move (a CPU job)
+  const uint64_t resident = ResidentBytes(dev);
+  if (resident == 0) return false;  // not a GPU job (or no tracked memory)
+  const uint64_t next = dev.slicer.NextWaiting();
+  const uint64_t incoming = next ? jobs_.at(next)->cb()->swapped_bytes.load() : 0;
+  return resident + incoming > dev.info.memory_bytes;
 }
 
 void Controller::HeartbeatLoop() {
@@ -318,6 +355,7 @@ StatusOr<Json> Controller::ListDevices() {
                     {"kind", dev->info.kind},
                     {"model", dev->info.model},
                     {"memory_bytes", dev->info.memory_bytes},
+                    {"resident_bytes", ResidentBytes(*dev)},
                     {"capacity", dev->info.capacity},
                     {"slice_ms", dev->slicer.slice_ns() / kMs},
                     {"jobs", jobs},
@@ -361,6 +399,8 @@ Json Controller::JobToJson(const Job& job) const {
               {"p99_ms", stats.p99_ms},
               {"iterations_per_s", stats.iterations_per_s},
               {"slices", job.slices},
+              {"swaps", job.swaps},
+              {"swapped_bytes", cb->swapped_bytes.load()},
               {"parks", cb->park_count.load()},
               {"device_time_s", device_time / 1e9},
               {"wall_time_s", (end - job.registered_ns) / 1e9},

@@ -137,6 +137,9 @@ class Controller {
   Json JobToJson(const Job& job) const;
   void EndJob(Job& job, bool failed, int exit_code);
   void CompletePendingSwitch(Device& dev);
+  uint64_t ResidentBytes(const Device& dev) const;
+  // Whether `outgoing`, being suspended, must take its memory off the device.
+  bool MustSwapOut(const Device& dev, const Job& outgoing);
 
   void DeviceLoop(Device* dev);
   void HeartbeatLoop();

@@ -25,6 +25,8 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
 
   --devices SPEC     devices to time-slice, e.g. cpu:1 or gpu:2,cpu:1
                      (default: the GPUs NVML finds, else cpu:1)
+  --device-memory-mib N  memory of each --devices device (GPUs found by NVML report their own);
+                     when jobs sliced on a device do not fit together, the one leaving swaps out
   --slice-ms N       time slice, 50..250 ms (default 100)
   --lease-ms N       a parked job resumes itself after N ms without a heartbeat (default 3000)
   --endpoint EP      local API endpoint (default $GANDIVA_ENDPOINT or an owner-only Unix socket)
@@ -50,6 +52,9 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
   opts->lease_ms = static_cast<uint64_t>(lease);
   if (flags.Has("devices")) {
     GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
+    GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
+    if (memory_mib < 0) return InvalidArgument("--device-memory-mib must be positive");
+    for (auto& d : opts->devices) d.memory_bytes = static_cast<uint64_t>(memory_mib) << 20;
   } else {
     opts->devices = DiscoverGpus();
     if (opts->devices.empty()) {
@@ -99,7 +104,7 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
 int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
   Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-               "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms"},
+               "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
               {"daemonize", "help"});
   if (Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "gandivad: %s\n%s", s.message().c_str(), kUsage);

@@ -60,6 +60,7 @@ struct Job {
 
   // Measured by the device loop.
   uint64_t slices = 0;          // times the job was resumed to run a slice
+  uint64_t swaps = 0;           // times its device memory was swapped out to make room
   uint64_t device_time_ns = 0;  // sum of its slices, resume to park
   uint64_t running_since_ns = 0;  // resume time of the current slice; 0 when not running
 

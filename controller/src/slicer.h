@@ -55,6 +55,8 @@ class Slicer {
 
   JobState state(uint64_t job) const { return jobs_.at(job).state; }
   std::vector<uint64_t> Running() const;
+  // The job that runs next when a slot frees, or 0.
+  uint64_t NextWaiting() const { return queue_.empty() ? 0 : queue_.front(); }
   // Jobs asked to suspend that have not parked yet.
   std::vector<uint64_t> Stopping() const;
   size_t size() const { return jobs_.size(); }

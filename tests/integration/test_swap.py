@@ -1,0 +1,64 @@
+"""Jobs time-sliced on one GPU whose memory cannot hold them both: the controller
+has the job leaving the device swap its memory out (the CUDA shim copies it to
+host and releases it, keeping the device addresses) so the next one fits.
+Runs real driver-API programs under the real shim against the CPU stand-in for
+libcuda (a test double: there is no GPU here)."""
+
+import os
+import time
+
+import pytest
+
+from conftest import BUILD
+
+SHIM = os.path.join(BUILD, "shim", "libgandiva_shim.so")
+STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
+APP = os.path.join(BUILD, "tests", "shim", "gd_shim_procaddr_app")
+IMAGE = os.path.join(BUILD, "tests", "shim", "kernels.fatbin")
+
+pytestmark = pytest.mark.skipif(
+    not all(os.path.exists(p) for p in (SHIM, STANDIN_DIR, APP, IMAGE)),
+    reason="the CUDA shim and its stand-in driver are not built")
+
+MIB = 1 << 20
+
+
+def test_jobs_that_do_not_fit_together_swap_at_each_switch(daemon_factory, tmp_path):
+    # Two jobs of ~48 MiB on a device of 80 MiB: never both resident.
+    d = daemon_factory("--devices", "gpu:1", "--device-memory-mib", "80", "--slice-ms", "50")
+    d.env["LD_LIBRARY_PATH"] = STANDIN_DIR
+    d.env["GANDIVA_SHIM"] = SHIM
+    procs = [d.run(APP, "--image", IMAGE, "--iterations", "400", "--buffers", "2",
+                   "--buffer-bytes", str(24 * MIB), "--sleep-us", "1000", name=n) for n in ("a", "b")]
+    swapped_seen = set()
+    deadline = time.monotonic() + 120
+    while any(p.poll() is None for p in procs):
+        assert time.monotonic() < deadline, d.read_log()
+        for j in d.cli_json("ps", "--all"):
+            if j["swap_state"] == "swapped_out" and j["swapped_bytes"] >= 48 * MIB:
+                swapped_seen.add(j["name"])
+        time.sleep(0.02)
+    # Each was seen parked with its memory on the host, not on the device.
+    assert swapped_seen == {"a", "b"}
+    for p in procs:
+        # The program re-reads every buffer at the end: exit 0 means no byte changed.
+        assert p.wait(timeout=30) == 0, p.stderr.read()
+    jobs = {j["name"]: j for j in d.cli_json("ps", "--all")}
+    for name in ("a", "b"):
+        assert jobs[name]["state"] == "exited"
+        assert jobs[name]["swaps"] >= 2, jobs[name]
+        assert jobs[name]["boundary_source"] == "inferred"
+    assert d.cli_json("devices")[0]["memory_bytes"] == 80 * MIB
+
+
+def test_jobs_that_fit_together_never_swap(daemon_factory, tmp_path):
+    d = daemon_factory("--devices", "gpu:1", "--device-memory-mib", "1024", "--slice-ms", "50")
+    d.env["LD_LIBRARY_PATH"] = STANDIN_DIR
+    d.env["GANDIVA_SHIM"] = SHIM
+    procs = [d.run(APP, "--image", IMAGE, "--iterations", "300", "--buffers", "2",
+                   "--buffer-bytes", str(8 * MIB), "--sleep-us", "1000", name=n) for n in ("a", "b")]
+    for p in procs:
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+    jobs = {j["name"]: j for j in d.cli_json("ps", "--all")}
+    assert jobs["a"]["slices"] + jobs["b"]["slices"] >= 4, jobs
+    assert jobs["a"]["swaps"] == 0 and jobs["b"]["swaps"] == 0
