@@ -2,7 +2,9 @@
 // registered checkpoint section: the subject of the migration downtime bench.
 // Each ~1 ms iteration changes a few words, so the final checksum proves that
 // every iteration ran exactly once across checkpoints and migrations.
+#include <fcntl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,6 +30,7 @@ struct Options {
   std::string checkpoint_dir;
   uint64_t report_every = 0;
   std::string result;
+  std::string timing;  // appends "EVENT PID CLOCK_MONOTONIC_NS" lines (bench profiling)
 };
 
 bool Parse(int argc, char** argv, Options* o) {
@@ -44,6 +47,7 @@ bool Parse(int argc, char** argv, Options* o) {
     else if (a == "--checkpoint-dir") o->checkpoint_dir = v;
     else if (a == "--report-every") o->report_every = std::strtoull(v, nullptr, 10);
     else if (a == "--result") o->result = v;
+    else if (a == "--timing") o->timing = v;
     else return false;
   }
   return o->mib > 0 && (!o->checkpoint_at || !o->checkpoint_dir.empty());
@@ -56,22 +60,42 @@ uint64_t SplitMix64(uint64_t* x) {
   return z ^ (z >> 31);
 }
 
+uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
 struct State {
   uint64_t iteration = 0;
   uint64_t words = 0;
   std::unique_ptr<uint64_t[]> data;
+  int timing_fd = -1;              // --timing: where save/load/resume times go
+  uint64_t boundary_entered_ns = 0;  // when the job last entered a boundary
 };
+
+// One line per event, one write(2) on an O_APPEND file shared by the source and
+// destination copies: same clock as gandivad's, so a migration can be taken apart.
+void Event(const State& s, const char* what, uint64_t ns) {
+  if (s.timing_fd < 0) return;
+  char line[96];
+  const int n = std::snprintf(line, sizeof(line), "%s %d %" PRIu64 "\n", what, static_cast<int>(getpid()), ns);
+  [[maybe_unused]] const ssize_t written = write(s.timing_fd, line, n);  // best effort
+}
 
 // Big pieces: each gd_write of >= 256 KiB goes out without a copy.
 constexpr size_t kPiece = 64u << 20;
 
 int Save(void* user, gd_writer* w) {
   auto* s = static_cast<State*>(user);
+  Event(*s, "boundary", s->boundary_entered_ns);
+  Event(*s, "save_begin", NowNs());
   if (gd_write(w, &s->iteration, sizeof(s->iteration)) != 0) return 1;
   const auto* p = reinterpret_cast<const char*>(s->data.get());
   const size_t total = s->words * 8;
   for (size_t off = 0; off < total; off += kPiece)
     if (gd_write(w, p + off, std::min(kPiece, total - off)) != 0) return 1;
+  Event(*s, "save_end", NowNs());
   return 0;
 }
 
@@ -83,9 +107,12 @@ int Load(void* user, gd_reader* r) {
                  "(different --mib?)\n", gd_section_size(r), expected);
     return 1;
   }
+  Event(*s, "load_begin", NowNs());
   if (gd_read(r, &s->iteration, sizeof(s->iteration)) != sizeof(s->iteration)) return 1;
   const size_t total = s->words * 8;
-  return gd_read(r, s->data.get(), total) == static_cast<long long>(total) ? 0 : 1;
+  if (gd_read(r, s->data.get(), total) != static_cast<long long>(total)) return 1;
+  Event(*s, "load_end", NowNs());
+  return 0;
 }
 
 uint64_t Checksum(const State& s) {
@@ -108,10 +135,11 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, &opt)) {
     std::fprintf(stderr, "usage: synthetic_state_job [--mib N] [--seed N] [--iterations N] "
                  "[--iteration-ms X] [--checkpoint-at N --checkpoint-dir DIR] "
-                 "[--report-every N] [--result FILE]\n");
+                 "[--report-every N] [--result FILE] [--timing FILE]\n");
     return 2;
   }
   State st;
+  if (!opt.timing.empty()) st.timing_fd = open(opt.timing.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   st.words = opt.mib * (1u << 20) / 8;
   st.data.reset(new uint64_t[st.words]);
   uint64_t x = opt.seed;
@@ -120,6 +148,7 @@ int main(int argc, char** argv) {
   if (gd_register_state("synthetic", &Save, &Load, &st) != 0) return 1;
   gandiva::Boundary();  // a GANDIVA_RESTORE run loads its state here
   const uint64_t restored_at = st.iteration;
+  if (restored_at > 0) Event(st, "resume", NowNs());
   const auto start = std::chrono::steady_clock::now();
   while (st.iteration < opt.iterations) {
     SleepMs(opt.iteration_ms);
@@ -130,6 +159,7 @@ int main(int argc, char** argv) {
       st.data[v % st.words] ^= v;
     }
     ++st.iteration;  // complete before the boundary, so a checkpoint there records it
+    st.boundary_entered_ns = st.timing_fd >= 0 ? NowNs() : 0;
     gandiva::Boundary();
     if (opt.checkpoint_at && st.iteration == opt.checkpoint_at &&
         !gandiva::Checkpoint(opt.checkpoint_dir.c_str()))

@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""bench_migration: downtime and throughput of `gandiva migrate` for synthetic
+states of 64 MiB .. 2 GiB between two gandivad on loopback, against the copy
+floor measured in the same run (transfer_floor: memcpy, a Unix socket hop, raw
+ZeroMQ over tcp://127.0.0.1 without and with CURVE).
+
+For each size:
+  1. transfer_floor --mib N (before any job holds memory);
+  2. synthetic_state_job --mib N run once unmanaged: the reference checksum;
+  3. the same job under `gandiva run` on node a, migrated to b after a few
+     hundred iterations; it finishes on b, and its checksum must equal the
+     reference (every iteration ran exactly once, the state arrived intact).
+The job appends save/load/resume times (CLOCK_MONOTONIC, gandivad's clock) to a
+timing file, which splits each downtime into its phases:
+
+  park->save      source parked -> its save function called (the controller
+                  listens, asks for the state, tells b to begin)
+  stream          save called -> b's load function called: the job writes into
+                  a's Unix socket, a reads 4 MiB chunks and sends them (CURVE),
+                  b writes them into the job's Unix socket, the job reads and
+                  CRC-checks the whole stream
+  load            b's load function (gd_read: copy out of the received slabs)
+  switch          load done -> downtime end: commit reply, the source killed,
+                  b released and running
+
+Nodes a and b each get a private ipc endpoint, a CURVE-authenticated TCP port
+and keys from `gandiva keygen`, all under one temporary directory.
+
+  /usr/bin/python3 bench/migration/bench_migration.py --build-dir build --out /tmp/mig
+"""
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+SIZES_MIB = [64, 256, 1024, 2048]
+GOAL_SIZE_MIB, GOAL_DOWNTIME_MS, GOAL_RATIO = 1024, 1000.0, 1.5
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Node:
+    """One gandivad: node name, ipc endpoint, CURVE TCP endpoint, key pair."""
+
+    def __init__(self, build, root, name):
+        self.build, self.name = build, name
+        self.gandiva = os.path.join(build, "cli", "gandiva")
+        self.dir = os.path.join(root, name)
+        os.makedirs(self.dir)
+        self.endpoint = f"ipc://{self.dir}/gd.sock"
+        self.tcp = f"tcp://127.0.0.1:{free_port()}"
+        keys = os.path.join(root, "keys")
+        subprocess.run([self.gandiva, "keygen", "--out", keys, "--name", name], check=True,
+                       capture_output=True)
+        self.key = os.path.join(keys, f"{name}.key")
+        with open(os.path.join(keys, f"{name}.pub")) as f:
+            self.public = f.read().strip()
+        self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint, OMP_NUM_THREADS="1")
+        self.proc = None
+
+    def start(self, others):
+        authorized = os.path.join(self.dir, "authorized")
+        peers = os.path.join(self.dir, "peers")
+        with open(authorized, "w") as f:
+            f.write("".join(f"{o.public}\n" for o in [self, *others]))
+        with open(peers, "w") as f:
+            f.write("".join(f"{o.name} {o.tcp} {o.public}\n" for o in others))
+        self.log_path = os.path.join(self.dir, "gandivad.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [os.path.join(self.build, "controller", "gandivad"), "--node", self.name, "--devices", "cpu:1",
+             "--endpoint", self.endpoint, "--tcp", self.tcp, "--key", self.key,
+             "--authorized-keys", authorized, "--peers", peers, "--peer-timeout-ms", "10000"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(os.path.join(self.dir, "gd.sock")):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"gandivad {self.name} did not come up:\n{open(self.log_path).read()}")
+            time.sleep(0.02)
+
+    def cli(self, *args, timeout=300):
+        r = subprocess.run([self.gandiva, *args], env=self.env, capture_output=True, text=True,
+                           timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"gandiva {' '.join(args)} on {self.name}: {r.stderr.strip()}")
+        return r.stdout
+
+    def job(self, job_id):
+        jobs = json.loads(self.cli("ps", "--all", "--json"))
+        return next((j for j in jobs if j["id"] == job_id), None)
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc:
+            self.log.close()
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = predicate()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
+
+
+def job_cmd(job_exe, mib, iterations, result, timing=None):
+    cmd = [job_exe, "--mib", str(mib), "--seed", "7", "--iterations", str(iterations),
+           "--result", result]
+    return cmd + (["--timing", timing] if timing else [])
+
+
+def read_timing(path):
+    """{event: [(pid, ns), ...]} from the job's timing file."""
+    events = {}
+    with open(path) as f:
+        for line in f:
+            what, pid, ns = line.split()
+            events.setdefault(what, []).append((int(pid), int(ns)))
+    return events
+
+
+def phases(events, downtime_ms):
+    """Splits one migration's downtime (ms) by the job's own timestamps."""
+    one = lambda k: events[k][-1][1] if k in events else None  # noqa: E731
+    parked, save_begin, save_end = one("boundary"), one("save_begin"), one("save_end")
+    load_begin, load_end, resume = one("load_begin"), one("load_end"), one("resume")
+    if None in (parked, save_begin, save_end, load_begin, load_end, resume):
+        return {}
+    ms = lambda a, b: round((b - a) / 1e6, 1)  # noqa: E731
+    end = parked + downtime_ms * 1e6
+    return {"park_to_save_ms": ms(parked, save_begin), "save_ms": ms(save_begin, save_end),
+            "save_end_to_load_ms": ms(save_end, load_begin), "stream_ms": ms(save_begin, load_begin),
+            "load_ms": ms(load_begin, load_end), "load_to_resume_ms": ms(load_end, resume),
+            "switch_ms": ms(load_end, end), "resume_before_downtime_end_ms": ms(resume, end)}
+
+
+def run_floor(build, mib, repeat):
+    exe = os.path.join(build, "bench", "migration", "transfer_floor")
+    out = subprocess.run([exe, "--mib", str(mib), "--repeat", str(repeat), "--json"], check=True,
+                         capture_output=True, text=True, timeout=600).stdout
+    return json.loads(out)
+
+
+def reference_run(job_exe, mib, iterations, work):
+    """The job run once, unmanaged and never moved: the checksum to match."""
+    result = os.path.join(work, f"reference-{mib}.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GANDIVA_")}
+    subprocess.run(job_cmd(job_exe, mib, iterations, result), check=True, env=env,
+                   capture_output=True, timeout=600)
+    with open(result) as f:
+        return json.load(f)
+
+
+def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations):
+    result = os.path.join(work, f"migrated-{mib}.json")
+    timing = os.path.join(work, f"timing-{mib}.txt")
+    for p in (result, timing):
+        if os.path.exists(p):
+            os.unlink(p)
+    run = subprocess.Popen([a.gandiva, "run", "--name", f"synthetic-{mib}", "--",
+                            *job_cmd(job_exe, mib, iterations, result, timing)],
+                           env=a.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        job = wait_for(lambda: next((j for j in json.loads(a.cli("ps", "--json"))
+                                     if j["name"] == f"synthetic-{mib}"), None), 60, "the job on a")
+        wait_for(lambda: a.job(job["id"])["iterations"] >= warm_iterations, 120, "iterations on a")
+        t0 = time.monotonic()
+        op = json.loads(a.cli("migrate", str(job["id"]), "--to", b.name, "--json"))
+        wall = time.monotonic() - t0
+        if op["state"] != "done":
+            raise RuntimeError(f"migration of {mib} MiB failed: {op}")
+        run.wait(timeout=60)
+        wait_for(lambda: b.job(op["to_job"])["state"] in ("exited", "failed"), 300, "the job to end on b")
+        if b.job(op["to_job"])["state"] != "exited":
+            raise RuntimeError(f"the {mib} MiB job failed on b")
+        with open(result) as f:
+            res = json.load(f)
+        return op, wall, res, read_timing(timing)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build-dir", default="build")
+    ap.add_argument("--out", default=".", help="directory for bench_migration.json")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES_MIB)), help="state sizes in MiB")
+    ap.add_argument("--floor-repeat", type=int, default=3, help="transfer_floor runs per path (best taken)")
+    ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build_dir)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    job_exe = os.path.join(build, "bench", "migration", "synthetic_state_job")
+    for exe in (job_exe, os.path.join(build, "bench", "migration", "transfer_floor"),
+                os.path.join(build, "controller", "gandivad"), os.path.join(build, "cli", "gandiva")):
+        if not os.path.exists(exe):
+            sys.exit(f"bench_migration: {exe} not built (cmake --build {args.build_dir} --target "
+                     "gandivad gandiva_cli synthetic_state_job transfer_floor)")
+    os.makedirs(args.out, exist_ok=True)
+    root = tempfile.mkdtemp(prefix="gd-migbench-")
+    os.makedirs(os.path.join(root, "keys"))
+    a, b = Node(build, root, "a"), Node(build, root, "b")
+    rows = []
+    started = time.monotonic()
+    try:
+        a.start([b])
+        b.start([a])
+        for mib in sizes:
+            floor = run_floor(build, mib, args.floor_repeat)
+            # Long enough that the job is still running on a while b starts and
+            # warms its copy (which initialises N MiB), short enough to be cheap.
+            iterations = 1500 + 2 * mib
+            ref = reference_run(job_exe, mib, iterations, root)
+            op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, 300)
+            if res["checksum"] != ref["checksum"] or res["iterations"] != iterations:
+                raise RuntimeError(f"{mib} MiB: migrated checksum {res['checksum']} != reference "
+                                   f"{ref['checksum']} (iterations {res['iterations']})")
+            if not 0 < res["restored_at_iteration"] < iterations:
+                raise RuntimeError(f"{mib} MiB: job on b restored at iteration {res['restored_at_iteration']}")
+            down = op["downtime_ms"]
+            curve_ms = floor["zmq_tcp_curve"]["best_ms"]
+            rows.append({
+                "mib": mib, "bytes": op["bytes"], "downtime_ms": round(down, 1),
+                "throughput_gbps": round(op["bytes"] / (down / 1e3) / 1e9, 3),
+                "memcpy_warm_ms": floor["memcpy_warm"]["best_ms"], "memcpy_fresh_ms": floor["memcpy_fresh"]["best_ms"],
+                "unix_socket_ms": floor["unix_socket"]["best_ms"],
+                "zmq_plain_ms": floor["zmq_tcp"]["best_ms"], "zmq_curve_ms": curve_ms,
+                "ratio_downtime_to_zmq_curve": round(down / curve_ms, 2),
+                "migrate_command_s": round(wall, 3), "operation_s": op.get("duration_s"),
+                "restored_at_iteration": res["restored_at_iteration"], "iterations": iterations,
+                "checksum": res["checksum"], "checksum_matches_reference": True,
+                "phases_ms": phases(events, down), "floor": floor})
+            r = rows[-1]
+            print(f"  {mib} MiB: downtime {down:.1f} ms, checksum ok, phases {r['phases_ms']}", flush=True)
+    finally:
+        a.stop()
+        b.stop()
+        if args.keep:
+            print(f"logs kept in {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+    print()
+    print(f"{'size':>8} {'downtime ms':>12} {'GB/s':>6} {'memcpy ms':>10} {'unix ms':>8} "
+          f"{'zmq ms':>8} {'curve ms':>9} {'down/curve':>10}")
+    for r in rows:
+        print(f"{r['mib']:>5} MiB {r['downtime_ms']:>12.1f} {r['throughput_gbps']:>6.2f} "
+              f"{r['memcpy_warm_ms']:>10.1f} {r['unix_socket_ms']:>8.1f} {r['zmq_plain_ms']:>8.1f} "
+              f"{r['zmq_curve_ms']:>9.1f} {r['ratio_downtime_to_zmq_curve']:>10.2f}")
+    print()
+    print(f"{'size':>8} {'park->save':>11} {'stream':>8} {'(save)':>8} {'load':>7} {'switch':>7}   ms")
+    for r in rows:
+        p = r["phases_ms"]
+        if p:
+            print(f"{r['mib']:>5} MiB {p['park_to_save_ms']:>11.1f} {p['stream_ms']:>8.1f} "
+                  f"{p['save_ms']:>8.1f} {p['load_ms']:>7.1f} {p['switch_ms']:>7.1f}")
+    goal = next((r for r in rows if r["mib"] == GOAL_SIZE_MIB), None)
+    verdict = None
+    if goal:
+        verdict = {"size_mib": GOAL_SIZE_MIB, "downtime_ms": goal["downtime_ms"],
+                   "ratio_to_zmq_curve": goal["ratio_downtime_to_zmq_curve"],
+                   "met": goal["downtime_ms"] <= GOAL_DOWNTIME_MS and goal["ratio_downtime_to_zmq_curve"] <= GOAL_RATIO}
+        print(f"\ngoal (1 GiB: downtime <= {GOAL_DOWNTIME_MS:.0f} ms and <= {GOAL_RATIO}x raw CURVE transfer): "
+              f"{'met' if verdict['met'] else 'MISSED'} ({goal['downtime_ms']:.0f} ms, "
+              f"{goal['ratio_downtime_to_zmq_curve']:.2f}x)")
+    out = os.path.join(args.out, "bench_migration.json")
+    with open(out, "w") as f:
+        json.dump({"bench": "migration", "host": os.uname().nodename, "cpus": os.cpu_count(),
+                   "wall_s": round(time.monotonic() - started, 1), "goal": verdict, "sizes": rows}, f, indent=2)
+    print(f"wrote {out} ({time.monotonic() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
