@@ -3,6 +3,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "device_checkpoint.h"
 #include "runtime/futex.h"
 #include "runtime/job_runtime.h"
 #include "swap.h"
@@ -60,6 +61,9 @@ void AttachJob() {
   ControlBlock* cb = rt.control_block();
   g_cb.store(cb, std::memory_order_release);
   g_gate_phase.store(&cb->phase, std::memory_order_release);
+  // Before the program's first boundary (its first CUDA call is earlier), so that
+  // a restore at that boundary finds the section.
+  RegisterDeviceCheckpoint();
 }
 
 ControlBlock* JobControlBlock() { return g_cb.load(std::memory_order_acquire); }

@@ -99,6 +99,7 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
         a.ctx = ctx;
         a.device = device;
         a.kind = AllocKind::kVmm;
+        a.seq = next_seq_++;
         live_[va] = a;
         PublishLocked();
         *dptr = va;
@@ -117,6 +118,7 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
     a.ctx = ctx;
     a.device = device;
     a.kind = AllocKind::kPlain;
+    a.seq = next_seq_++;
     live_[*dptr] = a;
     PublishLocked();
   }
@@ -177,6 +179,7 @@ void MemoryTracker::Track(CUdeviceptr ptr, size_t size, AllocKind kind, CUstream
   if (Extras().cuCtxGetCurrent) Extras().cuCtxGetCurrent(&a.ctx);
   if (Extras().cuCtxGetDevice) Extras().cuCtxGetDevice(&a.device);
   std::lock_guard<std::mutex> lock(mu_);
+  a.seq = next_seq_++;
   live_[ptr] = a;
   PublishLocked();
 }
@@ -200,6 +203,13 @@ void MemoryTracker::UntrackPhysical(CUmemGenericAllocationHandle handle) {
 MemoryTotals MemoryTracker::Totals() {
   std::lock_guard<std::mutex> lock(mu_);
   return TotalsLocked();
+}
+
+uint64_t MemoryTracker::PhysicalBytes() {
+  std::lock_guard<std::mutex> lock(mu_);
+  uint64_t bytes = 0;
+  for (const auto& [handle, size] : physical_) bytes += size;
+  return bytes;
 }
 
 MemoryTotals MemoryTracker::TotalsLocked() const {

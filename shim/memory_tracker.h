@@ -33,6 +33,9 @@ struct Allocation {
   CUstream stream = nullptr;  // kAsync: the stream it was allocated on
   CUdevice device = 0;
   AllocKind kind = AllocKind::kPlain;
+  // Order of creation among this process's allocations (checkpoints match
+  // allocations between processes by their rank in this order).
+  uint64_t seq = 0;
   // Swap state (kVmm only).
   bool swapped = false;
   void* host = nullptr;
@@ -63,6 +66,8 @@ class MemoryTracker {
   void UntrackPhysical(CUmemGenericAllocationHandle handle);
 
   MemoryTotals Totals();
+  // Bytes of physical memory the program made itself with cuMemCreate.
+  uint64_t PhysicalBytes();
 
   // Maps fresh physical memory at [va, va+size) on `device` (create, map, set access,
   // release the handle so that unmapping frees it). Used by Alloc and by swap-in.
@@ -86,6 +91,7 @@ class MemoryTracker {
   std::mutex mu_;
   std::map<CUdeviceptr, Allocation> live_;
   std::map<CUmemGenericAllocationHandle, size_t> physical_;
+  uint64_t next_seq_ = 0;
   bool vmm_enabled_ = true;
   size_t vmm_min_bytes_ = 1 << 20;
   size_t granularity_[16] = {};

@@ -13,6 +13,7 @@
 #include "driver.h"
 #include "memory_tracker.h"
 #include "runtime/futex.h"
+#include "scoped_context.h"
 
 namespace gandiva::shim {
 namespace {
@@ -20,20 +21,6 @@ namespace {
 using runtime::ControlBlock;
 
 constexpr size_t kChunk = 64ull << 20;  // bytes per copy call: bounded driver staging
-
-// Makes `ctx` current for a scope (the boundary thread may have none, or another).
-class ScopedContext {
- public:
-  explicit ScopedContext(CUcontext ctx) : pushed_(ctx && Extras().cuCtxPushCurrent &&
-                                                  Extras().cuCtxPushCurrent(ctx) == CUDA_SUCCESS) {}
-  ~ScopedContext() {
-    CUcontext ignored;
-    if (pushed_) Extras().cuCtxPopCurrent(&ignored);
-  }
-
- private:
-  bool pushed_;
-};
 
 void* HostAlloc(size_t size, bool* pinned) {
   void* p = nullptr;

@@ -1,14 +1,44 @@
-// The process-wide state registry.
+// The process-wide state registry: one per process, shared by every copy of
+// the runtime in it (libgandiva.so, the Python extension, the CUDA shim).
 #include "checkpoint/registry.h"
+
+#include <dlfcn.h>
 
 #include "checkpoint/format.h"
 
 namespace gandiva::checkpoint {
+namespace {
 
-StateRegistry& StateRegistry::Global() {
+// A copy of the runtime shares another copy's registry only if both agree on
+// its layout (they are built from the same sources; a mismatch keeps its own).
+constexpr uint32_t kRegistryAbi = (1u << 24) | (sizeof(StateRegistry) << 12) | sizeof(StateEntry);
+
+StateRegistry* OwnRegistry() {
   // Leaked on purpose: save functions may run from atexit handlers and other
   // static destructors.
   static auto* registry = new StateRegistry();
+  return registry;
+}
+
+}  // namespace
+}  // namespace gandiva::checkpoint
+
+// Exported so that every copy of the runtime in the process finds the same
+// registry: the first one in the global lookup order wins (the preloaded shim,
+// else libgandiva.so); a copy that finds none (or another layout) uses its own.
+extern "C" __attribute__((visibility("default"))) void* gandiva_state_registry_v1(uint32_t abi) {
+  return abi == gandiva::checkpoint::kRegistryAbi ? gandiva::checkpoint::OwnRegistry() : nullptr;
+}
+
+namespace gandiva::checkpoint {
+
+StateRegistry& StateRegistry::Global() {
+  static StateRegistry* const registry = [] {
+    using Getter = void* (*)(uint32_t);
+    auto get = reinterpret_cast<Getter>(dlsym(RTLD_DEFAULT, "gandiva_state_registry_v1"));
+    void* shared = get ? get(kRegistryAbi) : nullptr;
+    return shared ? static_cast<StateRegistry*>(shared) : OwnRegistry();
+  }();
   return *registry;
 }
 

@@ -8,6 +8,7 @@
 #ifndef GANDIVA_CHECKPOINT_REGISTRY_H_
 #define GANDIVA_CHECKPOINT_REGISTRY_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -57,7 +58,9 @@ struct StateEntry {
 
 class StateRegistry {
  public:
-  // The process-wide registry (one per copy of the runtime in a process).
+  // The process-wide registry: one per process. Every copy of the runtime in
+  // the process (libgandiva.so, the Python extension, the CUDA shim) resolves
+  // the exported gandiva_state_registry_v1 and uses the first one found.
   static StateRegistry& Global();
 
   // Names are 1..256 bytes; AlreadyExists if taken.
@@ -68,8 +71,13 @@ class StateRegistry {
   // checkpoint uses it, even if it is unregistered meanwhile.
   std::vector<std::shared_ptr<const StateEntry>> Snapshot() const;
   std::vector<std::string> Names() const;
+  // True for the first caller in the process only: the restore from
+  // GANDIVA_RESTORE happens once, by whichever runtime copy reaches its first
+  // boundary first (a second restore later would rewind the job).
+  bool ClaimEnvironmentRestore() { return !env_restore_claimed_.exchange(true); }
 
  private:
+  std::atomic<bool> env_restore_claimed_{false};
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<const StateEntry>> entries_;
 };

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "checkpoint/registry.h"
 #include "checkpoint/state_transfer.h"
 #include "common/log.h"
 #include "runtime/futex.h"
@@ -67,7 +68,8 @@ void JobRuntime::AttachFromEnvironment() {
 
 void JobRuntime::FirstBoundary() {
   // `gandiva run --restore DIR`: continue from a checkpoint, managed or not.
-  if (const char* dir = std::getenv(checkpoint::kEnvRestore); dir && *dir) {
+  if (const char* dir = std::getenv(checkpoint::kEnvRestore);
+      dir && *dir && checkpoint::StateRegistry::Global().ClaimEnvironmentRestore()) {
     const std::string target = std::string("file:") + dir + "/" + checkpoint::kCheckpointFileName;
     uint64_t bytes = 0;
     Status s = checkpoint::RestoreState(target, &bytes);
