@@ -107,7 +107,8 @@ Status SyncAll(const std::map<CUdeviceptr, Allocation>& table) {
   for (CUcontext ctx : contexts) {
     ScopedContext scope(ctx);
     const CUresult r = Real<HookId::cuCtxSynchronize>::Get()();
-    if (r != CUDA_SUCCESS) return Internal("cuCtxSynchronize failed before the checkpoint: CUresult " + std::to_string(r));
+    if (r != CUDA_SUCCESS)
+      return Internal("cuCtxSynchronize failed around the device copy: CUresult " + std::to_string(r));
   }
   return Status::Ok();
 }
@@ -155,7 +156,9 @@ Status Match(const SectionHeader& h, const std::vector<SavedAllocation>& saved,
              const std::vector<Allocation*>& live, uint64_t section_bytes) {
   uint64_t data = 0;
   for (size_t i = 0; i < saved.size(); ++i) {
-    if (saved[i].ordinal != i) return DataLoss("allocation table entry " + std::to_string(i) + " has ordinal " + std::to_string(saved[i].ordinal));
+    if (saved[i].ordinal != i)
+      return DataLoss("allocation table entry " + std::to_string(i) + " has ordinal " +
+                      std::to_string(saved[i].ordinal));
     data += saved[i].size;
   }
   const uint64_t expected = sizeof(SectionHeader) + saved.size() * sizeof(SavedAllocation) + data;
