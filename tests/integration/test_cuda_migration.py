@@ -18,7 +18,7 @@ STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
 APP = os.path.join(BUILD, "tests", "shim", "gd_shim_ckpt_app")
 CUBIN = os.path.join(BUILD, "tests", "shim", "kernels.cubin")
 ITERATIONS = 150
-SLEEP_MS = 10
+SLEEP_MS = 15
 
 pytestmark = pytest.mark.skipif(
     not all(os.path.exists(p) for p in (SHIM, APP, CUBIN, os.path.join(STANDIN_DIR, "libcuda.so.1"))),
