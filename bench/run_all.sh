@@ -2,6 +2,8 @@
 # Runs the runtime benchmarks (docs/benchmarks.md) from an existing build and
 # writes their JSON into one directory. Builds nothing: build first, e.g.
 #   cmake --build BUILD -j2 --target bench_boundary bench_switch gandiva_cli _gandiva train_mlp
+# and, for the migration bench (run only when built):
+#   cmake --build BUILD -j2 --target gandivad transfer_floor synthetic_state_job
 #
 # Usage: bench/run_all.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, bench-results)
 # Env:   PYTHON  interpreter with torch for the slicing bench (default /usr/bin/python3)
@@ -29,5 +31,14 @@ echo
 echo "== bench_slicing_throughput =="
 "$python" "$here/runtime/bench_slicing_throughput.py" --build-dir "$build" --out "$out"
 echo
+# Migration (~2 minutes, up to ~7 GiB of memory at 2 GiB of state): only when built.
+if [ -x "$build/bench/migration/transfer_floor" ] && [ -x "$build/bench/migration/synthetic_state_job" ]; then
+  echo "== bench_migration =="
+  "$python" "$here/migration/bench_migration.py" --build-dir "$build" --out "$out"
+  echo
+else
+  echo "== bench_migration: skipped (build transfer_floor synthetic_state_job to run it) =="
+  echo
+fi
 echo "JSON in $out:"
 ls "$out"

@@ -206,6 +206,7 @@ def main():
     ap.add_argument("--out", default=".", help="directory for bench_migration.json")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES_MIB)), help="state sizes in MiB")
     ap.add_argument("--floor-repeat", type=int, default=3, help="transfer_floor runs per path (best taken)")
+    ap.add_argument("--skip-floor", action="store_true", help="migrations only (e.g. under perf record)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = ap.parse_args()
     build = os.path.abspath(args.build_dir)
@@ -226,7 +227,8 @@ def main():
         a.start([b])
         b.start([a])
         for mib in sizes:
-            floor = run_floor(build, mib, args.floor_repeat)
+            load_before = os.getloadavg()[0]
+            floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
             # Long enough that the job is still running on a while b starts and
             # warms its copy (which initialises N MiB), short enough to be cheap.
             iterations = 1500 + 2 * mib
@@ -238,14 +240,15 @@ def main():
             if not 0 < res["restored_at_iteration"] < iterations:
                 raise RuntimeError(f"{mib} MiB: job on b restored at iteration {res['restored_at_iteration']}")
             down = op["downtime_ms"]
-            curve_ms = floor["zmq_tcp_curve"]["best_ms"]
+            best = lambda path: floor[path]["best_ms"] if floor else float("nan")  # noqa: E731
             rows.append({
                 "mib": mib, "bytes": op["bytes"], "downtime_ms": round(down, 1),
                 "throughput_gbps": round(op["bytes"] / (down / 1e3) / 1e9, 3),
-                "memcpy_warm_ms": floor["memcpy_warm"]["best_ms"], "memcpy_fresh_ms": floor["memcpy_fresh"]["best_ms"],
-                "unix_socket_ms": floor["unix_socket"]["best_ms"],
-                "zmq_plain_ms": floor["zmq_tcp"]["best_ms"], "zmq_curve_ms": curve_ms,
-                "ratio_downtime_to_zmq_curve": round(down / curve_ms, 2),
+                "memcpy_warm_ms": best("memcpy_warm"), "memcpy_fresh_ms": best("memcpy_fresh"),
+                "unix_socket_ms": best("unix_socket"),
+                "zmq_plain_ms": best("zmq_tcp"), "zmq_curve_ms": best("zmq_tcp_curve"),
+                "ratio_downtime_to_zmq_curve": round(down / best("zmq_tcp_curve"), 2),
+                "loadavg_1m_before": load_before,
                 "migrate_command_s": round(wall, 3), "operation_s": op.get("duration_s"),
                 "restored_at_iteration": res["restored_at_iteration"], "iterations": iterations,
                 "checksum": res["checksum"], "checksum_matches_reference": True,
@@ -286,7 +289,8 @@ def main():
     out = os.path.join(args.out, "bench_migration.json")
     with open(out, "w") as f:
         json.dump({"bench": "migration", "host": os.uname().nodename, "cpus": os.cpu_count(),
-                   "wall_s": round(time.monotonic() - started, 1), "goal": verdict, "sizes": rows}, f, indent=2)
+                   "wall_s": round(time.monotonic() - started, 1), "goal": verdict,
+                   "sizes": json.loads(json.dumps(rows).replace("NaN", "null"))}, f, indent=2)
     print(f"wrote {out} ({time.monotonic() - started:.0f} s)")
 
 
