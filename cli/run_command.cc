@@ -36,6 +36,16 @@ std::string ShimPath() {
   return "";
 }
 
+Json CurrentEnvironment() {
+  Json env = Json::object();
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (auto eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  env.erase(checkpoint::kEnvRestore);  // a migrated copy restores from the stream, not from DIR
+  return env;
+}
+
 void PrependEnv(const char* name, const std::string& value, char sep) {
   const char* old = std::getenv(name);
   std::string v = value;
@@ -65,13 +75,8 @@ int RunCommand(const Args& args) {
 #endif
   // The command, where it runs and its environment: enough to start it again
   // elsewhere when it migrates.
-  Json env = Json::object();
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    if (auto eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  Json env = CurrentEnvironment();
   std::error_code cwd_ec;
-  env.erase(checkpoint::kEnvRestore);  // a migrated copy restores from the stream, not from DIR
   Json fields = {{"command", cmd}, {"cwd", std::filesystem::current_path(cwd_ec).string()}, {"env", env}};
   if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
   if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
@@ -118,7 +123,8 @@ int RunCommand(const Args& args) {
   signal(SIGINT, ForwardSignal);
   signal(SIGTERM, ForwardSignal);
   signal(SIGHUP, ForwardSignal);
-  if (!c.Call(MessageType::kJobStarted, {{"job", job}, {"pid", pid}}))
+  // The environment it really runs with (the shim preloaded, ...): a migration restarts it so.
+  if (!c.Call(MessageType::kJobStarted, {{"job", job}, {"pid", pid}, {"env", CurrentEnvironment()}}))
     std::fprintf(stderr, "gandiva run: job %lld runs without its controller\n", static_cast<long long>(job));
 
   int status = 0;

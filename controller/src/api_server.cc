@@ -107,7 +107,7 @@ void ApiServer::ServeOne(void* socket_handle) {
              request.status().ToString().c_str());
       reply = protocol::EncodeErrorReply(request.status());
     } else {
-      if (frames.size() == 4) request->payload = frames[3].to_string();
+      if (frames.size() == 4) request->payload = frames[3].to_string_view();  // no copy
       reply = Serve(*request);
     }
   }

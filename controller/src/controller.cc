@@ -486,6 +486,14 @@ StatusOr<Json> Controller::JobStarted(const Json& req) {
   const int64_t pid = req.at("pid").get<int64_t>();
   if (pid <= 0) return InvalidArgument("pid must be positive");
   if (job->pid != 0) return FailedPrecondition("job " + std::to_string(job->id) + " already started");
+  if (req.contains("env")) {
+    std::map<std::string, std::string> env;
+    for (auto it = req["env"].begin(); it != req["env"].end(); ++it) {
+      if (!it.value().is_string()) return InvalidArgument("env values must be strings ('" + it.key() + "')");
+      env[it.key()] = it.value().get<std::string>();
+    }
+    job->env = std::move(env);
+  }
   job->pid = static_cast<int>(pid);
   job->pidfd = PidfdOpen(job->pid);
   if (job->pidfd < 0) {

@@ -116,7 +116,7 @@ class Controller {
   StatusOr<Json> Migrate(const Json& req);
   StatusOr<Json> MigratePrepare(const Json& req);
   StatusOr<Json> MigrateBegin(const Json& req);
-  StatusOr<Json> MigrateChunk(const Json& req, const std::string& payload);
+  StatusOr<Json> MigrateChunk(const Json& req, std::string_view payload);
   StatusOr<Json> MigrateCommit(const Json& req);
   StatusOr<Json> MigrateStart(const Json& req);
   StatusOr<Json> MigrateAbort(const Json& req);

@@ -18,7 +18,9 @@ using Json = nlohmann::json;
 struct Request {
   MessageType type;
   Json body;            // the validated fields (without "v" and "type")
-  std::string payload;  // bulk bytes sent as a second frame (migration chunks), else empty
+  // Bulk bytes sent as a second frame (migration chunks), else empty. Points into
+  // the received frame: valid only while the request is being handled.
+  std::string_view payload;
 };
 
 // Parses and validates a request: JSON object, known version and type, every
