@@ -58,14 +58,9 @@ StatusOr<Topology> LoadPhillyMachines(const std::string& path) {
   std::map<std::string, int> type_index;
   std::vector<Machine> machines;
   std::vector<std::string> f;
-  size_t pos = 0;
-  int line_no = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + pos, end - pos);
-    pos = end + 1;
-    ++line_no;
+  csv::Lines lines(text);
+  for (std::string_view line; lines.Next(&line);) {
+    const int line_no = lines.number();
     if (line_no == 1 || csv::Trim(line).empty()) continue;  // header
     csv::Split(line, &f);
     long gpus = 0;
@@ -101,14 +96,9 @@ StatusOr<Topology> LoadPaiMachines(const std::string& path) {
   std::map<std::string, int> type_index;
   std::vector<Machine> machines;
   std::vector<std::string> f;
-  size_t pos = 0;
-  int line_no = 0;
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + pos, end - pos);
-    pos = end + 1;
-    ++line_no;
+  csv::Lines lines(text);
+  for (std::string_view line; lines.Next(&line);) {
+    const int line_no = lines.number();
     if (csv::Trim(line).empty()) continue;
     csv::Split(line, &f);
     long gpus = 0;

@@ -56,16 +56,11 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name, con
   Trace trace;
   std::vector<std::string> f, header;
   Columns col;
-  size_t pos = 0;
-  int line_no = 0;
   bool have_header = false;
   auto where = [&](int line) { return name + ":" + std::to_string(line) + ": "; };
-  while (pos < text.size()) {
-    size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string_view line(text.data() + pos, end - pos);
-    pos = end + 1;
-    ++line_no;
+  csv::Lines lines(text);
+  for (std::string_view line; lines.Next(&line);) {
+    const int line_no = lines.number();
     std::string_view t = csv::Trim(line);
     if (t.empty() || t[0] == '#') continue;
     if (!have_header) {
