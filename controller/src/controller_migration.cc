@@ -344,8 +344,10 @@ StatusOr<Json> Controller::MigratePrepare(const Json& req) {
   if (req.contains("weight")) reg["weight"] = req["weight"];
   GD_ASSIGN_OR_RETURN(Json registered, RegisterJob(reg));
   Job* job = FindJob(registered["job"].get<uint64_t>());
-  // Held: it parks at its first boundary (warm) and stays there until the state is in.
+  // Held: it parks at its first boundary (warm) and stays there until the state is in;
+  // should this controller die meanwhile, the copy exits rather than train from scratch.
   job->held = true;
+  job->cb()->exit_if_orphaned.store(1);
   FindDevice(job->device)->slicer.Hold(job->id);
   job->migrated_from = req.at("source_node").get<std::string>() + "/" +
                        std::to_string(req.at("source_job").get<uint64_t>());
@@ -445,6 +447,7 @@ StatusOr<Json> Controller::MigrateStart(const Json& req) {
     dev->slicer.Release(job->id);
     dev->wake.notify_all();
     cb = job->cb();
+    cb->exit_if_orphaned.store(0);  // it holds the job's state now: it is the job
   }
   // Reply once it runs (or has queued behind the device's other jobs).
   runtime::WaitForPhase(cb, runtime::kPhaseRunning, 2'000 * kMs);

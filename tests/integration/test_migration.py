@@ -171,6 +171,13 @@ def test_killed_destination_aborts_and_the_job_continues(cluster, tmp_path):
     wait_for(lambda: a.job(1)["operation"]["state"] != "running", timeout=30, what="the migration to give up")
     assert "b" in a.job(1)["operation"]["error"] or "peer" in a.job(1)["operation"]["error"]
     assert_job_continues_on_source(a, run, out, ref)
+    # b's warm copy lost its controller before the state came: past its lease it
+    # must exit, not train from scratch (and overwrite the result).
+    deadline = time.monotonic() + 20
+    while subprocess.run(["pgrep", "-f", str(out)], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "the destination's orphaned copy is still running"
+        time.sleep(0.2)
+    same_training(ref, json.loads(out.read_text()))
 
 
 def test_cut_connection_aborts_and_the_job_continues(tmp_path):

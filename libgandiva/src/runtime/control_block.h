@@ -20,7 +20,7 @@
 namespace gandiva::runtime {
 
 inline constexpr uint32_t kControlBlockMagic = 0x42434447;  // "GDCB"
-inline constexpr uint32_t kControlBlockVersion = 2;
+inline constexpr uint32_t kControlBlockVersion = 3;
 inline constexpr size_t kProfileRingSize = 1024;  // iteration times kept for p50/p99
 
 // What the controller asks of the job.
@@ -108,6 +108,11 @@ struct alignas(64) ControlBlock {
   std::atomic<uint64_t> transfer_bytes;   // bytes of the last transfer
   std::atomic<uint64_t> transfer_ns;      // duration of the last transfer
   char transfer_error[kTransferErrorSize];
+
+  // Set by a migration's destination controller while this process is only a
+  // warm copy waiting for the job's state: if that controller goes away first,
+  // the copy exits instead of failing open, so the job never trains twice.
+  alignas(64) std::atomic<uint32_t> exit_if_orphaned;
 };
 
 // Device-memory swap, for jobs packed on a device whose memory they overflow.

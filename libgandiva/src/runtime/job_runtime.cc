@@ -181,6 +181,13 @@ void JobRuntime::WaitWhileParked() {
 }
 
 void JobRuntime::BecomeUnmanaged(const char* why) {
+  if (cb_->exit_if_orphaned.load(std::memory_order_acquire)) {
+    // A migration's warm copy whose state never arrived: the job runs on at its
+    // source, so this copy must not start training on its own.
+    GD_LOG(kWarn, "job %llu: %s before this copy received the job's state; exiting",
+           static_cast<unsigned long long>(cb_->job_id), why);
+    std::_Exit(75);
+  }
   if (!managed_.exchange(false)) return;
   cb_->fail_open.store(1, std::memory_order_release);
   GD_LOG(kWarn, "job %llu: %s; resuming and running unmanaged",
