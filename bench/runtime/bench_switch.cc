@@ -239,8 +239,10 @@ int main(int argc, char** argv) {
   }
 
   // The device loop: run one job a slice, park it, resume the other.
-  std::vector<uint64_t> handover;
+  std::vector<uint64_t> handover;        // with pre-wake, as gandivad switches
+  std::vector<uint64_t> handover_plain;  // without: the next job sleeps until resumed
   handover.reserve(opt.switches);
+  handover_plain.reserve(opt.switches);
   std::vector<uint64_t> controller_side;  // A parked -> resume request issued
   controller_side.reserve(opt.switches);
   int running = 0;
@@ -255,6 +257,11 @@ int main(int argc, char** argv) {
     rt::ControlBlock* a = cb[running];
     rt::ControlBlock* b = cb[1 - running];
     rt::RequestSuspend(a);
+    // Every other switch as gandivad makes it, with the next job pre-woken to spin
+    // for the resume (runtime::PreWake); the others without: interleaved, so both
+    // see the same machine.
+    const bool prewake = i % 2 == 0;
+    if (prewake) rt::PreWake(b, opt.spin_us * 1000 * 3 / 2 + 50'000);
     if (!rt::WaitForPhase(a, rt::kPhaseParked, 5'000'000'000ull)) {
       std::fprintf(stderr, "bench_switch: job did not park\n");
       ok = false;
@@ -271,7 +278,7 @@ int main(int argc, char** argv) {
     const uint64_t parked = a->parked_at_ns.load(std::memory_order_acquire);
     const uint64_t resumed = b->resumed_at_ns.load(std::memory_order_acquire);
     if (i >= warmup && resumed > parked) {
-      handover.push_back(resumed - parked);
+      (prewake ? handover : handover_plain).push_back(resumed - parked);
       controller_side.push_back(resume_at - parked);
     }
     running = 1 - running;
@@ -298,6 +305,7 @@ int main(int argc, char** argv) {
   if (!ok) return 1;
 
   const Summary sw = Summarize(handover);
+  const Summary sw_plain = Summarize(handover_plain);
   const Summary ctl = Summarize(controller_side);
   const Summary fl = Summarize(floor);
   const Summary fli = Summarize(floor_idle);
@@ -312,7 +320,8 @@ int main(int argc, char** argv) {
     std::printf("%-40s %8zu %10.1f %10.1f %10.1f %10.1f\n", name, s.n, s.median_us, s.p99_us, s.mean_us,
                 s.max_us);
   };
-  row("switch: A parked -> B running", sw);
+  row("switch: A parked -> B running (pre-woken)", sw);
+  row("switch without pre-wake", sw_plain);
   row("  of which A parked -> resume issued", ctl);
   row("floor: futex ping-pong, back to back", fl);
   row("floor: futex ping-pong, after slice idle", fli);
@@ -322,12 +331,13 @@ int main(int argc, char** argv) {
 
   nlohmann::json j = {
       {"bench", "switch"},
-      {"driver", "parent process as controller (RequestSuspend / WaitForPhase / RequestResume)"},
+      {"driver", "parent process as controller (RequestSuspend, PreWake on every other switch, WaitForPhase, RequestResume)"},
       {"switches", opt.switches},
       {"slice_us", opt.slice_us},
       {"iteration_spin_us", opt.spin_us},
       {"job_iterations", {iterations[0], iterations[1]}},
       {"switch_us", ToJson(sw)},
+      {"switch_without_prewake_us", ToJson(sw_plain)},
       {"parked_to_resume_issued_us", ToJson(ctl)},
       {"floor_futex_pingpong_rtt_us", ToJson(fl)},
       {"floor_futex_pingpong_rtt_after_slice_idle_us", ToJson(fli)},

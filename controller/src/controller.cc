@@ -145,8 +145,11 @@ void Controller::DeviceLoop(Device* dev) {
     for (const SliceAction& a : dev->slicer.Tick(now)) {
       Job& job = *jobs_.at(a.job);
       if (a.kind == SliceAction::kSuspend) {
-        if (MustSwapOut(*dev, job)) job.cb()->swap_request.store(runtime::kSwapOut);
+        const bool swap_out = MustSwapOut(*dev, job);
+        if (swap_out) job.cb()->swap_request.store(runtime::kSwapOut);
         runtime::RequestSuspend(job.cb());
+        // The job next in line gets ready while this one finishes its iteration.
+        if (!swap_out && job.running_since_ns != 0) PreWakeNext(*dev, job);
         continue;
       }
       CompletePendingSwitch(*dev);
@@ -181,6 +184,18 @@ void Controller::DeviceLoop(Device* dev) {
       if (deadline > t) dev->wake.wait_for(lock, std::chrono::nanoseconds(deadline - t));
     }
   }
+}
+
+void Controller::PreWakeNext(const Device& dev, const Job& outgoing) {
+  // Worth a spinning core only when the outgoing job will park soon: within
+  // about one of its iterations, and short ones at that.
+  constexpr uint64_t kMaxSpinNs = 2 * kMs;
+  const uint64_t next = dev.slicer.NextWaiting();
+  if (next == 0) return;
+  const uint64_t iteration = outgoing.cb()->profile.ewma_ns.load(std::memory_order_relaxed);
+  const uint64_t spin = iteration + iteration / 2 + 50'000;
+  if (iteration == 0 || spin > kMaxSpinNs) return;
+  runtime::PreWake(jobs_.at(next)->cb(), spin);
 }
 
 uint64_t Controller::ResidentBytes(const Device& dev) const {

@@ -138,6 +138,8 @@ class Controller {
   void EndJob(Job& job, bool failed, int exit_code);
   void CompletePendingSwitch(Device& dev);
   uint64_t ResidentBytes(const Device& dev) const;
+  // Lets the job next in line spin-wait for its resume (see runtime::PreWake).
+  void PreWakeNext(const Device& dev, const Job& outgoing);
   // Whether `outgoing`, being suspended, must take its memory off the device.
   bool MustSwapOut(const Device& dev, const Job& outgoing);
 

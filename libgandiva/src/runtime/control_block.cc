@@ -35,6 +35,11 @@ void RequestResume(ControlBlock* cb) {
   FutexWakeAll(&cb->request);
 }
 
+void PreWake(ControlBlock* cb, uint64_t spin_ns) {
+  cb->prewake_spin_ns.store(spin_ns, std::memory_order_release);
+  FutexWakeAll(&cb->request);
+}
+
 bool WaitForPhase(ControlBlock* cb, Phase phase, uint64_t timeout_ns) {
   const uint64_t deadline = MonotonicNowNs() + timeout_ns;
   for (;;) {

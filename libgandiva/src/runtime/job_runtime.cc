@@ -136,8 +136,22 @@ bool JobRuntime::SleepUntilResumed() {
       BecomeUnmanaged("the controller's lease expired");
       return false;
     }
+    // Next in line: spin briefly so the coming resume is seen at once.
+    if (const uint64_t spin = cb_->prewake_spin_ns.exchange(0, std::memory_order_acq_rel)) {
+      SpinWhileRequestIs(request, spin);
+      continue;
+    }
     // Sleep until the request changes, or until the lease would expire if no heartbeat came.
     FutexWait(&cb_->request, request, cb_->lease_ns > 0 ? expiry - now : 0);
+  }
+}
+
+void JobRuntime::SpinWhileRequestIs(uint32_t request, uint64_t spin_ns) {
+  const uint64_t until = MonotonicNowNs() + spin_ns;
+  for (uint32_t i = 0;; ++i) {
+    if (cb_->request.load(std::memory_order_acquire) != request) return;
+    __builtin_ia32_pause();
+    if ((i & 63) == 0 && MonotonicNowNs() >= until) return;
   }
 }
 

@@ -85,6 +85,7 @@ class JobRuntime {
   // Sleeps until resume is requested; false if it gave up on a dead controller.
   bool SleepUntilResumed();
   void WaitWhileParked();
+  void SpinWhileRequestIs(uint32_t request, uint64_t spin_ns);
   // Checkpoint or restore while parked, as the controller asked.
   void Transfer(Request kind);
   void BecomeUnmanaged(const char* why);
