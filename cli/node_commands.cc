@@ -18,18 +18,40 @@ int DaemonCommand(const Args& args) { return controller::RunDaemon(args); }
 
 namespace {
 
+// The latest checkpoint or migration, in a few words ("migrated to b/3, 38.1 ms down").
+std::string OperationNote(const Json& j) {
+  const Json& op = j["operation"];
+  std::string note;
+  if (op.is_object()) {
+    const std::string kind = op["kind"].get<std::string>(), state = op["state"].get<std::string>();
+    if (state == "running") {
+      note = kind + ": " + op["step"].get<std::string>();
+    } else if (state == "failed") {
+      note = kind + " failed";
+    } else if (kind == "migrate") {
+      note = "to " + op["target"].get<std::string>() + "/" + op["to_job"].dump() + ", " +
+             Fixed(op["downtime_ms"].get<double>(), 1) + " ms down";
+    } else {
+      note = "checkpointed " + Bytes(op["bytes"].get<double>());
+    }
+  }
+  const std::string from = j.value("migrated_from", "");
+  if (!from.empty()) note = "from " + from + (note.empty() ? "" : "; " + note);
+  return note.empty() ? "-" : note;
+}
+
 std::string JobsTable(const Json& jobs, bool all) {
   Table t({"ID", "NAME", "DEVICE", "STATE", "W", "ITERS", "IT/S", "MEAN_MS", "P99_MS", "SLICES",
-           "DEV_TIME_S", "DEV_MEM", "PID"});
+           "DEV_TIME_S", "DEV_MEM", "PID", "LAST_MOVE"});
   for (const auto& j : jobs) {
     const std::string state = j["state"].get<std::string>();
-    if (!all && (state == "exited" || state == "failed")) continue;
+    if (!all && (state == "exited" || state == "failed" || state == "migrated")) continue;
     t.Add({j["id"].dump(), j["name"].get<std::string>(), j["device"].get<std::string>(),
            state + (j["held"].get<bool>() ? "*" : ""), Fixed(j["weight"].get<double>(), 1),
            j["iterations"].dump(), Fixed(j["iterations_per_s"].get<double>(), 1),
            Fixed(j["mean_ms"].get<double>(), 2), Fixed(j["p99_ms"].get<double>(), 2),
            j["slices"].dump(), Fixed(j["device_time_s"].get<double>(), 2),
-           Bytes(j["device_bytes"].get<double>()), j["pid"].dump()});
+           Bytes(j["device_bytes"].get<double>()), j["pid"].dump(), OperationNote(j)});
   }
   return t.Render();
 }
