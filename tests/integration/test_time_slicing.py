@@ -199,3 +199,40 @@ def test_a_second_daemon_on_the_same_socket_is_refused(daemon_factory, tmp_path)
                        capture_output=True, text=True, timeout=10)
     assert r.returncode == 1 and "already running" in r.stderr
     assert d.cli_json("devices")
+
+
+def test_thousands_of_mangled_requests_never_kill_the_daemon(daemon_factory, tmp_path):
+    """Every message type with fields of every wrong type, missing, extra, or
+    truncated: each gets an error reply (or a sane one), the daemon lives on."""
+    import json
+    import random
+
+    import gandiva
+    d = daemon_factory("--devices", "cpu:1")
+    client = gandiva.Client(d.endpoint)
+    rng = random.Random(7)
+    types = ["hello", "list_devices", "list_jobs", "register_job", "job_started", "job_exited", "suspend",
+             "resume", "kill", "set_slice", "set_weight", "assign_device", "list_switches", "checkpoint",
+             "migrate", "migrate_prepare", "migrate_begin", "migrate_chunk", "migrate_commit",
+             "migrate_start", "migrate_abort"]
+    fields = ["job", "device", "ms", "weight", "command", "name", "pid", "exit_code", "signal", "dir", "to",
+              "limit", "env", "cwd", "seq", "source_node", "source_job"]
+    values = [None, True, -1, 0, 1, 2**63, -2**63, 1.5, 1e308, "", "x" * 5000,
+              "../../etc", [], ["a"], [1, 2], {}, {"a": 1}, {"PATH": "/bin"}]
+    replies = 0
+    for i in range(1500):
+        msg = {"v": 1, "type": rng.choice(types)}
+        for _ in range(rng.randint(0, 4)):
+            msg[rng.choice(fields)] = rng.choice(values)
+        data = json.dumps(msg).encode()
+        if i % 7 == 0:
+            data = data[: rng.randint(0, len(data))]
+        reply = client.raw_call(data)
+        assert reply.startswith("{"), reply
+        replies += 1
+    assert replies == 1500
+    assert client.hello()["version"] == 1
+    assert d.proc.poll() is None, d.read_log()
+    # Whatever the mangled requests registered, the daemon still schedules real work.
+    r = d.cli("run", "--", "sh", "-c", "exit 0", check=False)
+    assert r.returncode == 0
