@@ -70,7 +70,8 @@ class Node:
         return json.loads(self.cli("ps", "--all", "--json").stdout)
 
     def job(self, job_id):
-        return next(j for j in self.jobs() if j["id"] == job_id)
+        """The job's record, or {} while it is not registered yet."""
+        return next((j for j in self.jobs() if j["id"] == job_id), {})
 
     def run(self, *cmd, name="job"):
         return subprocess.Popen([GANDIVA, "run", "--name", name, "--", *cmd], env=self.env,
