@@ -150,43 +150,25 @@ class Bench:
             time.sleep(0.1)
         raise RuntimeError("jobs made no progress")
 
-    def cpu_ns(self):
-        """CPU time each job's process has run (all its threads), from schedstat:
-        unlike wall time it leaves out time the VM or other processes took."""
-        out = {}
-        for job in self.client.jobs():
-            total = 0
-            task_dir = f"/proc/{job['pid']}/task"
-            try:
-                for tid in os.listdir(task_dir):
-                    with open(f"{task_dir}/{tid}/schedstat") as f:
-                        total += int(f.read().split()[0])
-            except OSError:
-                pass
-            out[job["id"]] = total
-        return out
-
     def window(self, seconds):
-        """Iterations and CPU ns per job, and wall time, over `seconds`."""
-        before, cpu0, t0 = self.iterations(), self.cpu_ns(), time.monotonic()
+        """Iterations per job and wall time over `seconds`."""
+        before, t0 = self.iterations(), time.monotonic()
         time.sleep(seconds)
-        after, cpu1, t1 = self.iterations(), self.cpu_ns(), time.monotonic()
-        n = {i: after[i] - before[i] for i in after}
-        cpu = {i: (cpu1.get(i, 0) - cpu0.get(i, 0)) / 1e9 for i in after}
-        return n, t1 - t0, t0, t1, cpu
+        after, t1 = self.iterations(), time.monotonic()
+        return {i: after[i] - before[i] for i in after}, t1 - t0, t0, t1
 
     def alone(self, run, held, seconds):
         self.client.suspend(held)
         time.sleep(self.args.settle)  # let the held job park and the other one run on
-        n, wall, _, _, cpu = self.window(seconds)
+        n, wall, _, _ = self.window(seconds)
         self.client.resume(held)
-        return n[run], wall, cpu[run]
+        return n[run], wall
 
     def sliced(self, ms, seconds):
         self.client.set_slice("cpu0", ms)
         time.sleep(self.args.settle)
-        n, wall, t0, t1, cpu = self.window(seconds)
-        return n, wall, self.switches_between(t0, t1), cpu
+        n, wall, t0, t1 = self.window(seconds)
+        return n, wall, self.switches_between(t0, t1)
 
     def switches_between(self, t0_s, t1_s):
         # gandivad timestamps switches with CLOCK_MONOTONIC, as time.monotonic() is.
@@ -210,30 +192,19 @@ class Bench:
         for r in range(self.args.rounds):
             rnd = {"alone": {}, "sliced": {}}
             for run, held in ((a, b), (b, a)):
-                n, wall, cpu = self.alone(run, held, w)
-                rnd["alone"][run] = (n, wall, cpu)
+                n, wall = self.alone(run, held, w)
+                rnd["alone"][run] = (n, wall)
             for ms in self.args.slices:
                 rnd["sliced"][ms] = self.sliced(ms, w)
             rounds.append(rnd)
-            rates = ", ".join(f"{names[j]} {n / wall:.1f} it/s ({n / cpu:.1f} per CPU-s)"
-                              for j, (n, wall, cpu) in rnd["alone"].items())
+            rates = ", ".join(f"{names[j]} {n / wall:.1f} it/s" for j, (n, wall) in rnd["alone"].items())
             print(f"  round {r + 1}/{self.args.rounds}: alone {rates}", flush=True)
 
         def lost(n, wall, rate):
             return 1 - (n[a] / rate[a] + n[b] / rate[b]) / wall
 
-        # The same on CPU time: the work done, at the CPU cost per iteration each
-        # job had alone, over the CPU time both used plus the device idle at
-        # hand-overs. What the VM or other tenants take counts on neither side,
-        # so this resolves slicing's own cost (cold caches, hand-overs) on a
-        # noisy machine where the wall-clock figure cannot.
-        def lost_cpu(n, cpu, idle_s, cpu_rate):
-            return 1 - (n[a] / cpu_rate[a] + n[b] / cpu_rate[b]) / (cpu[a] + cpu[b] + idle_s)
-
         pooled_rate = {j: sum(rd["alone"][j][0] for rd in rounds) / sum(rd["alone"][j][1] for rd in rounds)
                        for j in (a, b)}
-        pooled_cpu_rate = {j: sum(rd["alone"][j][0] for rd in rounds) / sum(rd["alone"][j][2] for rd in rounds)
-                           for j in (a, b)}
         jobs_info = {job["id"]: job for job in self.client.jobs()}
         result = {
             "bench": "slicing_throughput",
@@ -242,7 +213,6 @@ class Bench:
             "rounds": self.args.rounds,
             "window_s": w,
             "jobs": {names[j]: {"rate_alone_it_per_s": pooled_rate[j],
-                                "rate_alone_it_per_cpu_s": pooled_cpu_rate[j],
                                 "rate_alone_per_round": [rd["alone"][j][0] / rd["alone"][j][1] for rd in rounds],
                                 "mean_ms": jobs_info[j]["mean_ms"]} for j in (a, b)},
             "configs": [],
@@ -252,25 +222,19 @@ class Bench:
         for j in (a, b):
             print(f"  {names[j]:<13} alone: {pooled_rate[j]:8.1f} it/s pooled")
         print(f"{'slice ms':>8} {'it A':>6} {'it B':>6} {'share A':>8} {'switches':>8} "
-              f"{'handover med/p99 ms':>20} {'idle %':>7} {'lost % median':>14} {'min..max':>16} {'pooled':>7}"
-              f" {'lost % CPU med':>14} {'min..max':>14} {'pooled':>7}")
+              f"{'handover med/p99 ms':>20} {'idle %':>7} {'lost % median':>14} {'min..max':>16} {'pooled':>7}")
         for ms in self.args.slices:
-            per_round, per_round_cpu, handover = [], [], []
-            tot_n, tot_wall, tot_cpu, tot_idle = {a: 0, b: 0}, 0.0, {a: 0.0, b: 0.0}, 0.0
+            per_round, handover = [], []
+            tot_n, tot_wall = {a: 0, b: 0}, 0.0
             for rd in rounds:
-                n, wall, h, cpu = rd["sliced"][ms]
+                n, wall, h = rd["sliced"][ms]
                 rate = {j: rd["alone"][j][0] / rd["alone"][j][1] for j in (a, b)}
-                cpu_rate = {j: rd["alone"][j][0] / rd["alone"][j][2] for j in (a, b)}
                 per_round.append(lost(n, wall, rate))
-                per_round_cpu.append(lost_cpu(n, cpu, sum(h) / 1e3, cpu_rate))
                 handover += h
                 tot_wall += wall
-                tot_idle += sum(h) / 1e3
                 for j in (a, b):
                     tot_n[j] += n[j]
-                    tot_cpu[j] += cpu[j]
             pooled = lost(tot_n, tot_wall, pooled_rate)
-            pooled_cpu = lost_cpu(tot_n, tot_cpu, tot_idle, pooled_cpu_rate)
             work_a = tot_n[a] / pooled_rate[a]
             share_a = work_a / (work_a + tot_n[b] / pooled_rate[b])
             c = {"slice_ms": ms, "wall_s": tot_wall,
@@ -281,21 +245,15 @@ class Bench:
                  "throughput_lost_median": statistics.median(per_round),
                  "throughput_lost_per_round": per_round,
                  "throughput_lost_pooled": pooled,
-                 "throughput_lost_cpu_median": statistics.median(per_round_cpu),
-                 "throughput_lost_cpu_per_round": per_round_cpu,
-                 "throughput_lost_cpu_pooled": pooled_cpu,
                  # The part of the loss no machine load can hide: the device idle
                  # between one job parking and the next running.
                  "handover_idle_fraction": sum(handover) / 1e3 / tot_wall}
             result["configs"].append(c)
             spread = f"{100 * min(per_round):.1f}..{100 * max(per_round):.1f}"
-            spread_cpu = f"{100 * min(per_round_cpu):.1f}..{100 * max(per_round_cpu):.1f}"
             print(f"{ms:>8} {tot_n[a]:>6} {tot_n[b]:>6} {share_a:>8.2f} {len(handover):>8} "
                   f"{c['handover_median_ms']:>9.3f}/{c['handover_p99_ms']:<9.3f} "
-                  f"{100 * c['handover_idle_fraction']:>7.3f} {100 * c['throughput_lost_median']:>14.2f} {spread:>16} {100 * pooled:>7.2f}"
-                  f" {100 * c['throughput_lost_cpu_median']:>14.2f} {spread_cpu:>14} {100 * pooled_cpu:>7.2f}")
+                  f"{100 * c['handover_idle_fraction']:>7.3f} {100 * c['throughput_lost_median']:>14.2f} {spread:>16} {100 * pooled:>7.2f}")
         print("idle %: summed handover time / wall (device idle between jobs); goal: lost <= 1 % at 100 ms")
-        print("lost % CPU: the same measured in the jobs' CPU time (+ hand-over idle) instead of wall time")
         path = os.path.join(self.args.out, "bench_slicing_throughput.json")
         with open(path, "w") as f:
             json.dump(result, f, indent=2)
