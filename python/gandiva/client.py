@@ -72,3 +72,31 @@ class Client:
 
     def assign_device(self, job, device):
         return self.call("assign_device", job=job, device=device)
+
+    def checkpoint(self, job, directory, wait=True, timeout_s=600):
+        """Has the job write its state to `directory` at its next boundary; with
+        wait, returns the finished operation (raises GandivaError if it failed)."""
+        import os
+        self.call("checkpoint", job=job, dir=os.path.abspath(directory))
+        return self._follow(job, timeout_s) if wait else None
+
+    def migrate(self, job, to, device=None, wait=True, timeout_s=600):
+        """Moves the job to peer node `to`; with wait, returns the finished
+        operation (downtime_ms, to_job, bytes) or raises GandivaError."""
+        fields = {"job": job, "to": to}
+        if device:
+            fields["device"] = device
+        self.call("migrate", **fields)
+        return self._follow(job, timeout_s) if wait else None
+
+    def _follow(self, job, timeout_s):
+        import time
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            op = self.job(job).get("operation")
+            if op and op["state"] != "running":
+                if op["state"] == "failed":
+                    raise GandivaError("failed", op["error"])
+                return op
+            time.sleep(0.02)
+        raise GandivaError("deadline_exceeded", f"job {job}'s operation did not finish in {timeout_s} s")

@@ -131,3 +131,27 @@ def test_client_rejects_unknown_request_types_locally(tmp_path):
     with pytest.raises(gandiva.GandivaError) as e:
         client.call("explode")
     assert e.value.code == "invalid_argument"
+
+
+def test_client_checkpoint_and_migrate_report_daemon_errors(tmp_path):
+    """Against a real daemon: an unknown job and an unknown peer are clear errors."""
+    import subprocess
+    import time
+    gandivad = os.path.join(BUILD, "controller", "gandivad")
+    endpoint = f"ipc://{tmp_path}/gd.sock"
+    daemon = subprocess.Popen([gandivad, "--devices", "cpu:1", "--endpoint", endpoint],
+                              stderr=subprocess.DEVNULL)
+    try:
+        while not (tmp_path / "gd.sock").exists():
+            assert daemon.poll() is None
+            time.sleep(0.02)
+        client = gandiva.Client(endpoint)
+        with pytest.raises(gandiva.GandivaError) as e:
+            client.checkpoint(42, str(tmp_path / "ckpt"))
+        assert e.value.code == "not_found" and "no job 42" in e.value.message
+        with pytest.raises(gandiva.GandivaError) as e:
+            client.migrate(42, "nowhere")
+        assert e.value.code == "not_found"
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
