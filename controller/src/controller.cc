@@ -354,12 +354,20 @@ StatusOr<Json> Controller::JobExited(const Json& req) {
   return Json::object();
 }
 
+void Controller::SetHeld(Job& job, bool held) {
+  job.held = held;
+  Device* dev = FindDevice(job.device);
+  if (held) {
+    dev->slicer.Hold(job.id);
+  } else {
+    dev->slicer.Release(job.id);
+  }
+  dev->wake.notify_all();
+}
+
 StatusOr<Json> Controller::Suspend(const Json& req) {
   GD_ASSIGN_OR_RETURN(Job * job, LiveJob(req));
-  job->held = true;
-  Device* dev = FindDevice(job->device);
-  dev->slicer.Hold(job->id);
-  dev->wake.notify_all();
+  SetHeld(*job, true);
   return Json{{"state", JobStateName(job->State())}};
 }
 
@@ -369,10 +377,7 @@ StatusOr<Json> Controller::Resume(const Json& req) {
   if (job->operation && job->operation->state == "running")
     return FailedPrecondition("job " + std::to_string(job->id) + " is in a " + job->operation->kind +
                               "; it resumes when that ends");
-  job->held = false;
-  Device* dev = FindDevice(job->device);
-  dev->slicer.Release(job->id);
-  dev->wake.notify_all();
+  SetHeld(*job, false);
   return Json{{"state", JobStateName(job->State())}};
 }
 

@@ -135,6 +135,9 @@ class Controller {
   Job* FindJob(uint64_t id);
   Device* FindDevice(const std::string& name);
   Json JobToJson(const Job& job) const;
+  // Holds a job parked (a user's suspend, a checkpoint, a migration) or lets
+  // it queue for its device again.
+  void SetHeld(Job& job, bool held);
   void EndJob(Job& job, bool failed, int exit_code);
   void CompletePendingSwitch(Device& dev);
   uint64_t ResidentBytes(const Device& dev) const;

@@ -82,10 +82,7 @@ StatusOr<uint64_t> Controller::HoldAndPark(uint64_t id, uint64_t timeout_ns) {
     std::lock_guard lock(mu_);
     Job* job = FindJob(id);
     if (!job || job->ended) return FailedPrecondition("job " + std::to_string(id) + " has ended");
-    job->held = true;
-    Device* dev = FindDevice(job->device);
-    dev->slicer.Hold(id);
-    dev->wake.notify_all();
+    SetHeld(*job, true);
     cb = job->cb();
   }
   const uint64_t deadline = asked + timeout_ns;
@@ -106,10 +103,7 @@ void Controller::ReleaseHold(uint64_t id) {
   std::lock_guard lock(mu_);
   Job* job = FindJob(id);
   if (!job || job->ended) return;
-  job->held = false;
-  Device* dev = FindDevice(job->device);
-  dev->slicer.Release(id);
-  dev->wake.notify_all();
+  SetHeld(*job, false);
 }
 
 // ------------------------------------------------------------ checkpoint
@@ -346,9 +340,8 @@ StatusOr<Json> Controller::MigratePrepare(const Json& req) {
   Job* job = FindJob(registered["job"].get<uint64_t>());
   // Held: it parks at its first boundary (warm) and stays there until the state is in;
   // should this controller die meanwhile, the copy exits rather than train from scratch.
-  job->held = true;
+  SetHeld(*job, true);
   job->cb()->exit_if_orphaned.store(1);
-  FindDevice(job->device)->slicer.Hold(job->id);
   job->migrated_from = req.at("source_node").get<std::string>() + "/" +
                        std::to_string(req.at("source_job").get<uint64_t>());
   std::map<std::string, std::string> env = job->env;
@@ -442,10 +435,7 @@ StatusOr<Json> Controller::MigrateStart(const Json& req) {
     std::lock_guard lock(mu_);
     GD_ASSIGN_OR_RETURN(Job * job, LiveJob(req));
     if (job->migrated_from.empty()) return FailedPrecondition("job did not arrive by migration");
-    job->held = false;
-    Device* dev = FindDevice(job->device);
-    dev->slicer.Release(job->id);
-    dev->wake.notify_all();
+    SetHeld(*job, false);
     cb = job->cb();
     cb->exit_if_orphaned.store(0);  // it holds the job's state now: it is the job
   }

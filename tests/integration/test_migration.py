@@ -75,23 +75,30 @@ def migrate(node, job, to, check=True):
     return node.cli("migrate", str(job), "--to", to, "--json", check=check)
 
 
+def migrate_mid_run(a, b, cmd_factory, out, name, after_iterations):
+    """Runs the job on a, moves it to b once it has trained a while, lets it
+    finish there; returns the migration's operation record."""
+    run = a.run(*cmd_factory(out), name=name)
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > after_iterations, what="training on a")
+    op = json.loads(migrate(a, 1, "b").stdout)
+    assert op["state"] == "done", op
+    assert run.wait(timeout=60) == 0
+    assert "migrated to b" in run.stderr.read()
+    wait_for(lambda: b.job(op["to_job"]).get("state") in ("exited", "failed"), what="the job to finish on b")
+    assert b.job(op["to_job"])["state"] == "exited", b.read_log()
+    return op
+
+
 def test_pytorch_job_migrated_mid_run_trains_bitwise_the_same(cluster, tmp_path):
     ref = reference(cnn_cmd, tmp_path, "cnn")
     nodes = cluster()
     a, b = nodes["a"], nodes["b"]
     out = tmp_path / "cnn.json"
-    run = a.run(*cnn_cmd(out), name="cnn")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 100, what="training on a")
-    r = migrate(a, 1, "b")
-    op = json.loads(r.stdout)
-    assert op["state"] == "done" and op["to_job"] >= 1
+    op = migrate_mid_run(a, b, cnn_cmd, out, "cnn", 100)
+    assert op["to_job"] >= 1
     assert 0 < op["downtime_ms"] < 1000, op
     assert op["bytes"] > 0
-    assert run.wait(timeout=60) == 0
-    assert "migrated to b" in run.stderr.read()
     assert a.job(1)["state"] == "migrated"
-    wait_for(lambda: b.job(op["to_job"]).get("state") in ("exited", "failed"), what="job to finish on b")
-    assert b.job(op["to_job"])["state"] == "exited", b.read_log()
     assert b.job(op["to_job"])["migrated_from"] == "a/1"
     # The job on b started at the iteration it left a, not from scratch.
     assert b.job(op["to_job"])["iterations"] < CNN_ITERATIONS
@@ -103,14 +110,8 @@ def test_libtorch_job_migrated_mid_run_trains_bitwise_the_same(cluster, tmp_path
         pytest.skip("libtorch example not built")
     ref = reference(mlp_cmd, tmp_path, "mlp")
     nodes = cluster()
-    a, b = nodes["a"], nodes["b"]
     out = tmp_path / "mlp.json"
-    run = a.run(*mlp_cmd(out), name="mlp")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 300, what="training on a")
-    op = json.loads(migrate(a, 1, "b").stdout)
-    assert op["state"] == "done"
-    assert run.wait(timeout=60) == 0
-    wait_for(lambda: b.job(op["to_job"]).get("state") == "exited", what="job to finish on b")
+    migrate_mid_run(nodes["a"], nodes["b"], mlp_cmd, out, "mlp", 300)
     same_training(ref, json.loads(out.read_text()))
 
 
@@ -266,12 +267,7 @@ def test_migration_between_network_namespaces(cluster, tmp_path):
         nodes = cluster(netns=[(ns_a, addr_a), (ns_b, addr_b)])
         a, b = nodes["a"], nodes["b"]
         out = tmp_path / "cnn.json"
-        run = a.run(*cnn_cmd(out), name="cnn")
-        wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 100, what="training on a")
-        op = json.loads(migrate(a, 1, "b").stdout)
-        assert op["state"] == "done"
-        assert run.wait(timeout=60) == 0
-        wait_for(lambda: b.job(op["to_job"]).get("state") == "exited", what="the end on b")
+        migrate_mid_run(a, b, cnn_cmd, out, "cnn", 100)
         same_training(ref, json.loads(out.read_text()))
         # b's address exists only inside the namespaces: the host cannot reach it.
         import socket
