@@ -129,10 +129,8 @@ bool JobRuntime::SleepUntilResumed() {
       Transfer(static_cast<Request>(request));
       continue;
     }
-    const uint64_t now = MonotonicNowNs();
-    const uint64_t beat = cb_->heartbeat_ns.load(std::memory_order_acquire);
-    const uint64_t expiry = beat + cb_->lease_ns;
-    if (cb_->lease_ns > 0 && now >= expiry) {
+    const uint64_t lease_left = LeaseLeftNs();
+    if (lease_left == 0) {
       BecomeUnmanaged("the controller's lease expired");
       return false;
     }
@@ -142,8 +140,15 @@ bool JobRuntime::SleepUntilResumed() {
       continue;
     }
     // Sleep until the request changes, or until the lease would expire if no heartbeat came.
-    FutexWait(&cb_->request, request, cb_->lease_ns > 0 ? expiry - now : 0);
+    FutexWait(&cb_->request, request, lease_left == UINT64_MAX ? 0 : lease_left);
   }
+}
+
+uint64_t JobRuntime::LeaseLeftNs() const {
+  if (cb_->lease_ns == 0) return UINT64_MAX;
+  const uint64_t expiry = cb_->heartbeat_ns.load(std::memory_order_acquire) + cb_->lease_ns;
+  const uint64_t now = MonotonicNowNs();
+  return now >= expiry ? 0 : expiry - now;
 }
 
 void JobRuntime::SpinWhileRequestIs(uint32_t request, uint64_t spin_ns) {
@@ -186,11 +191,10 @@ void JobRuntime::WaitWhileParked() {
       FutexWait(&cb_->phase, kPhaseParked, 1'000'000);
       continue;
     }
-    const uint64_t now = MonotonicNowNs();
-    const uint64_t expiry = cb_->heartbeat_ns.load(std::memory_order_acquire) + cb_->lease_ns;
-    if (cb_->controller_gone.load(std::memory_order_acquire) || (cb_->lease_ns && now >= expiry))
+    const uint64_t lease_left = LeaseLeftNs();
+    if (cb_->controller_gone.load(std::memory_order_acquire) || lease_left == 0)
       return;  // the parked boundary thread notices the same and fails open
-    FutexWait(&cb_->request, request, cb_->lease_ns ? expiry - now : 0);
+    FutexWait(&cb_->request, request, lease_left == UINT64_MAX ? 0 : lease_left);
   }
 }
 

@@ -86,6 +86,9 @@ class JobRuntime {
   bool SleepUntilResumed();
   void WaitWhileParked();
   void SpinWhileRequestIs(uint32_t request, uint64_t spin_ns);
+  // Time until the controller's heartbeat lease runs out: 0 once it has,
+  // UINT64_MAX when the block has no lease.
+  uint64_t LeaseLeftNs() const;
   // Checkpoint or restore while parked, as the controller asked.
   void Transfer(Request kind);
   void BecomeUnmanaged(const char* why);
