@@ -28,6 +28,17 @@ namespace {
 constexpr uint64_t kMs = 1'000'000;
 
 int PidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+// A request's optional "env" object as a map; every value must be a string.
+StatusOr<std::map<std::string, std::string>> EnvFromRequest(const Json& req) {
+  std::map<std::string, std::string> env;
+  if (!req.contains("env")) return env;
+  for (auto it = req["env"].begin(); it != req["env"].end(); ++it) {
+    if (!it.value().is_string()) return InvalidArgument("env values must be strings ('" + it.key() + "')");
+    env[it.key()] = it.value().get<std::string>();
+  }
+  return env;
+}
 }  // namespace
 
 Controller::Controller(ControllerOptions options) : options_(std::move(options)) {
@@ -281,6 +292,8 @@ StatusOr<Json> Controller::RegisterJob(const Json& req) {
   Device* dev = FindDevice(device);
   if (!dev) return NotFound("no device '" + device + "' on node " + options_.node);
 
+  GD_ASSIGN_OR_RETURN(auto env, EnvFromRequest(req));
+
   auto job = std::make_unique<Job>();
   job->id = next_job_id_++;
   job->name = req.value("name", "");
@@ -289,12 +302,7 @@ StatusOr<Json> Controller::RegisterJob(const Json& req) {
   job->weight = weight;
   job->command = std::move(command);
   job->cwd = req.value("cwd", "");
-  if (req.contains("env")) {
-    for (auto it = req["env"].begin(); it != req["env"].end(); ++it) {
-      if (!it.value().is_string()) return InvalidArgument("env values must be strings ('" + it.key() + "')");
-      job->env[it.key()] = it.value().get<std::string>();
-    }
-  }
+  job->env = std::move(env);
   job->registered_ns = MonotonicNowNs();
   const std::string block_name = "/gandiva." + options_.node + "." + std::to_string(getpid()) +
                                  "." + std::to_string(job->id);
@@ -322,24 +330,24 @@ StatusOr<Json> Controller::JobStarted(const Json& req) {
   if (pid <= 0) return InvalidArgument("pid must be positive");
   if (job->pid != 0) return FailedPrecondition("job " + std::to_string(job->id) + " already started");
   if (req.contains("env")) {
-    std::map<std::string, std::string> env;
-    for (auto it = req["env"].begin(); it != req["env"].end(); ++it) {
-      if (!it.value().is_string()) return InvalidArgument("env values must be strings ('" + it.key() + "')");
-      env[it.key()] = it.value().get<std::string>();
-    }
-    job->env = std::move(env);
+    GD_ASSIGN_OR_RETURN(job->env, EnvFromRequest(req));
   }
   job->pid = static_cast<int>(pid);
-  job->pidfd = PidfdOpen(job->pid);
-  if (job->pidfd < 0) {
-    EndJob(*job, true, -1);
-    return NotFound("process " + std::to_string(pid) + " is not running");
+  GD_RETURN_IF_ERROR(WatchProcess(*job));
+  return Json::object();
+}
+
+Status Controller::WatchProcess(Job& job) {
+  job.pidfd = PidfdOpen(job.pid);
+  if (job.pidfd < 0) {
+    EndJob(job, true, -1);
+    return NotFound("process " + std::to_string(job.pid) + " is not running");
   }
   epoll_event ev{};
   ev.events = EPOLLIN;
-  ev.data.u64 = job->id;
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, job->pidfd, &ev);
-  return Json::object();
+  ev.data.u64 = job.id;
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, job.pidfd, &ev);
+  return Status::Ok();
 }
 
 StatusOr<Json> Controller::JobExited(const Json& req) {

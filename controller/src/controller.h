@@ -127,6 +127,8 @@ class Controller {
   StatusOr<uint64_t> HoldAndPark(uint64_t job, uint64_t timeout_ns);
   void ReleaseHold(uint64_t job);
   void UpdateOperation(uint64_t job, const std::function<void(Operation&)>& update);
+  // Marks the job's operation done, or failed with the status's message.
+  void FinishOperation(uint64_t job, const Status& result);
   std::string TransferSocketPath(const char* role, uint64_t job);
   void StartWorker(std::function<void()> work);
 
@@ -139,6 +141,8 @@ class Controller {
   // it queue for its device again.
   void SetHeld(Job& job, bool held);
   void EndJob(Job& job, bool failed, int exit_code);
+  // Watches the job's process (pidfd) so its exit is noticed; ends the job if it is gone.
+  Status WatchProcess(Job& job);
   void CompletePendingSwitch(Device& dev);
   uint64_t ResidentBytes(const Device& dev) const;
   // Lets the job next in line spin-wait for its resume (see runtime::PreWake).

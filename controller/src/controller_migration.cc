@@ -5,9 +5,7 @@
 // source keeps its job parked until the destination reports the state loaded,
 // and resumes it if anything fails before then.
 #include <signal.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -75,6 +73,15 @@ void Controller::UpdateOperation(uint64_t job, const std::function<void(Operatio
   if (j && j->operation) update(*j->operation);
 }
 
+void Controller::FinishOperation(uint64_t job, const Status& result) {
+  UpdateOperation(job, [&](Operation& op) {
+    op.state = result.ok() ? "done" : "failed";
+    op.step = "";
+    op.error = result.ok() ? "" : result.ToString();
+    op.finished_ns = MonotonicNowNs();
+  });
+}
+
 StatusOr<uint64_t> Controller::HoldAndPark(uint64_t id, uint64_t timeout_ns) {
   ControlBlock* cb = nullptr;
   const uint64_t asked = MonotonicNowNs();
@@ -124,13 +131,8 @@ StatusOr<Json> Controller::Checkpoint(const Json& req) {
 
 void Controller::RunCheckpoint(uint64_t id, std::string dir) {
   auto finish = [&](const Status& s, uint64_t bytes) {
-    UpdateOperation(id, [&](Operation& op) {
-      op.state = s.ok() ? "done" : "failed";
-      op.step = "";
-      op.error = s.ok() ? "" : s.ToString();
-      op.bytes = bytes;
-      op.finished_ns = MonotonicNowNs();
-    });
+    UpdateOperation(id, [&](Operation& op) { op.bytes = bytes; });
+    FinishOperation(id, s);
     if (s.ok()) GD_LOG(kInfo, "job %llu checkpointed to %s (%llu bytes)", (unsigned long long)id, dir.c_str(),
                        (unsigned long long)bytes);
     else GD_LOG(kWarn, "checkpoint of job %llu failed: %s", (unsigned long long)id, s.ToString().c_str());
@@ -179,14 +181,8 @@ StatusOr<Json> Controller::Migrate(const Json& req) {
 
 void Controller::RunMigration(uint64_t id, Peer peer, std::string device) {
   uint64_t remote = 0;
-  Status s = MigrateOut(id, peer, device, &remote);
-  UpdateOperation(id, [&](Operation& op) {
-    op.state = s.ok() ? "done" : "failed";
-    op.step = "";
-    op.error = s.ok() ? "" : s.ToString();
-    op.to_job = remote;
-    op.finished_ns = MonotonicNowNs();
-  });
+  Status s = MigrateOut(id, peer, device, &remote);  // sets op.to_job as soon as it is known
+  FinishOperation(id, s);
   if (s.ok()) {
     GD_LOG(kInfo, "job %llu migrated to %s as job %llu", (unsigned long long)id, peer.name.c_str(),
            (unsigned long long)remote);
@@ -357,13 +353,7 @@ StatusOr<Json> Controller::MigratePrepare(const Json& req) {
   }
   job->pid = *pid;
   job->spawned = true;
-  job->pidfd = static_cast<int>(syscall(SYS_pidfd_open, job->pid, 0));
-  if (job->pidfd >= 0) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = job->id;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, job->pidfd, &ev);
-  }
+  GD_RETURN_IF_ERROR(WatchProcess(*job));
   GD_LOG(kInfo, "job %llu arriving from %s: started pid %d (log %s)", (unsigned long long)job->id,
          job->migrated_from.c_str(), job->pid, log_path.c_str());
   return Json{{"job", job->id}, {"log", log_path}};
