@@ -14,7 +14,7 @@ build=${1:-build}
 out=${2:-bench-results}
 python=${PYTHON:-/usr/bin/python3}
 
-for exe in "$build/bench/runtime/bench_boundary" "$build/bench/runtime/bench_switch"; do
+for exe in "$build/bench/job/bench_boundary" "$build/bench/job/bench_switch"; do
   if [ ! -x "$exe" ]; then
     echo "run_all.sh: $exe not built (configure with -DGANDIVA_BUILD_BENCH=ON and build)" >&2
     exit 1
@@ -23,13 +23,13 @@ done
 mkdir -p "$out"
 
 echo "== bench_boundary =="
-"$build/bench/runtime/bench_boundary" --out "$out"
+"$build/bench/job/bench_boundary" --out "$out"
 echo
 echo "== bench_switch =="
-"$build/bench/runtime/bench_switch" --out "$out"
+"$build/bench/job/bench_switch" --out "$out"
 echo
 echo "== bench_slicing_throughput =="
-"$python" "$here/runtime/bench_slicing_throughput.py" --build-dir "$build" --out "$out"
+"$python" "$here/job/bench_slicing_throughput.py" --build-dir "$build" --out "$out"
 echo
 # Migration (~2 minutes, up to ~7 GiB of memory at 2 GiB of state): only when built.
 if [ -x "$build/bench/migration/transfer_floor" ] && [ -x "$build/bench/migration/synthetic_state_job" ]; then

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "commands.h"
-#include "common/flags.h"
-#include "gandiva/client.h"
+#include "gandiva/common/flags.h"
+#include "gandiva/protocol/client.h"
 
 namespace gandiva::cli {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <thread>
 
-#include "daemon.h"
+#include "gandiva/node/daemon.h"
 #include "node_client.h"
 #include "table.h"
 

@@ -10,8 +10,7 @@
 #include <filesystem>
 
 #include "node_client.h"
-#include "checkpoint/state_transfer.h"
-#include "runtime/job_runtime.h"
+#include "gandiva/contract/environment.h"
 
 extern char** environ;
 

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "commands.h"
-#include "gandiva/sched/sim_runner.h"
+#include "gandiva/scheduler/sim_runner.h"
 
 namespace gandiva::cli {
 namespace {

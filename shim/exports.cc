@@ -8,10 +8,10 @@
 #include <atomic>
 #include <type_traits>
 
-#include "driver.h"
-#include "hook_table.h"
-#include "policies.h"
-#include "swap.h"
+#include "interpose/driver.h"
+#include "interpose/hook_table.h"
+#include "interpose/policies.h"
+#include "memory/swap.h"
 
 #define GD_SHIM_EXPORT __attribute__((visibility("default")))
 
@@ -22,7 +22,7 @@ namespace policy = gandiva::shim::policy;
 #define GD_HOOK(name, pfn, what)                                                          \
   extern "C" pfn gd_resolve_##name() { return &Wrapper<HookId::name, policy::what>::Fn; } \
   extern "C" GD_SHIM_EXPORT std::remove_pointer_t<pfn> name __attribute__((ifunc("gd_resolve_" #name)));
-#include "hooks.def"
+#include "interpose/hooks.def"
 #undef GD_HOOK
 
 namespace {

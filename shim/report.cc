@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "driver.h"
-#include "hook_table.h"
-#include "job_link.h"
-#include "memory_tracker.h"
-#include "thread_state.h"
+#include "interpose/driver.h"
+#include "interpose/hook_table.h"
+#include "boundary/job_link.h"
+#include "memory/memory_tracker.h"
+#include "boundary/thread_state.h"
 
 namespace gandiva::shim {
 namespace {

@@ -78,7 +78,7 @@ class Node:
         self.log_path = os.path.join(self.dir, "gandivad.log")
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [os.path.join(self.build, "controller", "gandivad"), "--node", self.name, "--devices", "cpu:1",
+            [os.path.join(self.build, "node", "gandivad"), "--node", self.name, "--devices", "cpu:1",
              "--endpoint", self.endpoint, "--tcp", self.tcp, "--key", self.key,
              "--authorized-keys", authorized, "--peers", peers, "--peer-timeout-ms", "10000"],
             stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
@@ -213,7 +213,7 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",")]
     job_exe = os.path.join(build, "bench", "migration", "synthetic_state_job")
     for exe in (job_exe, os.path.join(build, "bench", "migration", "transfer_floor"),
-                os.path.join(build, "controller", "gandivad"), os.path.join(build, "cli", "gandiva")):
+                os.path.join(build, "node", "gandivad"), os.path.join(build, "cli", "gandiva")):
         if not os.path.exists(exe):
             sys.exit(f"bench_migration: {exe} not built (cmake --build {args.build_dir} --target "
                      "gandivad gandiva_cli synthetic_state_job transfer_floor)")

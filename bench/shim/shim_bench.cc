@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "common/clock.h"
-#include "driver.h"
-#include "job_link.h"
-#include "memory_tracker.h"
-#include "swap.h"
+#include "gandiva/common/clock.h"
+#include "interpose/driver.h"
+#include "boundary/job_link.h"
+#include "memory/memory_tracker.h"
+#include "memory/swap.h"
 
 namespace {
 

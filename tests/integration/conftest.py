@@ -12,7 +12,7 @@ import pytest
 
 BUILD = os.environ.get("GANDIVA_BUILD_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 GANDIVA = os.path.join(BUILD, "cli", "gandiva")
-GANDIVAD = os.path.join(BUILD, "controller", "gandivad")
+GANDIVAD = os.path.join(BUILD, "node", "gandivad")
 PYTHON = "/usr/bin/python3"
 HERE = os.path.dirname(os.path.abspath(__file__))
 INTERVAL_JOB = os.path.join(HERE, "jobs", "interval_job.py")

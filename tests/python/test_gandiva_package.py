@@ -137,7 +137,7 @@ def test_client_checkpoint_and_migrate_report_daemon_errors(tmp_path):
     """Against a real daemon: an unknown job and an unknown peer are clear errors."""
     import subprocess
     import time
-    gandivad = os.path.join(BUILD, "controller", "gandivad")
+    gandivad = os.path.join(BUILD, "node", "gandivad")
     endpoint = f"ipc://{tmp_path}/gd.sock"
     daemon = subprocess.Popen([gandivad, "--devices", "cpu:1", "--endpoint", endpoint],
                               stderr=subprocess.DEVNULL)

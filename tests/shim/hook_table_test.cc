@@ -1,5 +1,5 @@
 // Unit tests of the hook table: cuGetProcAddress answers by name, version and flags.
-#include "hook_table.h"
+#include "interpose/hook_table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Unit tests of the shim's iteration-period detector (pure: driven by hand here).
-#include "period_detector.h"
+#include "boundary/period_detector.h"
 
 #include <gtest/gtest.h>
 

@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "common/clock.h"
-#include "runtime/control_block.h"
-#include "runtime/shared_control_block.h"
+#include "gandiva/common/clock.h"
+#include "gandiva/contract/control_block.h"
+#include "gandiva/contract/shared_control_block.h"
 
 namespace gandiva::shim {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string_view>
 
-#include "pfn_name.h"
+#include "interpose/pfn_name.h"
 #include "workload.h"
 
 int main(int argc, char** argv) {

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "pfn_name.h"
+#include "interpose/pfn_name.h"
 #include "standin.h"
 
 namespace gandiva::standin {

@@ -1,9 +1,0 @@
-// gandivad: the node controller daemon.
-#include <string>
-#include <vector>
-
-#include "daemon.h"
-
-int main(int argc, char** argv) {
-  return gandiva::controller::RunDaemon(std::vector<std::string>(argv + 1, argv + argc));
-}

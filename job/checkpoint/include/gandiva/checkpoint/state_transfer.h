@@ -1,0 +1,26 @@
+// What the job runtime calls to checkpoint and restore the job's registered
+// state (gd_register_state): a self-describing stream of checksummed chunks
+// written to, or read from, a target:
+//   "file:/abs/path"    a checkpoint file
+//   "unix:/abs/socket"  a Unix stream socket the node controller listens on
+//                       (migration: the controller forwards the bytes)
+#ifndef GANDIVA_CHECKPOINT_STATE_TRANSFER_H_
+#define GANDIVA_CHECKPOINT_STATE_TRANSFER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "gandiva/contract/environment.h"
+#include "gandiva/status.h"
+
+namespace gandiva::checkpoint {
+
+// Writes every registered state to target. *bytes: bytes written.
+Status SaveState(const std::string& target, uint64_t* bytes);
+// Reads a stream from target, verifies every chunk, and loads each section
+// into the state registered under its name. *bytes: bytes read.
+Status RestoreState(const std::string& target, uint64_t* bytes);
+
+}  // namespace gandiva::checkpoint
+
+#endif  // GANDIVA_CHECKPOINT_STATE_TRANSFER_H_

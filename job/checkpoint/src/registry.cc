@@ -1,0 +1,81 @@
+// The process-wide state registry: one per process, shared by every copy of
+// the runtime in it (libgandiva.so, the Python extension, the CUDA shim).
+#include "gandiva/checkpoint/registry.h"
+
+#include <dlfcn.h>
+
+#include "format.h"
+
+namespace gandiva::checkpoint {
+namespace {
+
+// A copy of the runtime shares another copy's registry only if both agree on
+// its layout (they are built from the same sources; a mismatch keeps its own).
+constexpr uint32_t kRegistryAbi = (1u << 24) | (sizeof(StateRegistry) << 12) | sizeof(StateEntry);
+
+StateRegistry* OwnRegistry() {
+  // Leaked on purpose: save functions may run from atexit handlers and other
+  // static destructors.
+  static auto* registry = new StateRegistry();
+  return registry;
+}
+
+}  // namespace
+}  // namespace gandiva::checkpoint
+
+// Exported so that every copy of the runtime in the process finds the same
+// registry: the first one in the global lookup order wins (the preloaded shim,
+// else libgandiva.so); a copy that finds none (or another layout) uses its own.
+extern "C" __attribute__((visibility("default"))) void* gandiva_state_registry_v1(uint32_t abi) {
+  return abi == gandiva::checkpoint::kRegistryAbi ? gandiva::checkpoint::OwnRegistry() : nullptr;
+}
+
+namespace gandiva::checkpoint {
+
+StateRegistry& StateRegistry::Global() {
+  static StateRegistry* const registry = [] {
+    using Getter = void* (*)(uint32_t);
+    auto get = reinterpret_cast<Getter>(dlsym(RTLD_DEFAULT, "gandiva_state_registry_v1"));
+    void* shared = get ? get(kRegistryAbi) : nullptr;
+    return shared ? static_cast<StateRegistry*>(shared) : OwnRegistry();
+  }();
+  return *registry;
+}
+
+Status StateRegistry::Register(std::string name, SaveFn save, LoadFn load) {
+  if (name.empty() || name.size() > kMaxSectionName)
+    return InvalidArgument("state name must be 1.." + std::to_string(kMaxSectionName) +
+                           " bytes, got " + std::to_string(name.size()));
+  if (!save || !load) return InvalidArgument("state '" + name + "' needs a save and a load function");
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& e : entries_)
+    if (e->name == name) return AlreadyExists("state '" + name + "' is registered already");
+  entries_.push_back(std::make_shared<StateEntry>(StateEntry{std::move(name), std::move(save),
+                                                             std::move(load)}));
+  return Status::Ok();
+}
+
+Status StateRegistry::Unregister(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if ((*it)->name == name) {
+      entries_.erase(it);
+      return Status::Ok();
+    }
+  }
+  return NotFound("no state named '" + name + "' is registered");
+}
+
+std::vector<std::shared_ptr<const StateEntry>> StateRegistry::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_;
+}
+
+std::vector<std::string> StateRegistry::Names() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> names;
+  for (const auto& e : entries_) names.push_back(e->name);
+  return names;
+}
+
+}  // namespace gandiva::checkpoint

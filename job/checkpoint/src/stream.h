@@ -1,0 +1,134 @@
+// Writing and reading checkpoint streams (format.h). The writer emits frames
+// as save functions produce bytes; the reader verifies a whole stream — every
+// frame and chunk checksum, the section and end totals — before anything is
+// loaded, so a corrupt stream never half-loads a job.
+#ifndef GANDIVA_CHECKPOINT_STREAM_H_
+#define GANDIVA_CHECKPOINT_STREAM_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "io.h"
+#include "gandiva/checkpoint/registry.h"
+#include "gandiva/status.h"
+
+namespace gandiva::checkpoint {
+
+// Header metadata, in order: job_id, job_name, created_unix_ms, host, pid,
+// sections... Values are single-line text.
+using Metadata = std::vector<std::pair<std::string, std::string>>;
+
+class StreamWriter {
+ public:
+  explicit StreamWriter(Sink* sink);
+  ~StreamWriter();
+  StreamWriter(const StreamWriter&) = delete;
+  StreamWriter& operator=(const StreamWriter&) = delete;
+
+  // Preamble and header frame.
+  Status Begin(const Metadata& metadata);
+  Status BeginSection(const std::string& name);
+  // Section data; see SectionWriter::Write.
+  Status Write(const void* data, size_t n);
+  Status EndSection();
+  // End frame, then Sink::Commit.
+  Status Finish();
+
+  // The open section's writer (valid between BeginSection and EndSection).
+  SectionWriter& section();
+  uint64_t bytes() const { return offset_; }
+  uint64_t chunks() const { return chunks_; }
+
+ private:
+  class Section;
+  Status WriteFrame(uint8_t type, const void* payload, uint32_t length);
+  Status EmitChunk(const uint8_t* data, uint32_t length);
+  Status FlushBuffer();
+  Status Fail(Status s);
+
+  Sink* sink_;
+  Status error_;  // sticky: the first failure
+  uint64_t offset_ = 0;
+  uint64_t chunks_ = 0;
+  uint64_t sections_ = 0;
+  uint32_t digest_ = 0;
+  bool in_section_ = false;
+  std::string section_name_;
+  uint64_t section_bytes_ = 0;
+  uint64_t section_chunks_ = 0;
+  std::unique_ptr<uint8_t[]> buffer_;  // coalesces small writes into one chunk
+  uint32_t buffered_ = 0;
+  std::unique_ptr<Section> section_writer_;
+};
+
+struct VerifiedSection {
+  std::string name;
+  uint64_t bytes = 0;
+  uint64_t offset = 0;  // stream offset of its begin frame
+  std::vector<std::span<const uint8_t>> chunks;
+};
+
+// Memory for chunks received from a stream source: large anonymous mappings,
+// pre-faulted in one go (per-page faults on fresh memory dominate otherwise).
+class Slab {
+ public:
+  static StatusOr<std::unique_ptr<Slab>> Create(size_t size);
+  ~Slab();
+  uint8_t* Take(size_t n);  // nullptr when the slab is full
+  size_t size() const { return size_; }
+
+ private:
+  Slab(uint8_t* data, size_t size) : data_(data), size_(size) {}
+  uint8_t* data_;
+  size_t size_;
+  size_t used_ = 0;
+};
+
+// A whole stream, checked; its chunks point into the source's mapping or into
+// slabs it owns.
+struct VerifiedStream {
+  Metadata metadata;
+  std::vector<VerifiedSection> sections;
+  uint64_t stream_bytes = 0;  // end frame included
+  uint64_t chunks = 0;
+  std::vector<std::unique_ptr<Slab>> storage;
+};
+
+// Reads and verifies a stream from source, which must outlive the result
+// (its mapping may back the chunks). Stops after the end frame: a socket is
+// read no further; a mapped file with bytes after it is DataLoss.
+StatusOr<VerifiedStream> ReadStream(Source* source);
+
+// Writes one section per entry, in order, through the entries' save functions.
+Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntry>>& entries,
+                   const Metadata& metadata, uint64_t* bytes);
+
+// Loads every section of stream into the entry with its name. Checks first,
+// before calling any load function, that every section has an entry and every
+// entry a section.
+Status LoadStream(const VerifiedStream& stream,
+                  const std::vector<std::shared_ptr<const StateEntry>>& entries);
+
+// A reader over one verified section (what load functions get).
+class ChunkSectionReader : public SectionReader {
+ public:
+  explicit ChunkSectionReader(const VerifiedSection& section) : section_(section) {}
+  size_t Read(void* out, size_t n) override;
+  std::span<const uint8_t> Next(size_t max) override;
+  uint64_t size() const override { return section_.bytes; }
+  uint64_t remaining() const override { return section_.bytes - consumed_; }
+
+ private:
+  const VerifiedSection& section_;
+  size_t chunk_ = 0;
+  size_t pos_ = 0;  // within chunk_
+  uint64_t consumed_ = 0;
+};
+
+}  // namespace gandiva::checkpoint
+
+#endif  // GANDIVA_CHECKPOINT_STREAM_H_

@@ -1,0 +1,43 @@
+// A control block in POSIX shared memory (Boost.Interprocess), named
+// "/gandiva.<node>.<job>". The controller creates and removes it; the job opens it
+// by the name the controller put in GANDIVA_CONTROL_BLOCK.
+#ifndef GANDIVA_RUNTIME_SHARED_CONTROL_BLOCK_H_
+#define GANDIVA_RUNTIME_SHARED_CONTROL_BLOCK_H_
+
+#include <memory>
+#include <string>
+
+#include "gandiva/status.h"
+#include "gandiva/contract/control_block.h"
+
+namespace gandiva::runtime {
+
+class SharedControlBlock {
+ public:
+  // Creates (or replaces) the named block, initialised for `job_id`. Owner-only (0600).
+  static StatusOr<std::unique_ptr<SharedControlBlock>> Create(const std::string& name, uint64_t job_id,
+                                                              uint64_t lease_ns, const std::string& node);
+  // Opens an existing block and checks its magic and version.
+  static StatusOr<std::unique_ptr<SharedControlBlock>> Open(const std::string& name);
+  // Unlinks the name; existing mappings stay valid until unmapped.
+  static void Remove(const std::string& name);
+
+  ~SharedControlBlock();
+  SharedControlBlock(const SharedControlBlock&) = delete;
+  SharedControlBlock& operator=(const SharedControlBlock&) = delete;
+
+  ControlBlock* get() const { return cb_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  struct Mapping;
+  SharedControlBlock(std::string name, std::unique_ptr<Mapping> mapping);
+
+  std::string name_;
+  std::unique_ptr<Mapping> mapping_;
+  ControlBlock* cb_ = nullptr;
+};
+
+}  // namespace gandiva::runtime
+
+#endif  // GANDIVA_RUNTIME_SHARED_CONTROL_BLOCK_H_

@@ -1,0 +1,34 @@
+// The C API (gandiva.h) over JobRuntime.
+#include "gandiva/gandiva.h"
+
+#include "gandiva/runtime/job_runtime.h"
+
+using gandiva::runtime::JobRuntime;
+
+extern "C" {
+
+int gd_attach(void) { return JobRuntime::Get().managed() ? 1 : 0; }
+
+void gd_boundary(void) { JobRuntime::Get().Boundary(); }
+
+int gd_managed(void) { return JobRuntime::Get().managed() ? 1 : 0; }
+
+uint64_t gd_job_id(void) { return JobRuntime::Get().job_id(); }
+
+int gd_get_iteration_stats(gd_iteration_stats* out) {
+  if (!out) return -1;
+  const JobRuntime& rt = JobRuntime::Get();
+  auto s = rt.Stats();
+  out->iterations = s.iterations;
+  out->mean_ms = s.mean_ms;
+  out->ewma_ms = s.ewma_ms;
+  out->p50_ms = s.p50_ms;
+  out->p99_ms = s.p99_ms;
+  out->iterations_per_s = s.iterations_per_s;
+  out->parks = rt.control_block()->park_count.load(std::memory_order_relaxed);
+  return 0;
+}
+
+void gd_detach(void) { JobRuntime::Get().Detach(); }
+
+}  // extern "C"

@@ -1,0 +1,222 @@
+// Attach, park and fail-open logic of the job runtime; the fast path is inline in the header.
+#include "gandiva/runtime/job_runtime.h"
+
+#include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "gandiva/checkpoint/registry.h"
+#include "gandiva/checkpoint/state_transfer.h"
+#include "gandiva/common/log.h"
+#include "gandiva/common/futex.h"
+#include "gandiva/contract/shared_control_block.h"
+
+namespace gandiva::runtime {
+
+std::atomic<JobRuntime*> JobRuntime::instance_{nullptr};
+
+JobRuntime::JobRuntime() = default;
+
+JobRuntime& JobRuntime::CreateInstance() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    // Leaked on purpose: other threads (and atexit handlers) may still gate on it.
+    auto* rt = new JobRuntime();
+    rt->AttachFromEnvironment();
+    instance_.store(rt, std::memory_order_release);
+    std::atexit([] { instance_.load()->Detach(); });
+  });
+  return *instance_.load(std::memory_order_acquire);
+}
+
+void JobRuntime::AttachFromEnvironment() {
+  const char* name = std::getenv(kEnvControlBlock);
+  if (name && *name) {
+    auto opened = SharedControlBlock::Open(name);
+    // The block belongs to the first process that attaches; a child of the job
+    // (a data-loader worker, a subprocess inheriting the environment) runs unmanaged.
+    int32_t owner = 0;
+    if (opened.ok() && !(*opened)->get()->pid.compare_exchange_strong(owner, getpid()) &&
+        owner != getpid() && kill(owner, 0) == 0) {
+      GD_LOG(kInfo, "control block %s belongs to pid %d; this process runs unmanaged", name, owner);
+    } else if (opened.ok()) {
+      shared_ = std::move(opened).value();
+      cb_ = shared_->get();
+      cb_->pid.store(getpid(), std::memory_order_relaxed);
+      owner_pid_ = getpid();
+      managed_.store(true, std::memory_order_relaxed);
+      GD_LOG(kDebug, "attached to control block %s as job %llu", name,
+             static_cast<unsigned long long>(cb_->job_id));
+      return;
+    }
+    if (!opened.ok())
+      GD_LOG(kWarn, "cannot attach to the controller (%s); running unmanaged",
+             opened.status().ToString().c_str());
+  } else {
+    GD_LOG(kInfo, "no gandiva controller (%s not set); running unmanaged", kEnvControlBlock);
+  }
+  private_block_ = std::make_unique<ControlBlock>();
+  InitControlBlock(private_block_.get(), 0, 0, "");
+  cb_ = private_block_.get();
+  cb_->pid.store(getpid(), std::memory_order_relaxed);
+}
+
+void JobRuntime::FirstBoundary() {
+  // `gandiva run --restore DIR`: continue from a checkpoint, managed or not.
+  if (const char* dir = std::getenv(checkpoint::kEnvRestore);
+      dir && *dir && checkpoint::StateRegistry::Global().ClaimEnvironmentRestore()) {
+    const std::string target = std::string("file:") + dir + "/" + checkpoint::kCheckpointFileName;
+    uint64_t bytes = 0;
+    Status s = checkpoint::RestoreState(target, &bytes);
+    if (!s.ok()) {
+      // Continuing from scratch would silently lose the run: stop instead.
+      GD_LOG(kError, "cannot restore from %s: %s", target.c_str(), s.ToString().c_str());
+      std::_Exit(75);
+    }
+    GD_LOG(kInfo, "restored %llu bytes of state from %s", static_cast<unsigned long long>(bytes),
+           target.c_str());
+  }
+  if (cb_->boundary_source.load(std::memory_order_relaxed) == 0)
+    cb_->boundary_source.store(1, std::memory_order_relaxed);
+  cb_->phase.store(kPhaseRunning, std::memory_order_release);
+  FutexWakeAll(&cb_->phase);
+}
+
+// The CUDA shim, when preloaded, exports its park hooks under this name so that
+// every copy of the runtime in the process (libgandiva.so, the Python extension)
+// swaps device memory at its explicit boundaries, not only the shim's own copy.
+static ParkHooks FindProcessParkHooks() {
+  using Getter = const ParkHooks* (*)();
+  auto get = reinterpret_cast<Getter>(dlsym(RTLD_DEFAULT, "gandiva_shim_park_hooks"));
+  const ParkHooks* hooks = get ? get() : nullptr;
+  return hooks ? *hooks : ParkHooks{};
+}
+
+void JobRuntime::Park(uint64_t now) {
+  if (!hooks_looked_up_) {  // once: the shim, if any, is loaded before the first boundary
+    if (!hooks_.on_parked && !hooks_.on_resuming) hooks_ = FindProcessParkHooks();
+    hooks_looked_up_ = true;
+  }
+  cb_->parked_at_ns.store(now, std::memory_order_relaxed);
+  cb_->park_count.fetch_add(1, std::memory_order_relaxed);
+  cb_->phase.store(kPhaseParked, std::memory_order_release);
+  FutexWakeAll(&cb_->phase);  // the controller may be waiting for the park
+  if (hooks_.on_parked) hooks_.on_parked(cb_);
+  SleepUntilResumed();
+  if (hooks_.on_resuming) hooks_.on_resuming(cb_);
+  const uint64_t resumed = MonotonicNowNs();
+  cb_->resumed_at_ns.store(resumed, std::memory_order_relaxed);
+  cb_->parked_total_ns.fetch_add(resumed - now, std::memory_order_relaxed);
+  cb_->phase.store(kPhaseRunning, std::memory_order_release);
+  FutexWakeAll(&cb_->phase);  // gated threads sleep on `request`, the controller on `phase`
+}
+
+bool JobRuntime::SleepUntilResumed() {
+  for (;;) {
+    // Gone first: a stopping controller also sets kRequestRun to wake us.
+    if (cb_->controller_gone.load(std::memory_order_acquire)) {
+      BecomeUnmanaged("the controller stopped");
+      return false;
+    }
+    const uint32_t request = cb_->request.load(std::memory_order_acquire);
+    if (request == kRequestRun) return true;
+    if (request == kRequestCheckpoint || request == kRequestRestore) {
+      Transfer(static_cast<Request>(request));
+      continue;
+    }
+    const uint64_t lease_left = LeaseLeftNs();
+    if (lease_left == 0) {
+      BecomeUnmanaged("the controller's lease expired");
+      return false;
+    }
+    // Next in line: spin briefly so the coming resume is seen at once.
+    if (const uint64_t spin = cb_->prewake_spin_ns.exchange(0, std::memory_order_acq_rel)) {
+      SpinWhileRequestIs(request, spin);
+      continue;
+    }
+    // Sleep until the request changes, or until the lease would expire if no heartbeat came.
+    FutexWait(&cb_->request, request, lease_left == UINT64_MAX ? 0 : lease_left);
+  }
+}
+
+uint64_t JobRuntime::LeaseLeftNs() const {
+  if (cb_->lease_ns == 0) return UINT64_MAX;
+  const uint64_t expiry = cb_->heartbeat_ns.load(std::memory_order_acquire) + cb_->lease_ns;
+  const uint64_t now = MonotonicNowNs();
+  return now >= expiry ? 0 : expiry - now;
+}
+
+void JobRuntime::SpinWhileRequestIs(uint32_t request, uint64_t spin_ns) {
+  const uint64_t until = MonotonicNowNs() + spin_ns;
+  for (uint32_t i = 0;; ++i) {
+    if (cb_->request.load(std::memory_order_acquire) != request) return;
+    __builtin_ia32_pause();
+    if ((i & 63) == 0 && MonotonicNowNs() >= until) return;
+  }
+}
+
+void JobRuntime::Transfer(Request kind) {
+  cb_->transfer_state.store(kTransferBusy, std::memory_order_release);
+  const std::string target(cb_->transfer_target,
+                           strnlen(cb_->transfer_target, kTransferTargetSize));
+  const uint64_t start = MonotonicNowNs();
+  uint64_t bytes = 0;
+  Status s = kind == kRequestCheckpoint ? checkpoint::SaveState(target, &bytes)
+                                        : checkpoint::RestoreState(target, &bytes);
+  cb_->transfer_bytes.store(bytes, std::memory_order_relaxed);
+  cb_->transfer_ns.store(MonotonicNowNs() - start, std::memory_order_relaxed);
+  std::snprintf(cb_->transfer_error, kTransferErrorSize, "%s", s.ok() ? "" : s.ToString().c_str());
+  if (!s.ok())
+    GD_LOG(kWarn, "job %llu: %s %s failed: %s", static_cast<unsigned long long>(cb_->job_id),
+           kind == kRequestCheckpoint ? "checkpoint to" : "restore from", target.c_str(),
+           s.ToString().c_str());
+  // Stay parked; a controller that already moved on to another request wins.
+  uint32_t expected = kind;
+  cb_->request.compare_exchange_strong(expected, kRequestSuspend, std::memory_order_acq_rel);
+  cb_->transfers.fetch_add(1, std::memory_order_relaxed);
+  cb_->transfer_state.store(s.ok() ? kTransferDone : kTransferFailed, std::memory_order_release);
+  FutexWakeAll(&cb_->transfer_state);
+}
+
+void JobRuntime::WaitWhileParked() {
+  while (cb_->phase.load(std::memory_order_acquire) == kPhaseParked && managed()) {
+    const uint32_t request = cb_->request.load(std::memory_order_acquire);
+    if (request == kRequestRun) {
+      // Resume requested; the boundary thread is about to flip the phase.
+      FutexWait(&cb_->phase, kPhaseParked, 1'000'000);
+      continue;
+    }
+    const uint64_t lease_left = LeaseLeftNs();
+    if (cb_->controller_gone.load(std::memory_order_acquire) || lease_left == 0)
+      return;  // the parked boundary thread notices the same and fails open
+    FutexWait(&cb_->request, request, lease_left == UINT64_MAX ? 0 : lease_left);
+  }
+}
+
+void JobRuntime::BecomeUnmanaged(const char* why) {
+  if (cb_->exit_if_orphaned.load(std::memory_order_acquire)) {
+    // A migration's warm copy whose state never arrived: the job runs on at its
+    // source, so this copy must not start training on its own.
+    GD_LOG(kWarn, "job %llu: %s before this copy received the job's state; exiting",
+           static_cast<unsigned long long>(cb_->job_id), why);
+    std::_Exit(75);
+  }
+  if (!managed_.exchange(false)) return;
+  cb_->fail_open.store(1, std::memory_order_release);
+  GD_LOG(kWarn, "job %llu: %s; resuming and running unmanaged",
+         static_cast<unsigned long long>(cb_->job_id), why);
+}
+
+void JobRuntime::Detach() {
+  // A forked child exiting (atexit is inherited) must not mark the job exited.
+  if (owner_pid_ != 0 && owner_pid_ != getpid()) return;
+  cb_->phase.store(kPhaseExited, std::memory_order_release);
+  FutexWakeAll(&cb_->phase);
+}
+
+}  // namespace gandiva::runtime

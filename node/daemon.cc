@@ -1,0 +1,209 @@
+// Daemon start-up and shutdown; see daemon.h.
+#include "gandiva/node/daemon.h"
+
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <cstdio>
+#include <thread>
+
+#include "api_server.h"
+#include "gandiva/common/flags.h"
+#include "gandiva/common/log.h"
+#include "controller.h"
+#include "devices.h"
+#include "gandiva/protocol/client.h"
+
+namespace gandiva::controller {
+namespace {
+
+constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemon [flags])
+
+  --devices SPEC     devices to time-slice, e.g. cpu:1 or gpu:2,cpu:1
+                     (default: the GPUs NVML finds, else cpu:1)
+  --device-memory-mib N  memory of each --devices device (GPUs found by NVML report their own);
+                     when jobs sliced on a device do not fit together, the one leaving swaps out
+  --slice-ms N       time slice, 50..250 ms (default 100)
+  --lease-ms N       a parked job resumes itself after N ms without a heartbeat (default 3000)
+  --endpoint EP      local API endpoint (default $GANDIVA_ENDPOINT or an owner-only Unix socket)
+  --tcp EP           also serve on TCP, e.g. tcp://0.0.0.0:7070; CURVE-authenticated:
+                     needs --key and --authorized-keys
+  --key FILE         this node's key pair (`gandiva keygen`): serves TCP, authenticates to peers
+  --authorized-keys FILE  public keys (one per line) of clients and peers the TCP endpoint accepts
+  --peers FILE       nodes jobs may migrate to: lines "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE"
+  --state-dir DIR    transfer sockets and logs of jobs started here (default: the endpoint's dir)
+  --peer-timeout-ms N  a peer silent this long during a migration has failed (default 20000)
+  --node NAME        node name (default: the host name)
+  --log LEVEL        error, warn, info (default) or debug
+  --daemonize        detach into the background once the API is up; prints the pid
+)";
+
+Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOptions* api) {
+  GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
+  if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
+    return InvalidArgument("--slice-ms must be 50..250");
+  GD_ASSIGN_OR_RETURN(long long lease, flags.GetInt("lease-ms", 3000));
+  if (lease < 100 || lease > 600000) return InvalidArgument("--lease-ms must be 100..600000");
+  opts->slice_ms = static_cast<uint64_t>(slice);
+  opts->lease_ms = static_cast<uint64_t>(lease);
+  if (flags.Has("devices")) {
+    GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
+    GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
+    if (memory_mib < 0) return InvalidArgument("--device-memory-mib must be positive");
+    for (auto& d : opts->devices) d.memory_bytes = static_cast<uint64_t>(memory_mib) << 20;
+  } else {
+    opts->devices = DiscoverGpus();
+    if (opts->devices.empty()) {
+      GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec("cpu:1"));
+    }
+  }
+  char host[64] = "node";
+  gethostname(host, sizeof host - 1);
+  opts->node = flags.Get("node", host);
+  for (char c : opts->node)
+    if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
+      return InvalidArgument("--node may hold only letters, digits, '-' and '_'");
+  opts->endpoint = flags.Get("endpoint", DefaultEndpoint());
+  if (opts->endpoint.rfind("ipc://", 0) != 0) return InvalidArgument("--endpoint must be ipc://PATH");
+  api->local_endpoint = opts->endpoint;
+  if (flags.Has("key")) {
+    GD_ASSIGN_OR_RETURN(opts->node_keys, protocol::ReadCurveKeyPair(flags.Get("key")));
+    api->server_keys = opts->node_keys;
+  }
+  if (flags.Has("tcp")) {
+    if (!flags.Has("key") || !flags.Has("authorized-keys"))
+      return InvalidArgument("--tcp needs --key and --authorized-keys: TCP clients must authenticate");
+    api->tcp_endpoint = flags.Get("tcp");
+  }
+  if (flags.Has("authorized-keys")) {
+    GD_ASSIGN_OR_RETURN(api->authorized_keys, protocol::ReadAuthorizedKeys(flags.Get("authorized-keys")));
+  }
+  if (flags.Has("peers")) {
+    GD_ASSIGN_OR_RETURN(opts->peers, ReadPeers(flags.Get("peers")));
+  }
+  opts->fault = flags.Get("fault", "");
+  GD_ASSIGN_OR_RETURN(long long peer_timeout, flags.GetInt("peer-timeout-ms", 20000));
+  if (peer_timeout < 100 || peer_timeout > 600000) return InvalidArgument("--peer-timeout-ms must be 100..600000");
+  opts->peer_timeout_ms = static_cast<int>(peer_timeout);
+  // Unix socket paths are short (108 bytes): fall back to /tmp for a deep directory.
+  std::string state_dir = flags.Get("state-dir", std::filesystem::path(opts->endpoint.substr(6)).parent_path());
+  if (state_dir.size() > 70) state_dir = "/tmp/gandivad-" + std::to_string(getpid());
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  chmod(state_dir.c_str(), 0700);
+  opts->state_dir = state_dir;
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunDaemon(const std::vector<std::string>& args) {
+  log::SetTag("gandivad");
+  Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
+               "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
+              {"daemonize", "help"});
+  if (Status s = flags.Parse(args); !s.ok()) {
+    std::fprintf(stderr, "gandivad: %s\n%s", s.message().c_str(), kUsage);
+    return 2;
+  }
+  if (flags.Has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!flags.positionals().empty()) {
+    std::fprintf(stderr, "gandivad: unexpected argument '%s'\n%s", flags.positionals()[0].c_str(), kUsage);
+    return 2;
+  }
+  const std::string level = flags.Get("log", "");
+  if (level == "error") log::SetLevel(log::kError);
+  else if (level == "warn") log::SetLevel(log::kWarn);
+  else if (level == "debug") log::SetLevel(log::kDebug);
+  else if (level == "info") log::SetLevel(log::kInfo);
+  else if (!level.empty()) {
+    std::fprintf(stderr, "gandivad: --log must be error, warn, info or debug\n");
+    return 2;
+  }
+
+  // Migration moves state in 4 MiB chunks that ZeroMQ and CURVE allocate and
+  // free per message. Past glibc's mmap threshold each would be a fresh mapping,
+  // page-faulted in and unmapped again (about a third of a GiB-sized transfer's
+  // CPU here); keep them in the heap and reuse warm memory instead.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+
+  ControllerOptions opts;
+  ApiServerOptions api_options;
+  if (Status s = ParseOptions(flags, &opts, &api_options); !s.ok()) {
+    std::fprintf(stderr, "gandivad: %s\n", s.message().c_str());
+    return 2;
+  }
+
+  // Daemonize before any thread exists; the parent returns once the API is up.
+  int ready_pipe[2] = {-1, -1};
+  if (flags.Has("daemonize")) {
+    if (pipe(ready_pipe) != 0) return 1;
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid > 0) {
+      close(ready_pipe[1]);
+      char ok = 0;
+      const bool up = read(ready_pipe[0], &ok, 1) == 1 && ok == 'y';
+      if (up) std::printf("%d\n", pid);
+      return up ? 0 : 1;
+    }
+    close(ready_pipe[0]);
+    setsid();
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, 0);
+  }
+
+  // Signals go to one thread that asks everything to stop.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Controller controller(opts);
+  ApiServer server(&controller, api_options);
+  if (Status s = server.Bind(); !s.ok()) {
+    GD_LOG(kError, "%s", s.message().c_str());
+    return 1;
+  }
+  if (Status s = controller.Start(); !s.ok()) {
+    GD_LOG(kError, "%s", s.message().c_str());
+    return 1;
+  }
+  std::string names;
+  for (const auto& d : opts.devices) names += (names.empty() ? "" : ",") + d.name;
+  GD_LOG(kInfo, "node %s up: devices %s, slice %llu ms, lease %llu ms", opts.node.c_str(),
+         names.c_str(), static_cast<unsigned long long>(opts.slice_ms),
+         static_cast<unsigned long long>(opts.lease_ms));
+  if (ready_pipe[1] >= 0) {
+    ssize_t ignored = write(ready_pipe[1], "y", 1);
+    (void)ignored;
+    close(ready_pipe[1]);
+  }
+
+  std::atomic<bool> stop{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    GD_LOG(kInfo, "signal %d: stopping", sig);
+    stop.store(true);
+  });
+  server.Run(stop);
+  controller.Stop();  // resumes every parked job first
+  signal_thread.join();
+  GD_LOG(kInfo, "stopped");
+  return 0;
+}
+
+}  // namespace gandiva::controller

@@ -1,0 +1,182 @@
+// _gandiva: the native half of the `gandiva` Python package (pybind11 over libgandiva):
+// the job-side runtime (boundary, stats) and the controller API client.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+
+#include "gandiva/checkpoint/registry.h"
+#include "gandiva/checkpoint/state_transfer.h"
+#include "gandiva/protocol/client.h"
+#include "gandiva/gandiva.h"
+
+namespace py = pybind11;
+
+namespace {
+
+py::dict IterationStats() {
+  gd_iteration_stats s{};
+  gd_get_iteration_stats(&s);
+  py::dict d;
+  d["iterations"] = s.iterations;
+  d["mean_ms"] = s.mean_ms;
+  d["ewma_ms"] = s.ewma_ms;
+  d["p50_ms"] = s.p50_ms;
+  d["p99_ms"] = s.p99_ms;
+  d["iterations_per_s"] = s.iterations_per_s;
+  d["parks"] = s.parks;
+  return d;
+}
+
+// Calls the API with JSON text in and out; the Python layer does json.loads
+// and turns an error reply into GandivaError. Returns (ok, code, text).
+py::tuple Call(gandiva::ApiClient& client, const std::string& type, const std::string& fields_json) {
+  auto fields = gandiva::protocol::Json::parse(fields_json, nullptr, false);
+  if (fields.is_discarded() || !fields.is_object())
+    return py::make_tuple(false, "invalid_argument", "fields must be a JSON object");
+  auto t = gandiva::protocol::MessageTypeFromWire(type);
+  if (!t) return py::make_tuple(false, "invalid_argument", "unknown request type '" + type + "'");
+  gandiva::StatusOr<gandiva::protocol::Json> reply = gandiva::Unavailable("not called");
+  {
+    py::gil_scoped_release release;  // a call may wait for the daemon
+    reply = client.Call(*t, fields);
+  }
+  if (!reply.ok())
+    return py::make_tuple(false, gandiva::StatusCodeName(reply.status().code()), reply.status().message());
+  return py::make_tuple(true, "ok", reply->dump());
+}
+
+// ---- checkpoint: Python save/load functions as registered state ----------
+
+// The Python callables of one registered state. Save and load run on the
+// checkpointing thread, usually inside gd_boundary() with the GIL released,
+// so they take the GIL themselves; the last reference may also be dropped
+// there, hence the deleter that takes the GIL too.
+struct PyState {
+  py::object save;
+  py::object load;
+};
+
+// "ValueError: bad shape", without pybind11's traceback lines.
+std::string PyErrorText(const py::error_already_set& e) {
+  std::string text = e.what();
+  return text.substr(0, text.find('\n'));
+}
+
+gandiva::Status SavePyState(const PyState& st, gandiva::checkpoint::SectionWriter& w) {
+  py::gil_scoped_acquire gil;
+  py::object data;
+  try {
+    data = st.save();
+  } catch (const py::error_already_set& e) {
+    return gandiva::Internal("save function raised " + PyErrorText(e));
+  }
+  // Any contiguous buffer (bytes, bytearray, memoryview of a BytesIO), written in place.
+  Py_buffer view;
+  if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
+    PyErr_Clear();
+    return gandiva::InvalidArgument("save function must return bytes or a contiguous buffer, not " +
+                                    std::string(Py_TYPE(data.ptr())->tp_name));
+  }
+  gandiva::Status s;
+  {
+    py::gil_scoped_release nogil;  // the exported buffer cannot be resized meanwhile
+    s = w.Write(view.buf, static_cast<size_t>(view.len));
+  }
+  PyBuffer_Release(&view);
+  return s;
+}
+
+gandiva::Status LoadPyState(const PyState& st, gandiva::checkpoint::SectionReader& r) {
+  py::gil_scoped_acquire gil;
+  auto data = py::reinterpret_steal<py::bytes>(
+      PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(r.size())));
+  if (!data) {
+    PyErr_Clear();
+    return gandiva::ResourceExhausted("no memory for a " + std::to_string(r.size()) +
+                                      "-byte section");
+  }
+  {
+    py::gil_scoped_release nogil;  // nobody else sees `data` yet
+    r.Read(PyBytes_AS_STRING(data.ptr()), r.size());
+  }
+  try {
+    st.load(data);
+  } catch (const py::error_already_set& e) {
+    return gandiva::Internal("load function raised " + PyErrorText(e));
+  }
+  return gandiva::Status::Ok();
+}
+
+void RegisterState(const std::string& name, py::function save, py::function load) {
+  std::shared_ptr<PyState> st(new PyState{std::move(save), std::move(load)}, [](PyState* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+  gandiva::Status s = gandiva::checkpoint::RegisterState(
+      name, [st](gandiva::checkpoint::SectionWriter& w) { return SavePyState(*st, w); },
+      [st](gandiva::checkpoint::SectionReader& r) { return LoadPyState(*st, r); });
+  if (s.code() == gandiva::StatusCode::kAlreadyExists) throw py::key_error(s.message());
+  if (!s.ok()) throw py::value_error(s.message());
+}
+
+void UnregisterState(const std::string& name) {
+  gandiva::Status s;
+  {
+    // The registry's entry may drop the last reference: its deleter takes the GIL.
+    py::gil_scoped_release nogil;
+    s = gandiva::checkpoint::UnregisterState(name);
+  }
+  if (!s.ok()) throw py::key_error(s.message());
+}
+
+// Writes DIR/state.gdck now. Returns (ok, code, message, bytes).
+py::tuple Checkpoint(const std::string& dir) {
+  uint64_t bytes = 0;
+  gandiva::Status s;
+  {
+    py::gil_scoped_release nogil;  // save functions take it back
+    s = gandiva::checkpoint::SaveState(
+        "file:" + dir + "/" + gandiva::checkpoint::kCheckpointFileName, &bytes);
+  }
+  return py::make_tuple(s.ok(), gandiva::StatusCodeName(s.code()), s.message(), bytes);
+}
+
+// Loads a stream now (tests; GANDIVA_RESTORE does it at the first boundary).
+py::tuple Restore(const std::string& target) {
+  uint64_t bytes = 0;
+  gandiva::Status s;
+  {
+    py::gil_scoped_release nogil;
+    s = gandiva::checkpoint::RestoreState(target, &bytes);
+  }
+  return py::make_tuple(s.ok(), gandiva::StatusCodeName(s.code()), s.message(), bytes);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_gandiva, m) {
+  m.doc() = "native part of the gandiva package";
+  m.def("attach", [] { return gd_attach() == 1; }, "Attach to the controller; True when managed.");
+  // The boundary may park for a whole time slice: let other Python threads run meanwhile.
+  m.def("boundary", [] { gd_boundary(); }, py::call_guard<py::gil_scoped_release>());
+  m.def("managed", [] { return gd_managed() == 1; });
+  m.def("job_id", [] { return gd_job_id(); });
+  m.def("iteration_stats", &IterationStats);
+  m.def("default_endpoint", &gandiva::DefaultEndpoint);
+  m.def("register_state", &RegisterState, py::arg("name"), py::arg("save"), py::arg("load"));
+  m.def("unregister_state", &UnregisterState, py::arg("name"));
+  m.def("registered_states", [] { return gandiva::checkpoint::StateRegistry::Global().Names(); });
+  m.def("checkpoint", &Checkpoint, py::arg("dir"));
+  m.def("restore", &Restore, py::arg("target"));
+  py::class_<gandiva::ApiClient>(m, "ApiClient")
+      .def(py::init<std::string, int>(), py::arg("endpoint"), py::arg("timeout_ms") = 5000)
+      .def("endpoint", &gandiva::ApiClient::endpoint)
+      .def("call", &Call)
+      // Raw bytes in, raw reply out: for testing how the daemon treats malformed input.
+      .def("raw_call", [](gandiva::ApiClient& client, const py::bytes& bytes) {
+        auto reply = client.CallRaw(std::string(bytes));
+        if (!reply.ok()) throw std::runtime_error(reply.status().ToString());
+        return *reply;
+      });
+}

@@ -1,0 +1,77 @@
+// Policy: decides where and when jobs run, from the cluster's state and each
+// job's measured progress. No wall clock, no I/O, no randomness except a
+// seeded generator: the same trace and seed give the same decisions.
+#ifndef GANDIVA_SCHED_POLICY_H_
+#define GANDIVA_SCHED_POLICY_H_
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gandiva/scheduler/cluster.h"
+#include "gandiva/status.h"
+
+namespace gandiva::sched {
+
+// Counters a policy keeps about its own decisions (the cluster counts the rest).
+struct PolicyStats {
+  int64_t packs = 0;           // groups switched to (or started in) pack mode
+  int64_t unpacks = 0;         // pack trials undone because they measured worse
+  int64_t time_slices = 0;     // jobs started onto busy GPUs in slice mode
+  int64_t grows = 0;
+  int64_t shrinks = 0;
+};
+
+class Policy {
+ public:
+  virtual ~Policy() = default;
+  virtual const char* name() const = 0;
+  // Events, delivered in time order before the Schedule call for that instant.
+  virtual void OnArrival(Cluster& cluster, JobId job) = 0;
+  virtual void OnFinish(Cluster& cluster, JobId job) = 0;
+  // Called once after every instant at which something happened (arrivals,
+  // finishes, stall ends, wake-ups). The policy acts on the cluster here.
+  virtual void Schedule(Cluster& cluster) = 0;
+  const PolicyStats& stats() const { return stats_; }
+
+ protected:
+  PolicyStats stats_;
+};
+
+// Locality of gang placement.
+enum class Locality {
+  kBestEffort,  // consolidated if possible, else spread at once
+  kStrict,      // wait for a consolidated placement
+  kRelaxed,     // Philly: wait up to locality_delay, then accept spread
+};
+
+struct PolicyOptions {
+  uint64_t seed = 1;
+  Locality locality = Locality::kBestEffort;
+  double locality_delay = 300;  // seconds, kRelaxed only
+  // Tiresias 2D-LAS: attained-service queue thresholds, GPU-seconds.
+  std::vector<double> las_thresholds = {3600, 36000};
+  // Tiresias starvation guard: a pending job waiting longer than this many times
+  // its executed time goes back to the top queue (0 = off).
+  double las_starve_factor = 0;
+  // Gandiva introspection.
+  double gandiva_interval = 60;   // seconds between introspection rounds
+  int gandiva_max_share = 2;      // jobs time-sliced/packed on one GPU set
+  double pack_gain = 1.05;        // keep a pack only if the pair's summed rate beats this
+  double grow_gain = 1.2;         // keep a grow only if the rate rises by this factor
+  bool gandiva_grow = true;
+  bool gandiva_migrate = true;
+  // Reserve-and-pack: jobs with at least this many GPUs go to high-end machines.
+  int reserve_min_gpus = 4;
+};
+
+// Names: fifo, srtf, las, gandiva, reserve-pack, sjf-predicted, philly.
+// Errors: invalid_argument for an unknown name.
+StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const PolicyOptions& options);
+const std::vector<std::string>& PolicyNames();
+
+}  // namespace gandiva::sched
+
+#endif  // GANDIVA_SCHED_POLICY_H_

@@ -1,0 +1,222 @@
+// What the shim does around each hooked call: the policies named in hooks.def.
+// Launch path (Launch, LaunchEx, Issue): the gate's one atomic load, a per-thread
+// counter and detector update (plain stores on the thread's own slot), then the
+// driver's function; its result is returned unchanged. Never throws, locks or allocates.
+#ifndef GANDIVA_SHIM_POLICIES_H_
+#define GANDIVA_SHIM_POLICIES_H_
+
+#include <cstdint>
+
+#include "interpose/driver.h"
+#include "boundary/job_link.h"
+#include "memory/memory_tracker.h"
+#include "boundary/thread_state.h"
+
+namespace gandiva::shim {
+
+// Resolves a cuGetProcAddress answer to the shim's wrapper when it is a hooked entry.
+void* WrapProcAddress(const char* symbol, int version, cuuint64_t flags, void* real);
+
+namespace policy {
+
+template <typename T>
+inline uint64_t Token(T handle) {
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
+}
+
+inline void FeedLaunch(HookId id, uint64_t token) {
+  ThreadSlot* s = CurrentThreadSlot();
+  CountCall(s, id);
+  if (__builtin_expect(!s->shared, 1)) s->detector.OnLaunch(token);
+}
+
+struct Attach {
+  template <HookId Id, typename... A>
+  static CUresult Run(A... a) {
+    CountCall(CurrentThreadSlot(), Id);
+    return Real<Id>::Get()(a...);  // the first call loads the driver and attaches the job
+  }
+};
+
+struct Launch {  // first argument: the kernel or graph
+  template <HookId Id, typename F, typename... A>
+  static CUresult Run(F f, A... a) {
+    Gate();
+    FeedLaunch(Id, Token(f));
+    return Real<Id>::Get()(f, a...);
+  }
+};
+
+struct LaunchEx {  // (config, kernel, ...)
+  template <HookId Id, typename C, typename F, typename... A>
+  static CUresult Run(C config, F f, A... a) {
+    Gate();
+    FeedLaunch(Id, Token(f));
+    return Real<Id>::Get()(config, f, a...);
+  }
+};
+
+struct Issue {  // copies and memsets: the kind of call is the token, not its size
+  template <HookId Id, typename... A>
+  static CUresult Run(A... a) {
+    Gate();
+    FeedLaunch(Id, 0x155e00000000ull | HookTraits<Id>::kKind);
+    return Real<Id>::Get()(a...);
+  }
+};
+
+struct Sync {
+  template <HookId Id, typename... A>
+  static CUresult Run(A... a) {
+    ThreadSlot* s = CurrentThreadSlot();
+    CountCall(s, Id);
+    const CUresult r = Real<Id>::Get()(a...);
+    if (r == CUDA_SUCCESS) OnHostSync(s, HookTraits<Id>::kKind);
+    return r;
+  }
+};
+
+struct Capture {
+  template <HookId Id, typename... A>
+  static CUresult Run(A... a) {
+    CaptureGate();
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    return Real<Id>::Get()(a...);
+  }
+};
+
+struct ProcAddress {
+  template <HookId Id>
+  static CUresult Run(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(symbol, pfn, version, flags);
+    if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = WrapProcAddress(symbol, version, flags, *pfn);
+    return r;
+  }
+};
+
+struct ProcAddressV2 {
+  template <HookId Id>
+  static CUresult Run(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                      CUdriverProcAddressQueryResult* found) {
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(symbol, pfn, version, flags, found);
+    if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = WrapProcAddress(symbol, version, flags, *pfn);
+    return r;
+  }
+};
+
+struct MemAlloc {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr* dptr, size_t size) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    if (!LoadDriver()) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
+    return MemoryTracker::Get().Alloc(dptr, size);
+  }
+};
+
+struct MemFree {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr ptr) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    if (!LoadDriver()) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
+    return MemoryTracker::Get().Free(ptr);
+  }
+};
+
+struct MemFreeAsync {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr ptr, CUstream stream) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    if (!LoadDriver()) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
+    return MemoryTracker::Get().FreeAsync(ptr, stream, Real<Id>::Get());
+  }
+};
+
+struct TrackPitch {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height, unsigned int elem) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(dptr, pitch, width, height, elem);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, *pitch * height, AllocKind::kPitch, nullptr);
+    return r;
+  }
+};
+
+struct TrackManaged {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr* dptr, size_t size, unsigned int flags) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(dptr, size, flags);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, size, AllocKind::kManaged, nullptr);
+    return r;
+  }
+};
+
+struct TrackAsync {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr* dptr, size_t size, CUstream stream) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(dptr, size, stream);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, size, AllocKind::kAsync, stream);
+    return r;
+  }
+};
+
+struct TrackCreate {
+  template <HookId Id>
+  static CUresult Run(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                      unsigned long long flags) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(handle, size, prop, flags);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackPhysical(*handle, size);
+    return r;
+  }
+};
+
+struct TrackRelease {
+  template <HookId Id>
+  static CUresult Run(CUmemGenericAllocationHandle handle) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(handle);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().UntrackPhysical(handle);
+    return r;
+  }
+};
+
+// Mappings and reservations the program makes itself hold no bytes of their own
+// (the physical memory is counted at cuMemCreate); gated so the table stays still.
+struct TrackMap {
+  template <HookId Id, typename... A>
+  static CUresult Run(A... a) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    return Real<Id>::Get()(a...);
+  }
+};
+using TrackUnmap = TrackMap;
+using TrackReserve = TrackMap;
+using TrackAddressFree = TrackMap;
+
+}  // namespace policy
+
+// The shim's function for hook Id, with exactly the PFN's signature.
+template <HookId Id, typename Policy, typename Pfn = typename HookTraits<Id>::Pfn>
+struct Wrapper;
+template <HookId Id, typename Policy, typename R, typename... A>
+struct Wrapper<Id, Policy, R(CUDAAPI*)(A...)> {
+  static R CUDAAPI Fn(A... a) { return Policy::template Run<Id>(a...); }
+};
+
+}  // namespace gandiva::shim
+
+#endif  // GANDIVA_SHIM_POLICIES_H_

@@ -1,0 +1,102 @@
+// The table of live device allocations of this process (address, size, context,
+// stream, how it was made) and the VMM backing of cuMemAlloc: reserve a virtual
+// range, create physical memory, map it, so that swap can later release the physical
+// part and map new memory at the same address.
+// Thread-safety: all methods lock one mutex; none is on the launch path.
+// Totals go to the control block (device_bytes, device_allocations) on every change.
+#ifndef GANDIVA_SHIM_MEMORY_TRACKER_H_
+#define GANDIVA_SHIM_MEMORY_TRACKER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+
+#include "interpose/cuda_api.h"
+
+namespace gandiva::shim {
+
+enum class AllocKind : uint8_t {
+  kVmm,       // cuMemAlloc backed by reserve+create+map: swappable at a stable address
+  kPlain,     // cuMemAlloc passed through (small, VMM off or unsupported): stays resident
+  kPitch,     // cuMemAllocPitch
+  kManaged,   // cuMemAllocManaged
+  kAsync,     // cuMemAllocAsync (stream-ordered pool)
+};
+const char* AllocKindName(AllocKind kind);
+
+struct Allocation {
+  CUdeviceptr ptr = 0;
+  size_t size = 0;         // bytes the program asked for
+  size_t mapped_size = 0;  // kVmm: size rounded up to the device's granularity
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;  // kAsync: the stream it was allocated on
+  CUdevice device = 0;
+  AllocKind kind = AllocKind::kPlain;
+  // Order of creation among this process's allocations (checkpoints match
+  // allocations between processes by their rank in this order).
+  uint64_t seq = 0;
+  // Swap state (kVmm only).
+  bool swapped = false;
+  void* host = nullptr;
+  bool host_pinned = false;
+};
+
+struct MemoryTotals {
+  uint64_t device_bytes = 0;  // resident: live allocations + app physical memory
+  uint64_t allocations = 0;
+  uint64_t swapped_bytes = 0;
+  uint64_t vmm_bytes = 0;      // of which swappable
+};
+
+class MemoryTracker {
+ public:
+  static MemoryTracker& Get();
+
+  // cuMemAlloc: VMM-backed when enabled and large enough, else the driver's own.
+  CUresult Alloc(CUdeviceptr* dptr, size_t size);
+  // cuMemFree / cuMemFreeAsync for any tracked or untracked pointer.
+  CUresult Free(CUdeviceptr ptr);
+  CUresult FreeAsync(CUdeviceptr ptr, CUstream stream, PFN_cuMemFreeAsync_v11020 real);
+
+  void Track(CUdeviceptr ptr, size_t size, AllocKind kind, CUstream stream);
+  void Untrack(CUdeviceptr ptr);
+  // Physical memory and reservations the program makes with the VMM API itself.
+  void TrackPhysical(CUmemGenericAllocationHandle handle, size_t size);
+  void UntrackPhysical(CUmemGenericAllocationHandle handle);
+
+  MemoryTotals Totals();
+  // Bytes of physical memory the program made itself with cuMemCreate.
+  uint64_t PhysicalBytes();
+
+  // Maps fresh physical memory at [va, va+size) on `device` (create, map, set access,
+  // release the handle so that unmapping frees it). Used by Alloc and by swap-in.
+  static CUresult MapPhysical(CUdeviceptr va, size_t size, CUdevice device);
+
+  // For swap: the table under its lock. The callee may change swap fields only.
+  template <typename F>
+  auto WithTable(F&& f) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto result = f(live_);
+    PublishLocked();
+    return result;
+  }
+
+ private:
+  MemoryTracker();
+  size_t Granularity(CUdevice device);
+  MemoryTotals TotalsLocked() const;
+  void PublishLocked();
+
+  std::mutex mu_;
+  std::map<CUdeviceptr, Allocation> live_;
+  std::map<CUmemGenericAllocationHandle, size_t> physical_;
+  uint64_t next_seq_ = 0;
+  bool vmm_enabled_ = true;
+  size_t vmm_min_bytes_ = 1 << 20;
+  size_t granularity_[16] = {};
+};
+
+}  // namespace gandiva::shim
+
+#endif  // GANDIVA_SHIM_MEMORY_TRACKER_H_

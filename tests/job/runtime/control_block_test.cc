@@ -1,0 +1,74 @@
+// The shared-memory control block: creation, opening by name, validation, the
+// controller-side operations.
+#include "gandiva/contract/control_block.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "gandiva/common/clock.h"
+#include "gandiva/common/futex.h"
+#include "gandiva/contract/shared_control_block.h"
+
+namespace gandiva::runtime {
+namespace {
+
+std::string UniqueName(const char* tag) {
+  return "/gandiva.test." + std::to_string(getpid()) + "." + tag;
+}
+
+TEST(SharedControlBlockTest, CreateThenOpenSharesTheSameMemory) {
+  const std::string name = UniqueName("share");
+  auto created = SharedControlBlock::Create(name, 42, 3'000'000'000, "nodeA");
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  auto opened = SharedControlBlock::Open(name);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ((*opened)->get()->job_id, 42u);
+  EXPECT_STREQ((*opened)->get()->node, "nodeA");
+  RequestSuspend((*created)->get());
+  EXPECT_EQ((*opened)->get()->request.load(), kRequestSuspend);
+  SharedControlBlock::Remove(name);
+}
+
+TEST(SharedControlBlockTest, OpenUnknownNameIsNotFound) {
+  auto opened = SharedControlBlock::Open(UniqueName("missing"));
+  EXPECT_EQ(opened.status().code(), StatusCode::kNotFound);
+}
+
+TEST(SharedControlBlockTest, OpenRejectsABlockWithBadMagicOrVersion) {
+  const std::string name = UniqueName("corrupt");
+  auto created = SharedControlBlock::Create(name, 1, 0, "n");
+  ASSERT_TRUE(created.ok());
+  (*created)->get()->version = kControlBlockVersion + 1;
+  EXPECT_EQ(SharedControlBlock::Open(name).status().code(), StatusCode::kFailedPrecondition);
+  (*created)->get()->magic = 0xdeadbeef;
+  EXPECT_EQ(SharedControlBlock::Open(name).status().code(), StatusCode::kDataLoss);
+  SharedControlBlock::Remove(name);
+}
+
+TEST(ControlBlockTest, WaitForPhaseTimesOutThenSeesTheChange) {
+  ControlBlock cb;
+  InitControlBlock(&cb, 1, 0, "n");
+  const uint64_t t0 = MonotonicNowNs();
+  EXPECT_FALSE(WaitForPhase(&cb, kPhaseParked, 20'000'000));
+  EXPECT_GE(MonotonicNowNs() - t0, 19'000'000u);
+  std::thread parker([&] {
+    cb.phase.store(kPhaseParked);
+    FutexWakeAll(&cb.phase);
+  });
+  EXPECT_TRUE(WaitForPhase(&cb, kPhaseParked, 5'000'000'000));
+  parker.join();
+}
+
+TEST(ControlBlockTest, ReleaseForeverResumesAndMarksTheControllerGone) {
+  ControlBlock cb;
+  InitControlBlock(&cb, 1, 0, "n");
+  RequestSuspend(&cb);
+  ReleaseForever(&cb);
+  EXPECT_EQ(cb.request.load(), kRequestRun);
+  EXPECT_EQ(cb.controller_gone.load(), 1u);
+}
+
+}  // namespace
+}  // namespace gandiva::runtime

@@ -1,0 +1,187 @@
+// The per-device time slicer, driven by a fake clock: no sleeps.
+#include "slicer.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "gandiva/common/clock.h"
+
+namespace gandiva::controller {
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+using State = Slicer::JobState;
+
+// Plays the jobs' side: a job asked to suspend parks `park_delay` later (its
+// next boundary); resumed jobs run. Records every resume in order.
+class SlicerTest : public ::testing::Test {
+ protected:
+  Slicer slicer_{100 * kMs, 1};
+  FakeClock clock_{0};
+  std::vector<uint64_t> resumes_;
+  std::map<uint64_t, int> suspends_;
+
+  void Apply(const std::vector<SliceAction>& actions) {
+    for (const auto& a : actions) {
+      if (a.kind == SliceAction::kResume) resumes_.push_back(a.job);
+      else ++suspends_[a.job];
+    }
+  }
+  void Tick() { Apply(slicer_.Tick(clock_.NowNs())); }
+  // Every stopping job reaches its boundary and parks now.
+  void ParkAllStopping() {
+    for (uint64_t id : slicer_.Stopping()) slicer_.OnParked(id, clock_.NowNs());
+    Tick();
+  }
+  // Runs the device for `ms`, in 1 ms steps, with jobs parking `park_delay_ms` after being asked.
+  void Run(uint64_t ms, uint64_t park_delay_ms = 2) {
+    std::map<uint64_t, uint64_t> asked_at;
+    for (uint64_t t = 0; t < ms; ++t) {
+      clock_.Advance(kMs);
+      Tick();
+      for (uint64_t id : slicer_.Stopping()) {
+        if (!asked_at.count(id)) asked_at[id] = clock_.NowNs();
+        if (clock_.NowNs() - asked_at[id] >= park_delay_ms * kMs) {
+          slicer_.OnParked(id, clock_.NowNs());
+          asked_at.erase(id);
+          Tick();
+        }
+      }
+    }
+  }
+};
+
+TEST_F(SlicerTest, NewJobsAreAskedToParkAtTheirFirstBoundaryThenRun) {
+  slicer_.AddJob(1, 1.0);
+  Tick();
+  EXPECT_EQ(suspends_[1], 1);
+  EXPECT_TRUE(resumes_.empty());
+  ParkAllStopping();
+  EXPECT_EQ(resumes_, std::vector<uint64_t>{1});
+  EXPECT_EQ(slicer_.state(1), State::kRunning);
+}
+
+TEST_F(SlicerTest, AJobAloneKeepsRunningPastItsSlice) {
+  slicer_.AddJob(1, 1.0);
+  Tick();
+  ParkAllStopping();
+  Run(1000);
+  EXPECT_EQ(resumes_.size(), 1u);
+  EXPECT_EQ(suspends_[1], 1);  // only the initial park
+  EXPECT_EQ(slicer_.NextDeadline(), UINT64_MAX);
+}
+
+TEST_F(SlicerTest, TwoJobsAlternateRoundRobinAtSliceEnds) {
+  slicer_.AddJob(1, 1.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  ParkAllStopping();
+  ASSERT_EQ(resumes_, std::vector<uint64_t>{1});
+  EXPECT_EQ(slicer_.NextDeadline(), clock_.NowNs() + 100 * kMs);
+  Run(1000);
+  // ~1000 ms / (100 ms + 2 ms to reach a boundary) hand-overs, alternating.
+  ASSERT_GE(resumes_.size(), 9u);
+  ASSERT_LE(resumes_.size(), 11u);
+  for (size_t i = 1; i < resumes_.size(); ++i) EXPECT_NE(resumes_[i], resumes_[i - 1]);
+  EXPECT_LE(slicer_.Running().size(), 1u);
+}
+
+TEST_F(SlicerTest, TheSliceEndsAtTheNextBoundaryNotBefore) {
+  slicer_.AddJob(1, 1.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  ParkAllStopping();  // 1 runs
+  clock_.Advance(99 * kMs);
+  Tick();
+  EXPECT_EQ(slicer_.state(1), State::kRunning);
+  clock_.Advance(1 * kMs);
+  Tick();
+  EXPECT_EQ(slicer_.state(1), State::kStopping);  // asked; still running until it parks
+  EXPECT_EQ(slicer_.state(2), State::kWaiting);
+  clock_.Advance(30 * kMs);  // a long iteration: 2 must not start meanwhile
+  Tick();
+  EXPECT_EQ(slicer_.state(2), State::kWaiting);
+  ParkAllStopping();
+  EXPECT_EQ(slicer_.state(2), State::kRunning);
+  EXPECT_EQ(slicer_.state(1), State::kWaiting);
+}
+
+TEST_F(SlicerTest, WeightsScaleTheSlice) {
+  slicer_.AddJob(1, 3.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  ParkAllStopping();
+  EXPECT_EQ(slicer_.NextDeadline(), clock_.NowNs() + 300 * kMs);
+  // Over a long run job 1 gets about 3x the time of job 2.
+  std::map<uint64_t, uint64_t> time;
+  uint64_t running = 1, since = clock_.NowNs();
+  for (int t = 0; t < 8000; ++t) {
+    clock_.Advance(kMs);
+    Tick();
+    for (uint64_t id : slicer_.Stopping()) {
+      slicer_.OnParked(id, clock_.NowNs());
+      time[running] += clock_.NowNs() - since;
+      Tick();
+      running = slicer_.Running().front();
+      since = clock_.NowNs();
+    }
+  }
+  const double ratio = static_cast<double>(time[1]) / time[2];
+  EXPECT_NEAR(ratio, 3.0, 0.2);
+}
+
+TEST_F(SlicerTest, CapacityTwoRunsTwoOfThree) {
+  Slicer s(100 * kMs, 2);
+  for (uint64_t id : {1, 2, 3}) s.AddJob(id, 1.0);
+  s.Tick(0);
+  for (uint64_t id : {1, 2, 3}) s.OnParked(id, 0);
+  s.Tick(0);
+  EXPECT_EQ(s.Running().size(), 2u);
+  auto actions = s.Tick(100 * kMs);
+  int suspends = 0;
+  for (auto& a : actions) suspends += a.kind == SliceAction::kSuspend;
+  EXPECT_EQ(suspends, 1);  // only as many as there are waiting jobs
+}
+
+TEST_F(SlicerTest, HeldJobsStayParkedUntilReleased) {
+  slicer_.AddJob(1, 1.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  ParkAllStopping();  // 1 runs, 2 waits
+  slicer_.Hold(1);
+  Tick();
+  EXPECT_EQ(slicer_.state(1), State::kStopping);
+  ParkAllStopping();
+  EXPECT_EQ(slicer_.state(1), State::kHeld);
+  EXPECT_EQ(slicer_.state(2), State::kRunning);
+  Run(500);
+  EXPECT_EQ(slicer_.state(1), State::kHeld) << "a held job was resumed";
+  EXPECT_EQ(slicer_.state(2), State::kRunning);
+  slicer_.Release(1);
+  Run(150);
+  EXPECT_EQ(slicer_.state(1), State::kRunning);
+}
+
+TEST_F(SlicerTest, RemovingTheRunningJobStartsTheNext) {
+  slicer_.AddJob(1, 1.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  ParkAllStopping();
+  slicer_.RemoveJob(1);
+  Tick();
+  EXPECT_EQ(slicer_.state(2), State::kRunning);
+  EXPECT_FALSE(slicer_.HasJob(1));
+}
+
+TEST_F(SlicerTest, ChangingTheSliceTakesEffectAtTheNextSlice) {
+  slicer_.AddJob(1, 1.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  ParkAllStopping();
+  slicer_.SetSlice(250 * kMs);
+  EXPECT_EQ(slicer_.NextDeadline(), clock_.NowNs() + 250 * kMs);
+}
+
+}  // namespace
+}  // namespace gandiva::controller
