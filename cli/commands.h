@@ -10,9 +10,9 @@ namespace gandiva::cli {
 
 using Args = std::vector<std::string>;
 
-int DaemonCommand(const Args& args);    // gandiva daemon ...   (controller/)
-int RunCommand(const Args& args);       // gandiva run ... -- CMD
-int PsCommand(const Args& args);        // gandiva ps
+int DaemonCommand(const Args& args);  // gandiva daemon ...   (controller/)
+int RunCommand(const Args& args);     // gandiva run ... -- CMD
+int PsCommand(const Args& args);      // gandiva ps
 int JobActionCommand(const std::string& action, const Args& args);  // suspend|resume|kill JOB
 int SliceCommand(const Args& args);     // gandiva slice --device D --ms N
 int WeightCommand(const Args& args);    // gandiva weight JOB W
@@ -23,7 +23,8 @@ int DevicesCommand(const Args& args);   // gandiva devices
 int SimCommand(const Args& args);
 int KeygenCommand(const Args& args);      // gandiva keygen --out DIR [--name N]
 int CheckpointCommand(const Args& args);  // gandiva checkpoint JOB --to DIR
-int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]       // gandiva sim ...  (cli/sim_command.cc, scheduler simulator)
+int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]       // gandiva
+                                          // sim ...  (cli/sim_command.cc, scheduler simulator)
 
 }  // namespace gandiva::cli
 

@@ -2,10 +2,9 @@
 // daemon's background; these commands follow them until they end.
 #include <unistd.h>
 
-#include <filesystem>
-
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "gandiva/protocol/curve.h"
@@ -60,7 +59,8 @@ std::optional<Json> FollowOperation(NodeCommand& c, int64_t job, int timeout_s) 
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::fprintf(stderr, "gandiva: gave up following job %lld after %d s\n", static_cast<long long>(job), timeout_s);
+  std::fprintf(stderr, "gandiva: gave up following job %lld after %d s\n",
+               static_cast<long long>(job), timeout_s);
   return std::nullopt;
 }
 
@@ -88,14 +88,16 @@ int CheckpointCommand(const Args& args) {
   auto id = ParseJobId(c.flags().positionals()[0]);
   if (!id) return c.UsageError("'" + c.flags().positionals()[0] + "' is not a job id");
   std::error_code ec;
-  const std::string dir = std::filesystem::absolute(c.flags().Get("to"), ec).lexically_normal().string();
+  const std::string dir =
+      std::filesystem::absolute(c.flags().Get("to"), ec).lexically_normal().string();
   if (!c.Call(MessageType::kCheckpoint, {{"job", *id}, {"dir", dir}})) return kExitFailed;
   if (c.flags().Has("no-wait")) return kExitOk;
   auto timeout = c.flags().GetInt("timeout", 600);
   auto op = FollowOperation(c, *id, timeout.ok() ? static_cast<int>(*timeout) : 600);
   if (!op) return kExitFailed;
-  return Finish(c, *op, "job " + std::to_string(*id) + " checkpointed to " + dir + " (" +
-                            Bytes((*op)["bytes"].get<double>()) + ")");
+  return Finish(c, *op,
+                "job " + std::to_string(*id) + " checkpointed to " + dir + " (" +
+                    Bytes((*op)["bytes"].get<double>()) + ")");
 }
 
 int MigrateCommand(const Args& args) {
@@ -118,8 +120,8 @@ int MigrateCommand(const Args& args) {
   auto op = FollowOperation(c, *id, timeout.ok() ? static_cast<int>(*timeout) : 600);
   if (!op) return kExitFailed;
   return Finish(c, *op,
-                "job " + std::to_string(*id) + " is now job " + (*op)["to_job"].dump() + " on " + to +
-                    ": " + Bytes((*op)["bytes"].get<double>()) + " of state, downtime " +
+                "job " + std::to_string(*id) + " is now job " + (*op)["to_job"].dump() + " on " +
+                    to + ": " + Bytes((*op)["bytes"].get<double>()) + " of state, downtime " +
                     Fixed((*op)["downtime_ms"].get<double>(), 1) + " ms");
 }
 

@@ -6,7 +6,8 @@
 
 namespace gandiva::cli {
 
-NodeCommand::NodeCommand(std::string name, std::set<std::string> valued, std::set<std::string> boolean)
+NodeCommand::NodeCommand(std::string name, std::set<std::string> valued,
+                         std::set<std::string> boolean)
     : name_(std::move(name)), flags_([&] {
         valued.insert("endpoint");
         valued.insert("key");
@@ -38,7 +39,8 @@ bool NodeCommand::Parse(const Args& args, bool stop_at_positional) {
   return true;
 }
 
-std::optional<protocol::Json> NodeCommand::Call(protocol::MessageType type, const protocol::Json& fields) {
+std::optional<protocol::Json> NodeCommand::Call(protocol::MessageType type,
+                                                const protocol::Json& fields) {
   auto reply = client_->Call(type, fields);
   if (!reply.ok()) {
     std::fprintf(stderr, "%s: %s\n", name_.c_str(), reply.status().message().c_str());

@@ -22,7 +22,8 @@ class NodeCommand {
  public:
   // `name` for messages ("gandiva ps"); extra valued and boolean flags beyond
   // --endpoint and --json.
-  NodeCommand(std::string name, std::set<std::string> valued = {}, std::set<std::string> boolean = {});
+  NodeCommand(std::string name, std::set<std::string> valued = {},
+              std::set<std::string> boolean = {});
 
   // Parses args; on error prints it and returns false (exit with kExitUsage).
   bool Parse(const Args& args, bool stop_at_positional = false);

@@ -62,9 +62,10 @@ std::string DevicesTable(const Json& devices) {
     std::string jobs, running;
     for (const auto& j : d["jobs"]) jobs += (jobs.empty() ? "" : ",") + j.dump();
     for (const auto& j : d["running"]) running += (running.empty() ? "" : ",") + j.dump();
-    t.Add({d["name"].get<std::string>(), d["kind"].get<std::string>(), d["model"].get<std::string>(),
-           d["slice_ms"].dump(), jobs.empty() ? "-" : jobs, running.empty() ? "-" : running,
-           d["switches"].dump(), Fixed(d["mean_handover_ms"].get<double>(), 3)});
+    t.Add({d["name"].get<std::string>(), d["kind"].get<std::string>(),
+           d["model"].get<std::string>(), d["slice_ms"].dump(), jobs.empty() ? "-" : jobs,
+           running.empty() ? "-" : running, d["switches"].dump(),
+           Fixed(d["mean_handover_ms"].get<double>(), 3)});
   }
   return t.Render();
 }
@@ -90,20 +91,22 @@ int DevicesCommand(const Args& args) {
   if (!c.Parse(args)) return kExitUsage;
   auto reply = c.Call(MessageType::kListDevices);
   if (!reply) return kExitFailed;
-  if (c.json()) std::printf("%s\n", (*reply)["devices"].dump(2).c_str());
-  else std::fputs(DevicesTable((*reply)["devices"]).c_str(), stdout);
+  if (c.json())
+    std::printf("%s\n", (*reply)["devices"].dump(2).c_str());
+  else
+    std::fputs(DevicesTable((*reply)["devices"]).c_str(), stdout);
   return kExitOk;
 }
 
 int JobActionCommand(const std::string& action, const Args& args) {
-  NodeCommand c("gandiva " + action, action == "kill" ? std::set<std::string>{"signal"}
-                                                      : std::set<std::string>{});
+  NodeCommand c("gandiva " + action,
+                action == "kill" ? std::set<std::string>{"signal"} : std::set<std::string>{});
   if (!c.Parse(args)) return kExitUsage;
   if (c.flags().positionals().size() != 1) return c.UsageError("usage: gandiva " + action + " JOB");
   auto id = ParseJobId(c.flags().positionals()[0]);
   if (!id) return c.UsageError("'" + c.flags().positionals()[0] + "' is not a job id");
   Json fields = {{"job", *id}};
-  MessageType type = action == "suspend" ? MessageType::kSuspend
+  MessageType type = action == "suspend"  ? MessageType::kSuspend
                      : action == "resume" ? MessageType::kResume
                                           : MessageType::kKill;
   if (action == "kill" && c.flags().Has("signal")) {

@@ -9,8 +9,8 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "node_client.h"
 #include "gandiva/contract/environment.h"
+#include "node_client.h"
 
 extern char** environ;
 
@@ -58,8 +58,10 @@ int RunCommand(const Args& args) {
   NodeCommand c("gandiva run", {"device", "weight", "name", "restore"}, {"shim", "no-shim"});
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
-  if (cmd.empty()) return c.UsageError("usage: gandiva run [--device D] [--weight W] [--name N] -- CMD...");
-  if (c.flags().Has("shim") && c.flags().Has("no-shim")) return c.UsageError("--shim or --no-shim, not both");
+  if (cmd.empty())
+    return c.UsageError("usage: gandiva run [--device D] [--weight W] [--name N] -- CMD...");
+  if (c.flags().Has("shim") && c.flags().Has("no-shim"))
+    return c.UsageError("--shim or --no-shim, not both");
 
   if (c.flags().Has("restore")) {
     // The job restores at its first boundary; a missing checkpoint is a usage error now, not later.
@@ -70,13 +72,15 @@ int RunCommand(const Args& args) {
     setenv(checkpoint::kEnvRestore, dir.c_str(), 1);
   }
 #ifdef GANDIVA_BUILD_PYTHON_DIR
-  if (std::filesystem::exists(GANDIVA_BUILD_PYTHON_DIR)) PrependEnv("PYTHONPATH", GANDIVA_BUILD_PYTHON_DIR, ':');
+  if (std::filesystem::exists(GANDIVA_BUILD_PYTHON_DIR))
+    PrependEnv("PYTHONPATH", GANDIVA_BUILD_PYTHON_DIR, ':');
 #endif
   // The command, where it runs and its environment: enough to start it again
   // elsewhere when it migrates.
   Json env = CurrentEnvironment();
   std::error_code cwd_ec;
-  Json fields = {{"command", cmd}, {"cwd", std::filesystem::current_path(cwd_ec).string()}, {"env", env}};
+  Json fields = {
+      {"command", cmd}, {"cwd", std::filesystem::current_path(cwd_ec).string()}, {"env", env}};
   if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
   if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
   if (c.flags().Has("weight")) {
@@ -123,8 +127,10 @@ int RunCommand(const Args& args) {
   signal(SIGTERM, ForwardSignal);
   signal(SIGHUP, ForwardSignal);
   // The environment it really runs with (the shim preloaded, ...): a migration restarts it so.
-  if (!c.Call(MessageType::kJobStarted, {{"job", job}, {"pid", pid}, {"env", CurrentEnvironment()}}))
-    std::fprintf(stderr, "gandiva run: job %lld runs without its controller\n", static_cast<long long>(job));
+  if (!c.Call(MessageType::kJobStarted,
+              {{"job", job}, {"pid", pid}, {"env", CurrentEnvironment()}}))
+    std::fprintf(stderr, "gandiva run: job %lld runs without its controller\n",
+                 static_cast<long long>(job));
 
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -103,51 +103,77 @@ int SimCommand(const Args& args) {
     if (a == "-h" || a == "--help") {
       std::fputs(kUsage, stdout);
       return 0;
-    } else if (a == "--trace") ok = value(&setup.trace_path);
+    } else if (a == "--trace")
+      ok = value(&setup.trace_path);
     else if (a == "--format") {
       ok = value(&v);
-      if (v == "auto") setup.trace.format = sched::TraceFormat::kAuto;
-      else if (v == "philly") setup.trace.format = sched::TraceFormat::kPhilly;
-      else if (v == "tiresias") setup.trace.format = sched::TraceFormat::kTiresias;
-      else if (v == "generic") setup.trace.format = sched::TraceFormat::kGeneric;
-      else return Fail("unknown --format '" + v + "'");
+      if (v == "auto")
+        setup.trace.format = sched::TraceFormat::kAuto;
+      else if (v == "philly")
+        setup.trace.format = sched::TraceFormat::kPhilly;
+      else if (v == "tiresias")
+        setup.trace.format = sched::TraceFormat::kTiresias;
+      else if (v == "generic")
+        setup.trace.format = sched::TraceFormat::kGeneric;
+      else
+        return Fail("unknown --format '" + v + "'");
     } else if (a == "--policy") {
       ok = value(&v);
       policies = {v};
     } else if (a == "--compare") {
       ok = value(&v);
       policies = SplitList(v);
-    } else if (a == "--cluster") ok = value(&setup.cluster);
-    else if (a == "--machines") ok = value(&setup.machines_path);
-    else if (a == "--colocation") ok = value(&colocation);
-    else if (a == "--load") ok = number(&setup.trace.load);
+    } else if (a == "--cluster")
+      ok = value(&setup.cluster);
+    else if (a == "--machines")
+      ok = value(&setup.machines_path);
+    else if (a == "--colocation")
+      ok = value(&colocation);
+    else if (a == "--load")
+      ok = number(&setup.trace.load);
     else if (a == "--seed") {
       ok = number(&d) && d >= 0;
       setup.sim.seed = setup.policy.seed = static_cast<uint64_t>(d);
     } else if (a == "--max-jobs") {
       ok = number(&d) && d >= 0;
       setup.trace.max_jobs = static_cast<int>(d);
-    } else if (a == "--skip-bad-rows") setup.trace.skip_bad_rows = true;
-    else if (a == "--json") ok = value(&json_path);
-    else if (a == "--plot") plot = true;
-    else if (a == "--plot-prefix") ok = value(&plot_prefix);
+    } else if (a == "--skip-bad-rows")
+      setup.trace.skip_bad_rows = true;
+    else if (a == "--json")
+      ok = value(&json_path);
+    else if (a == "--plot")
+      plot = true;
+    else if (a == "--plot-prefix")
+      ok = value(&plot_prefix);
     else if (a == "--threads") {
       ok = number(&d) && d >= 1;
       threads = static_cast<int>(d);
-    } else if (a == "--spread-factor") ok = number(&setup.sim.spread_factor);
-    else if (a == "--slice") ok = number(&setup.sim.slice_seconds) && setup.sim.slice_seconds > 0;
-    else if (a == "--switch-cost") ok = number(&setup.sim.switch_seconds);
-    else if (a == "--preempt-cost") ok = number(&setup.sim.preempt_seconds);
-    else if (a == "--migrate-fixed") ok = number(&setup.sim.migrate_fixed_seconds);
-    else if (a == "--state-gb") ok = number(&setup.sim.state_gb_per_gpu);
-    else if (a == "--net-gbps") ok = number(&setup.sim.migrate_gb_per_second) && setup.sim.migrate_gb_per_second > 0;
+    } else if (a == "--spread-factor")
+      ok = number(&setup.sim.spread_factor);
+    else if (a == "--slice")
+      ok = number(&setup.sim.slice_seconds) && setup.sim.slice_seconds > 0;
+    else if (a == "--switch-cost")
+      ok = number(&setup.sim.switch_seconds);
+    else if (a == "--preempt-cost")
+      ok = number(&setup.sim.preempt_seconds);
+    else if (a == "--migrate-fixed")
+      ok = number(&setup.sim.migrate_fixed_seconds);
+    else if (a == "--state-gb")
+      ok = number(&setup.sim.state_gb_per_gpu);
+    else if (a == "--net-gbps")
+      ok = number(&setup.sim.migrate_gb_per_second) && setup.sim.migrate_gb_per_second > 0;
     else if (a == "--locality") {
       ok = value(&v);
-      if (v == "best-effort") setup.policy.locality = Locality::kBestEffort;
-      else if (v == "strict") setup.policy.locality = Locality::kStrict;
-      else if (v == "relaxed") setup.policy.locality = Locality::kRelaxed;
-      else return Fail("unknown --locality '" + v + "'");
-    } else if (a == "--locality-delay") ok = number(&setup.policy.locality_delay);
+      if (v == "best-effort")
+        setup.policy.locality = Locality::kBestEffort;
+      else if (v == "strict")
+        setup.policy.locality = Locality::kStrict;
+      else if (v == "relaxed")
+        setup.policy.locality = Locality::kRelaxed;
+      else
+        return Fail("unknown --locality '" + v + "'");
+    } else if (a == "--locality-delay")
+      ok = number(&setup.policy.locality_delay);
     else if (a == "--las-thresholds") {
       ok = value(&v);
       setup.policy.las_thresholds.clear();
@@ -155,18 +181,24 @@ int SimCommand(const Args& args) {
         if (!ParseDouble(t, &d) || d <= 0) return Fail("bad --las-thresholds '" + v + "'");
         setup.policy.las_thresholds.push_back(d);
       }
-    } else if (a == "--las-starve") ok = number(&setup.policy.las_starve_factor);
-    else if (a == "--interval") ok = number(&setup.policy.gandiva_interval) && setup.policy.gandiva_interval > 0;
+    } else if (a == "--las-starve")
+      ok = number(&setup.policy.las_starve_factor);
+    else if (a == "--interval")
+      ok = number(&setup.policy.gandiva_interval) && setup.policy.gandiva_interval > 0;
     else if (a == "--max-share") {
       ok = number(&d) && d >= 1;
       setup.policy.gandiva_max_share = static_cast<int>(d);
-    } else if (a == "--no-grow") setup.policy.gandiva_grow = false;
-    else if (a == "--no-migrate") setup.policy.gandiva_migrate = false;
+    } else if (a == "--no-grow")
+      setup.policy.gandiva_grow = false;
+    else if (a == "--no-migrate")
+      setup.policy.gandiva_migrate = false;
     else if (a == "--reserve-min-gpus") {
       ok = number(&d) && d >= 1;
       setup.policy.reserve_min_gpus = static_cast<int>(d);
-    } else if (a == "--check") setup.sim.check_invariants = true;
-    else return Fail("unknown option '" + a + "' (see gandiva sim --help)");
+    } else if (a == "--check")
+      setup.sim.check_invariants = true;
+    else
+      return Fail("unknown option '" + a + "' (see gandiva sim --help)");
     if (!ok) return Fail("option " + a + " needs a valid value");
   }
   if (policies.empty()) return Fail("no policy given");
@@ -181,14 +213,17 @@ int SimCommand(const Args& args) {
 
   auto loaded = sched::LoadSim(setup);
   if (!loaded.ok()) return Fail(loaded.status().ToString());
-  std::fprintf(stderr, "trace %s: %zu jobs (%s format%s), cluster %s\n", setup.trace_path.c_str(),
-               loaded->jobs.size(), loaded->trace.format.c_str(),
-               loaded->trace.skipped_rows ? (", " + std::to_string(loaded->trace.skipped_rows) + " bad rows skipped").c_str()
-                                          : "",
-               loaded->cluster_name.c_str());
+  std::fprintf(
+      stderr, "trace %s: %zu jobs (%s format%s), cluster %s\n", setup.trace_path.c_str(),
+      loaded->jobs.size(), loaded->trace.format.c_str(),
+      loaded->trace.skipped_rows
+          ? (", " + std::to_string(loaded->trace.skipped_rows) + " bad rows skipped").c_str()
+          : "",
+      loaded->cluster_name.c_str());
 
   // Runs are independent and deterministic, so they may run side by side.
-  std::vector<StatusOr<sched::Report>> results(policies.size(), Status(StatusCode::kInternal, "not run"));
+  std::vector<StatusOr<sched::Report>> results(policies.size(),
+                                               Status(StatusCode::kInternal, "not run"));
   std::mutex mu;
   size_t next = 0;
   auto worker = [&] {
@@ -216,7 +251,8 @@ int SimCommand(const Args& args) {
   std::fputs(sched::FormatTable(reports).c_str(), stdout);
 
   std::string trace_name = setup.trace_path.substr(setup.trace_path.find_last_of('/') + 1);
-  if (setup.trace.load != 1) trace_name += " at load x" + std::to_string(setup.trace.load).substr(0, 4);
+  if (setup.trace.load != 1)
+    trace_name += " at load x" + std::to_string(setup.trace.load).substr(0, 4);
   std::string json = sched::ReportsToJson(reports, trace_name, loaded->cluster_name);
   if (json_path == "-") {
     std::fputs(json.c_str(), stdout);
@@ -235,7 +271,8 @@ int SimCommand(const Args& args) {
     }
     Status s = sched::WritePlots(src, plot_prefix);
     if (!s.ok()) return Fail(s.ToString());
-    std::fprintf(stderr, "wrote %sjct_cdf.png and %sutilisation.png\n", plot_prefix.c_str(), plot_prefix.c_str());
+    std::fprintf(stderr, "wrote %sjct_cdf.png and %sutilisation.png\n", plot_prefix.c_str(),
+                 plot_prefix.c_str());
   }
   return 0;
 }

@@ -8,8 +8,8 @@
 #include <optional>
 #include <zmq.hpp>
 
-#include "gandiva/common/log.h"
 #include "controller.h"
+#include "gandiva/common/log.h"
 #include "gandiva/protocol/client.h"
 #include "zap_authenticator.h"
 
@@ -32,7 +32,8 @@ ApiServer::~ApiServer() {
 
 Status ApiServer::Bind() {
   const std::string& ep = options_.local_endpoint;
-  if (ep.rfind("ipc://", 0) != 0) return InvalidArgument("the local endpoint must be ipc://, not " + ep);
+  if (ep.rfind("ipc://", 0) != 0)
+    return InvalidArgument("the local endpoint must be ipc://, not " + ep);
   try {
     const std::filesystem::path path = ep.substr(6);
     std::error_code ec;
@@ -75,7 +76,8 @@ Status ApiServer::Bind() {
 std::string ApiServer::Serve(protocol::Request& request) {
   try {
     auto result = controller_->Handle(request);
-    return result.ok() ? protocol::EncodeOkReply(*result) : protocol::EncodeErrorReply(result.status());
+    return result.ok() ? protocol::EncodeOkReply(*result)
+                       : protocol::EncodeErrorReply(result.status());
   } catch (const std::exception& e) {
     // A handler bug must not take the daemon down, and the client still gets its reply.
     GD_LOG(kError, "internal error while serving a request: %s", e.what());
@@ -98,13 +100,14 @@ void ApiServer::ServeOne(void* socket_handle) {
   std::string reply;
   if (frames.size() < 3 || frames.size() > 4 || frames[1].size() != 0) {
     ++malformed_;
-    reply = protocol::EncodeErrorReply(InvalidArgument("expected one request frame and at most one payload"));
+    reply = protocol::EncodeErrorReply(
+        InvalidArgument("expected one request frame and at most one payload"));
   } else {
     auto request = protocol::DecodeRequest(frames[2].to_string_view());
     if (!request.ok()) {
       ++malformed_;
-      GD_LOG(kWarn, "malformed request (%llu so far): %s", static_cast<unsigned long long>(malformed_),
-             request.status().ToString().c_str());
+      GD_LOG(kWarn, "malformed request (%llu so far): %s",
+             static_cast<unsigned long long>(malformed_), request.status().ToString().c_str());
       reply = protocol::EncodeErrorReply(request.status());
     } else {
       if (frames.size() == 4) request->payload = frames[3].to_string_view();  // no copy

@@ -20,10 +20,10 @@ namespace gandiva::controller {
 class Controller;
 
 struct ApiServerOptions {
-  std::string local_endpoint;               // ipc://...
-  std::string tcp_endpoint;                 // tcp://host:port, or empty
-  protocol::CurveKeyPair server_keys;       // required with tcp_endpoint
-  std::set<std::string> authorized_keys;    // client public keys the TCP endpoint accepts
+  std::string local_endpoint;             // ipc://...
+  std::string tcp_endpoint;               // tcp://host:port, or empty
+  protocol::CurveKeyPair server_keys;     // required with tcp_endpoint
+  std::set<std::string> authorized_keys;  // client public keys the TCP endpoint accepts
 };
 
 class ApiServer {

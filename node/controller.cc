@@ -14,8 +14,9 @@
 #include <cmath>
 
 #include "gandiva/common/clock.h"
-#include "gandiva/common/log.h"
 #include "gandiva/common/futex.h"
+#include "gandiva/common/log.h"
+#include "gandiva/common/units.h"
 #include "gandiva/contract/profiler.h"
 
 namespace gandiva::controller {
@@ -25,7 +26,6 @@ using runtime::ControlBlock;
 using Json = protocol::Json;
 
 namespace {
-constexpr uint64_t kMs = 1'000'000;
 
 int PidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
@@ -34,7 +34,8 @@ StatusOr<std::map<std::string, std::string>> EnvFromRequest(const Json& req) {
   std::map<std::string, std::string> env;
   if (!req.contains("env")) return env;
   for (auto it = req["env"].begin(); it != req["env"].end(); ++it) {
-    if (!it.value().is_string()) return InvalidArgument("env values must be strings ('" + it.key() + "')");
+    if (!it.value().is_string())
+      return InvalidArgument("env values must be strings ('" + it.key() + "')");
     env[it.key()] = it.value().get<std::string>();
   }
   return env;
@@ -58,7 +59,8 @@ Status Controller::Start() {
   ev.data.u64 = 0;  // job ids start at 1
   epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, stop_event_fd_, &ev);
   started_ = true;
-  for (auto& [name, dev] : devices_) dev->thread = std::thread([this, d = dev.get()] { DeviceLoop(d); });
+  for (auto& [name, dev] : devices_)
+    dev->thread = std::thread([this, d = dev.get()] { DeviceLoop(d); });
   heartbeat_thread_ = std::thread([this] { HeartbeatLoop(); });
   monitor_thread_ = std::thread([this] { MonitorLoop(); });
   return Status::Ok();
@@ -130,32 +132,55 @@ StatusOr<Json> Controller::Handle(const protocol::Request& request) {
   const Json& r = request.body;
   // These wait on jobs or peers and lock mu_ only around their own state.
   switch (request.type) {
-    case MessageType::kCheckpoint: return Checkpoint(r);
-    case MessageType::kMigrate: return Migrate(r);
-    case MessageType::kMigratePrepare: return MigratePrepare(r);
-    case MessageType::kMigrateBegin: return MigrateBegin(r);
-    case MessageType::kMigrateChunk: return MigrateChunk(r, request.payload);
-    case MessageType::kMigrateCommit: return MigrateCommit(r);
-    case MessageType::kMigrateStart: return MigrateStart(r);
-    case MessageType::kMigrateAbort: return MigrateAbort(r);
-    default: break;
+    case MessageType::kCheckpoint:
+      return Checkpoint(r);
+    case MessageType::kMigrate:
+      return Migrate(r);
+    case MessageType::kMigratePrepare:
+      return MigratePrepare(r);
+    case MessageType::kMigrateBegin:
+      return MigrateBegin(r);
+    case MessageType::kMigrateChunk:
+      return MigrateChunk(r, request.payload);
+    case MessageType::kMigrateCommit:
+      return MigrateCommit(r);
+    case MessageType::kMigrateStart:
+      return MigrateStart(r);
+    case MessageType::kMigrateAbort:
+      return MigrateAbort(r);
+    default:
+      break;
   }
   std::lock_guard lock(mu_);
   switch (request.type) {
-    case MessageType::kHello: return Hello();
-    case MessageType::kListDevices: return ListDevices();
-    case MessageType::kListJobs: return ListJobs(r);
-    case MessageType::kRegisterJob: return RegisterJob(r);
-    case MessageType::kJobStarted: return JobStarted(r);
-    case MessageType::kJobExited: return JobExited(r);
-    case MessageType::kSuspend: return Suspend(r);
-    case MessageType::kResume: return Resume(r);
-    case MessageType::kKill: return Kill(r);
-    case MessageType::kSetSlice: return SetSlice(r);
-    case MessageType::kSetWeight: return SetWeight(r);
-    case MessageType::kAssignDevice: return AssignDevice(r);
-    case MessageType::kListSwitches: return ListSwitches(r);
-    default: break;
+    case MessageType::kHello:
+      return Hello();
+    case MessageType::kListDevices:
+      return ListDevices();
+    case MessageType::kListJobs:
+      return ListJobs(r);
+    case MessageType::kRegisterJob:
+      return RegisterJob(r);
+    case MessageType::kJobStarted:
+      return JobStarted(r);
+    case MessageType::kJobExited:
+      return JobExited(r);
+    case MessageType::kSuspend:
+      return Suspend(r);
+    case MessageType::kResume:
+      return Resume(r);
+    case MessageType::kKill:
+      return Kill(r);
+    case MessageType::kSetSlice:
+      return SetSlice(r);
+    case MessageType::kSetWeight:
+      return SetWeight(r);
+    case MessageType::kAssignDevice:
+      return AssignDevice(r);
+    case MessageType::kListSwitches:
+      return ListSwitches(r);
+    default:
+      break;
   }
   return Unimplemented("request type not handled");
 }
@@ -216,9 +241,14 @@ StatusOr<Json> Controller::ListDevices() {
 namespace {
 Json OperationToJson(const std::optional<Operation>& op) {
   if (!op) return nullptr;
-  return Json{{"kind", op->kind},       {"state", op->state},   {"step", op->step},
-              {"error", op->error},     {"target", op->target}, {"bytes", op->bytes},
-              {"downtime_ms", op->downtime_ms}, {"to_job", op->to_job},
+  return Json{{"kind", op->kind},
+              {"state", op->state},
+              {"step", op->step},
+              {"error", op->error},
+              {"target", op->target},
+              {"bytes", op->bytes},
+              {"downtime_ms", op->downtime_ms},
+              {"to_job", op->to_job},
               {"duration_s", op->finished_ns ? (op->finished_ns - op->started_ns) / 1e9 : 0.0}};
 }
 }  // namespace
@@ -304,8 +334,8 @@ StatusOr<Json> Controller::RegisterJob(const Json& req) {
   job->cwd = req.value("cwd", "");
   job->env = std::move(env);
   job->registered_ns = MonotonicNowNs();
-  const std::string block_name = "/gandiva." + options_.node + "." + std::to_string(getpid()) +
-                                 "." + std::to_string(job->id);
+  const std::string block_name =
+      "/gandiva." + options_.node + "." + std::to_string(getpid()) + "." + std::to_string(job->id);
   GD_ASSIGN_OR_RETURN(job->block, runtime::SharedControlBlock::Create(
                                       block_name, job->id, options_.lease_ms * kMs, options_.node));
   runtime::Heartbeat(job->cb(), MonotonicNowNs());
@@ -328,7 +358,8 @@ StatusOr<Json> Controller::JobStarted(const Json& req) {
   GD_ASSIGN_OR_RETURN(Job * job, LiveJob(req));
   const int64_t pid = req.at("pid").get<int64_t>();
   if (pid <= 0) return InvalidArgument("pid must be positive");
-  if (job->pid != 0) return FailedPrecondition("job " + std::to_string(job->id) + " already started");
+  if (job->pid != 0)
+    return FailedPrecondition("job " + std::to_string(job->id) + " already started");
   if (req.contains("env")) {
     GD_ASSIGN_OR_RETURN(job->env, EnvFromRequest(req));
   }
@@ -383,18 +414,20 @@ StatusOr<Json> Controller::Resume(const Json& req) {
   GD_ASSIGN_OR_RETURN(Job * job, LiveJob(req));
   if (!job->held) return FailedPrecondition("job " + std::to_string(job->id) + " is not suspended");
   if (job->operation && job->operation->state == "running")
-    return FailedPrecondition("job " + std::to_string(job->id) + " is in a " + job->operation->kind +
-                              "; it resumes when that ends");
+    return FailedPrecondition("job " + std::to_string(job->id) + " is in a " +
+                              job->operation->kind + "; it resumes when that ends");
   SetHeld(*job, false);
   return Json{{"state", JobStateName(job->State())}};
 }
 
 StatusOr<Json> Controller::Kill(const Json& req) {
   GD_ASSIGN_OR_RETURN(Job * job, LiveJob(req));
-  if (job->pid <= 0) return FailedPrecondition("job " + std::to_string(job->id) + " has no process yet");
+  if (job->pid <= 0)
+    return FailedPrecondition("job " + std::to_string(job->id) + " has no process yet");
   const int sig = req.value("signal", SIGTERM);
   if (sig <= 0 || sig >= 65) return InvalidArgument("bad signal " + std::to_string(sig));
-  if (::kill(job->pid, sig) != 0) return NotFound("process " + std::to_string(job->pid) + " is gone");
+  if (::kill(job->pid, sig) != 0)
+    return NotFound("process " + std::to_string(job->pid) + " is gone");
   return Json::object();
 }
 
@@ -426,7 +459,8 @@ StatusOr<Json> Controller::AssignDevice(const Json& req) {
   Device* from = FindDevice(job->device);
   if (to == from) return Json::object();
   if (job->operation && job->operation->state == "running")
-    return FailedPrecondition("job " + std::to_string(job->id) + " is in a " + job->operation->kind);
+    return FailedPrecondition("job " + std::to_string(job->id) + " is in a " +
+                              job->operation->kind);
   if (job->running_since_ns) {
     job->device_time_ns += MonotonicNowNs() - job->running_since_ns;
     job->running_since_ns = 0;

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "devices.h"
-#include "gandiva/protocol/curve.h"
 #include "gandiva/protocol/codec.h"
+#include "gandiva/protocol/curve.h"
 #include "gandiva/status.h"
 #include "job.h"
 #include "slicer.h"
@@ -44,14 +44,14 @@ struct ControllerOptions {
   std::string node = "node";
   std::vector<DeviceInfo> devices;
   uint64_t slice_ms = 100;
-  uint64_t lease_ms = 3000;     // a parked job resumes itself after this long without heartbeat
-  std::string endpoint;         // reported by hello
+  uint64_t lease_ms = 3000;  // a parked job resumes itself after this long without heartbeat
+  std::string endpoint;      // reported by hello
   size_t max_switch_records = 100000;
-  std::string state_dir;                   // sockets for state transfer, logs of spawned jobs
-  protocol::CurveKeyPair node_keys;        // this node's identity towards peers
-  std::map<std::string, Peer> peers;       // nodes jobs may migrate to
-  std::string fault;                       // test-only fault injection, e.g. "corrupt-chunk"
-  int peer_timeout_ms = 20000;             // a peer silent this long has failed
+  std::string state_dir;              // sockets for state transfer, logs of spawned jobs
+  protocol::CurveKeyPair node_keys;   // this node's identity towards peers
+  std::map<std::string, Peer> peers;  // nodes jobs may migrate to
+  std::string fault;                  // test-only fault injection, e.g. "corrupt-chunk"
+  int peer_timeout_ms = 20000;        // a peer silent this long has failed
 };
 
 inline constexpr uint64_t kMinSliceMs = 50;
@@ -122,7 +122,8 @@ class Controller {
   StatusOr<Json> MigrateAbort(const Json& req);
   void RunCheckpoint(uint64_t job, std::string dir);
   void RunMigration(uint64_t job, Peer peer, std::string device);
-  Status MigrateOut(uint64_t job, const Peer& peer, const std::string& device, uint64_t* remote_job);
+  Status MigrateOut(uint64_t job, const Peer& peer, const std::string& device,
+                    uint64_t* remote_job);
   // Holds the job parked (slicer hold) and waits for it; returns when it parked.
   StatusOr<uint64_t> HoldAndPark(uint64_t job, uint64_t timeout_ns);
   void ReleaseHold(uint64_t job);

@@ -6,17 +6,17 @@
 
 #include <algorithm>
 
-#include "gandiva/common/clock.h"
-#include "gandiva/common/log.h"
 #include "controller.h"
+#include "gandiva/common/clock.h"
 #include "gandiva/common/futex.h"
+#include "gandiva/common/log.h"
+#include "gandiva/common/units.h"
 
 namespace gandiva::controller {
 
 using runtime::ControlBlock;
 
 namespace {
-constexpr uint64_t kMs = 1'000'000;
 // While waiting for a job to park, look up at least this often (exits, API changes).
 constexpr uint64_t kParkPollNs = 5 * kMs;
 }  // namespace
@@ -64,7 +64,8 @@ void Controller::DeviceLoop(Device* dev) {
       }
       const uint64_t parked_at = cb->parked_at_ns.load(std::memory_order_relaxed);
       if (job.running_since_ns) {
-        job.device_time_ns += parked_at > job.running_since_ns ? parked_at - job.running_since_ns : 0;
+        job.device_time_ns +=
+            parked_at > job.running_since_ns ? parked_at - job.running_since_ns : 0;
         job.running_since_ns = 0;
       }
       dev->slicer.OnParked(id, parked_at);
@@ -92,8 +93,8 @@ void Controller::DeviceLoop(Device* dev) {
       ++job.slices;
       job.running_since_ns = now;
       if (dev->last_parked_job != 0 && dev->last_parked_job != a.job)
-        dev->pending_switch = SwitchRecord{dev->info.name, dev->last_parked_job, a.job,
-                                           dev->last_parked_at_ns, 0};
+        dev->pending_switch =
+            SwitchRecord{dev->info.name, dev->last_parked_job, a.job, dev->last_parked_at_ns, 0};
       dev->last_parked_job = 0;
     }
 
@@ -190,7 +191,8 @@ void Controller::MonitorLoop() {
       }
       EndJob(job, !clean, code);
       if (clean) {
-        GD_LOG(kInfo, "job %llu (%s) exited", static_cast<unsigned long long>(id), job.name.c_str());
+        GD_LOG(kInfo, "job %llu (%s) exited", static_cast<unsigned long long>(id),
+               job.name.c_str());
       } else {
         GD_LOG(kWarn, "job %llu (%s) died without detaching", static_cast<unsigned long long>(id),
                job.name.c_str());

@@ -11,12 +11,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "gandiva/common/clock.h"
-#include "gandiva/common/log.h"
 #include "controller.h"
-#include "peer_link.h"
+#include "gandiva/common/clock.h"
 #include "gandiva/common/futex.h"
+#include "gandiva/common/log.h"
+#include "gandiva/common/units.h"
 #include "gandiva/contract/environment.h"
+#include "peer_link.h"
 #include "process_spawn.h"
 #include "unix_socket.h"
 
@@ -27,7 +28,6 @@ using runtime::ControlBlock;
 using Json = protocol::Json;
 
 namespace {
-constexpr uint64_t kMs = 1'000'000;
 constexpr size_t kChunkBytes = 4 << 20;  // one frame on the wire
 constexpr int kWindow = 4;               // chunks in flight to the destination
 }  // namespace
@@ -41,15 +41,19 @@ StatusOr<std::map<std::string, Peer>> ReadPeers(const std::string& file) {
   while (std::getline(in, line)) {
     ++n;
     // '#' is also a Z85 character: only a line that starts with it is a comment.
-    if (auto first = line.find_first_not_of(" \t"); first != std::string::npos && line[first] == '#') continue;
+    if (auto first = line.find_first_not_of(" \t");
+        first != std::string::npos && line[first] == '#')
+      continue;
     std::istringstream words(line);
     Peer p;
     std::string key;
     if (!(words >> p.name)) continue;
     if (!(words >> p.endpoint >> key) || p.endpoint.rfind("tcp://", 0) != 0)
-      return InvalidArgument(file + ":" + std::to_string(n) + ": expected NAME tcp://HOST:PORT PUBLIC_KEY");
+      return InvalidArgument(file + ":" + std::to_string(n) +
+                             ": expected NAME tcp://HOST:PORT PUBLIC_KEY");
     auto pub = protocol::ReadCurvePublicKey(key);
-    if (!pub.ok()) return InvalidArgument(file + ":" + std::to_string(n) + ": " + pub.status().message());
+    if (!pub.ok())
+      return InvalidArgument(file + ":" + std::to_string(n) + ": " + pub.status().message());
     p.public_key = *pub;
     peers[p.name] = p;
   }
@@ -117,13 +121,17 @@ void Controller::ReleaseHold(uint64_t id) {
 
 StatusOr<Json> Controller::Checkpoint(const Json& req) {
   const std::string dir = req.at("dir").get<std::string>();
-  if (dir.empty() || dir[0] != '/') return InvalidArgument("checkpoint dir must be an absolute path");
-  if (dir.size() > runtime::kTransferTargetSize - 32) return InvalidArgument("checkpoint dir path too long");
+  if (dir.empty() || dir[0] != '/')
+    return InvalidArgument("checkpoint dir must be an absolute path");
+  if (dir.size() > runtime::kTransferTargetSize - 32)
+    return InvalidArgument("checkpoint dir path too long");
   std::lock_guard lock(mu_);
   GD_ASSIGN_OR_RETURN(Job * job, LiveJob(req));
   if (job->operation && job->operation->state == "running")
-    return FailedPrecondition("job " + std::to_string(job->id) + " is busy: " + job->operation->kind);
-  job->operation = Operation{"checkpoint", "running", "parking", "", dir, 0, 0, 0, MonotonicNowNs(), 0};
+    return FailedPrecondition("job " + std::to_string(job->id) +
+                              " is busy: " + job->operation->kind);
+  job->operation =
+      Operation{"checkpoint", "running", "parking", "", dir, 0, 0, 0, MonotonicNowNs(), 0};
   const uint64_t id = job->id;
   workers_.emplace_back([this, id, dir] { RunCheckpoint(id, dir); });
   return Json::object();
@@ -133,9 +141,12 @@ void Controller::RunCheckpoint(uint64_t id, std::string dir) {
   auto finish = [&](const Status& s, uint64_t bytes) {
     UpdateOperation(id, [&](Operation& op) { op.bytes = bytes; });
     FinishOperation(id, s);
-    if (s.ok()) GD_LOG(kInfo, "job %llu checkpointed to %s (%llu bytes)", (unsigned long long)id, dir.c_str(),
-                       (unsigned long long)bytes);
-    else GD_LOG(kWarn, "checkpoint of job %llu failed: %s", (unsigned long long)id, s.ToString().c_str());
+    if (s.ok())
+      GD_LOG(kInfo, "job %llu checkpointed to %s (%llu bytes)", (unsigned long long)id, dir.c_str(),
+             (unsigned long long)bytes);
+    else
+      GD_LOG(kWarn, "checkpoint of job %llu failed: %s", (unsigned long long)id,
+             s.ToString().c_str());
   };
   auto parked = HoldAndPark(id, 120'000 * kMs);
   if (!parked.ok()) {
@@ -169,10 +180,13 @@ StatusOr<Json> Controller::Migrate(const Json& req) {
   if (peer == options_.peers.end()) return NotFound("no peer node '" + to + "' (see --peers)");
   if (options_.node_keys.secret_key.empty())
     return FailedPrecondition("this node has no key (--key): it cannot authenticate to peers");
-  if (job->pid <= 0) return FailedPrecondition("job " + std::to_string(job->id) + " has no process yet");
+  if (job->pid <= 0)
+    return FailedPrecondition("job " + std::to_string(job->id) + " has no process yet");
   if (job->operation && job->operation->state == "running")
-    return FailedPrecondition("job " + std::to_string(job->id) + " is busy: " + job->operation->kind);
-  job->operation = Operation{"migrate", "running", "preparing", "", to, 0, 0, 0, MonotonicNowNs(), 0};
+    return FailedPrecondition("job " + std::to_string(job->id) +
+                              " is busy: " + job->operation->kind);
+  job->operation =
+      Operation{"migrate", "running", "preparing", "", to, 0, 0, 0, MonotonicNowNs(), 0};
   const uint64_t id = job->id;
   const std::string device = req.value("device", "");
   workers_.emplace_back([this, id, p = peer->second, device] { RunMigration(id, p, device); });
@@ -187,15 +201,17 @@ void Controller::RunMigration(uint64_t id, Peer peer, std::string device) {
     GD_LOG(kInfo, "job %llu migrated to %s as job %llu", (unsigned long long)id, peer.name.c_str(),
            (unsigned long long)remote);
   } else {
-    GD_LOG(kWarn, "migration of job %llu to %s failed: %s", (unsigned long long)id, peer.name.c_str(),
-           s.ToString().c_str());
+    GD_LOG(kWarn, "migration of job %llu to %s failed: %s", (unsigned long long)id,
+           peer.name.c_str(), s.ToString().c_str());
   }
 }
 
 Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& device,
                               uint64_t* remote_job) {
   const protocol::CurveClientKeys keys{options_.node_keys, peer.public_key};
-  auto step = [&](const char* what) { UpdateOperation(id, [&](Operation& op) { op.step = what; }); };
+  auto step = [&](const char* what) {
+    UpdateOperation(id, [&](Operation& op) { op.step = what; });
+  };
   Json prepare;
   ControlBlock* cb = nullptr;
   int pid = 0;
@@ -205,8 +221,9 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
     if (!job || job->ended) return FailedPrecondition("the job ended");
     Json env = Json::object();
     for (const auto& [k, v] : job->env) env[k] = v;
-    prepare = {{"name", job->name}, {"command", job->command}, {"cwd", job->cwd}, {"env", env},
-               {"weight", job->weight}, {"source_node", options_.node}, {"source_job", id}};
+    prepare = {{"name", job->name}, {"command", job->command}, {"cwd", job->cwd},
+               {"env", env},        {"weight", job->weight},   {"source_node", options_.node},
+               {"source_job", id}};
     if (!device.empty()) prepare["device"] = device;
     cb = job->cb();
     pid = job->pid;
@@ -215,7 +232,8 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
   // 1. The destination starts the job and lets it warm up to its first boundary.
   PeerLink link(peer.endpoint, keys, options_.peer_timeout_ms);
   auto prepared = link.Call(MessageType::kMigratePrepare, prepare);
-  if (!prepared.ok()) return Status(prepared.status().code(), peer.name + ": " + prepared.status().message());
+  if (!prepared.ok())
+    return Status(prepared.status().code(), peer.name + ": " + prepared.status().message());
   const uint64_t rid = (*prepared)["job"].get<uint64_t>();
   *remote_job = rid;
   UpdateOperation(id, [&](Operation& op) { op.to_job = rid; });
@@ -223,8 +241,9 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
   auto abort = [&](const Status& why) {
     PeerLink fresh(peer.endpoint, keys, 3000);  // the old link may be the broken part
     auto r = fresh.Call(MessageType::kMigrateAbort, {{"job", rid}});
-    if (!r.ok()) GD_LOG(kWarn, "could not tell %s to drop job %llu: %s", peer.name.c_str(),
-                        (unsigned long long)rid, r.status().ToString().c_str());
+    if (!r.ok())
+      GD_LOG(kWarn, "could not tell %s to drop job %llu: %s", peer.name.c_str(),
+             (unsigned long long)rid, r.status().ToString().c_str());
     if (source_held) ReleaseHold(id);  // the job trains on here, from where it stopped
     return why;
   };
@@ -235,8 +254,10 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
     const std::string state = (*jobs)["jobs"][0]["state"].get<std::string>();
     if (state == "suspended") break;
     if (state == "exited" || state == "failed")
-      return abort(FailedPrecondition("the job's copy on " + peer.name + " " + state + " while starting"));
-    if (stopping_ || MonotonicNowNs() > deadline) return abort(DeadlineExceeded("the destination did not warm up"));
+      return abort(
+          FailedPrecondition("the job's copy on " + peer.name + " " + state + " while starting"));
+    if (stopping_ || MonotonicNowNs() > deadline)
+      return abort(DeadlineExceeded("the destination did not warm up"));
     usleep(20'000);
   }
 
@@ -274,7 +295,8 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
     if (filled == 0) break;
     buf.resize(filled);
     if (options_.fault == "corrupt-chunk" && seq == 0) buf[filled / 2] ^= 0x40;  // test-only
-    if (Status st = link.Send(MessageType::kMigrateChunk, {{"job", rid}, {"seq", seq}}, buf); !st.ok())
+    if (Status st = link.Send(MessageType::kMigrateChunk, {{"job", rid}, {"seq", seq}}, buf);
+        !st.ok())
       return abort(st);
     ++seq;
     bytes += filled;
@@ -295,7 +317,9 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
   // 4. The destination verifies every chunk and loads the state into the warm job.
   step("restoring");
   auto committed = link.Call(MessageType::kMigrateCommit, {{"job", rid}});
-  if (!committed.ok()) return abort(Status(committed.status().code(), peer.name + ": " + committed.status().message()));
+  if (!committed.ok())
+    return abort(
+        Status(committed.status().code(), peer.name + ": " + committed.status().message()));
 
   // 5. The state is safe there: end the source, then let the destination run.
   //    Never both running: the source is gone before the copy starts.
@@ -318,8 +342,9 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
     if (!job->ended) EndJob(*job, false, 0);
   }
   if (!started.ok())
-    return Status(started.status().code(), "the state is on " + peer.name + " (job " + std::to_string(rid) +
-                                               ", parked) but it did not start: " + started.status().message());
+    return Status(started.status().code(),
+                  "the state is on " + peer.name + " (job " + std::to_string(rid) +
+                      ", parked) but it did not start: " + started.status().message());
   UpdateOperation(id, [&](Operation& op) { op.downtime_ms = downtime_ms; });
   return Status::Ok();
 }
@@ -328,7 +353,9 @@ Status Controller::MigrateOut(uint64_t id, const Peer& peer, const std::string& 
 
 StatusOr<Json> Controller::MigratePrepare(const Json& req) {
   std::lock_guard lock(mu_);
-  Json reg = {{"command", req.at("command")}, {"name", req.at("name")}, {"cwd", req.at("cwd")},
+  Json reg = {{"command", req.at("command")},
+              {"name", req.at("name")},
+              {"cwd", req.at("cwd")},
               {"env", req.at("env")}};
   if (req.contains("device")) reg["device"] = req["device"];
   if (req.contains("weight")) reg["weight"] = req["weight"];
@@ -365,8 +392,10 @@ StatusOr<Json> Controller::MigrateBegin(const Json& req) {
   {
     std::lock_guard lock(mu_);
     GD_ASSIGN_OR_RETURN(Job * job, LiveJob(req));
-    if (job->migrated_from.empty() || !job->held) return FailedPrecondition("job is not arriving by migration");
-    if (job->cb()->phase.load() != runtime::kPhaseParked) return FailedPrecondition("job is not warm yet");
+    if (job->migrated_from.empty() || !job->held)
+      return FailedPrecondition("job is not arriving by migration");
+    if (job->cb()->phase.load() != runtime::kPhaseParked)
+      return FailedPrecondition("job is not warm yet");
     if (job->incoming_fd >= 0) return FailedPrecondition("job is already receiving state");
     cb = job->cb();
     id = job->id;
@@ -374,7 +403,7 @@ StatusOr<Json> Controller::MigrateBegin(const Json& req) {
   GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(TransferSocketPath("in", id)));
   const std::string target = "unix:" + listener->path();
   runtime::RequestTransfer(cb, runtime::kRequestRestore, target.c_str());
-  GD_ASSIGN_OR_RETURN(Fd conn, listener->Accept(10'000));
+  GD_ASSIGN_OR_RETURN(UniqueFd conn, listener->Accept(10'000));
   std::lock_guard lock(mu_);
   Job* job = FindJob(id);
   if (!job || job->ended) return FailedPrecondition("the job ended");

@@ -8,15 +8,15 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <filesystem>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "api_server.h"
-#include "gandiva/common/flags.h"
-#include "gandiva/common/log.h"
 #include "controller.h"
 #include "devices.h"
+#include "gandiva/common/flags.h"
+#include "gandiva/common/log.h"
 #include "gandiva/protocol/client.h"
 
 namespace gandiva::controller {
@@ -69,7 +69,8 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
     if (!isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_')
       return InvalidArgument("--node may hold only letters, digits, '-' and '_'");
   opts->endpoint = flags.Get("endpoint", DefaultEndpoint());
-  if (opts->endpoint.rfind("ipc://", 0) != 0) return InvalidArgument("--endpoint must be ipc://PATH");
+  if (opts->endpoint.rfind("ipc://", 0) != 0)
+    return InvalidArgument("--endpoint must be ipc://PATH");
   api->local_endpoint = opts->endpoint;
   if (flags.Has("key")) {
     GD_ASSIGN_OR_RETURN(opts->node_keys, protocol::ReadCurveKeyPair(flags.Get("key")));
@@ -77,21 +78,25 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
   }
   if (flags.Has("tcp")) {
     if (!flags.Has("key") || !flags.Has("authorized-keys"))
-      return InvalidArgument("--tcp needs --key and --authorized-keys: TCP clients must authenticate");
+      return InvalidArgument(
+          "--tcp needs --key and --authorized-keys: TCP clients must authenticate");
     api->tcp_endpoint = flags.Get("tcp");
   }
   if (flags.Has("authorized-keys")) {
-    GD_ASSIGN_OR_RETURN(api->authorized_keys, protocol::ReadAuthorizedKeys(flags.Get("authorized-keys")));
+    GD_ASSIGN_OR_RETURN(api->authorized_keys,
+                        protocol::ReadAuthorizedKeys(flags.Get("authorized-keys")));
   }
   if (flags.Has("peers")) {
     GD_ASSIGN_OR_RETURN(opts->peers, ReadPeers(flags.Get("peers")));
   }
   opts->fault = flags.Get("fault", "");
   GD_ASSIGN_OR_RETURN(long long peer_timeout, flags.GetInt("peer-timeout-ms", 20000));
-  if (peer_timeout < 100 || peer_timeout > 600000) return InvalidArgument("--peer-timeout-ms must be 100..600000");
+  if (peer_timeout < 100 || peer_timeout > 600000)
+    return InvalidArgument("--peer-timeout-ms must be 100..600000");
   opts->peer_timeout_ms = static_cast<int>(peer_timeout);
   // Unix socket paths are short (108 bytes): fall back to /tmp for a deep directory.
-  std::string state_dir = flags.Get("state-dir", std::filesystem::path(opts->endpoint.substr(6)).parent_path());
+  std::string state_dir =
+      flags.Get("state-dir", std::filesystem::path(opts->endpoint.substr(6)).parent_path());
   if (state_dir.size() > 70) state_dir = "/tmp/gandivad-" + std::to_string(getpid());
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
@@ -104,9 +109,10 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
 
 int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
-  Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-               "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
-              {"daemonize", "help"});
+  Flags flags(
+      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
+       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
+      {"daemonize", "help"});
   if (Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "gandivad: %s\n%s", s.message().c_str(), kUsage);
     return 2;
@@ -116,14 +122,19 @@ int RunDaemon(const std::vector<std::string>& args) {
     return 0;
   }
   if (!flags.positionals().empty()) {
-    std::fprintf(stderr, "gandivad: unexpected argument '%s'\n%s", flags.positionals()[0].c_str(), kUsage);
+    std::fprintf(stderr, "gandivad: unexpected argument '%s'\n%s", flags.positionals()[0].c_str(),
+                 kUsage);
     return 2;
   }
   const std::string level = flags.Get("log", "");
-  if (level == "error") log::SetLevel(log::kError);
-  else if (level == "warn") log::SetLevel(log::kWarn);
-  else if (level == "debug") log::SetLevel(log::kDebug);
-  else if (level == "info") log::SetLevel(log::kInfo);
+  if (level == "error")
+    log::SetLevel(log::kError);
+  else if (level == "warn")
+    log::SetLevel(log::kWarn);
+  else if (level == "debug")
+    log::SetLevel(log::kDebug);
+  else if (level == "info")
+    log::SetLevel(log::kInfo);
   else if (!level.empty()) {
     std::fprintf(stderr, "gandivad: --log must be error, warn, info or debug\n");
     return 2;

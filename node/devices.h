@@ -13,11 +13,11 @@
 namespace gandiva::controller {
 
 struct DeviceInfo {
-  std::string name;        // "gpu0", "cpu0": what --device and the API call it
-  std::string kind;        // "gpu" or "cpu"
-  std::string model;       // e.g. "NVIDIA H100 80GB HBM3", or "host CPU"
+  std::string name;   // "gpu0", "cpu0": what --device and the API call it
+  std::string kind;   // "gpu" or "cpu"
+  std::string model;  // e.g. "NVIDIA H100 80GB HBM3", or "host CPU"
   uint64_t memory_bytes = 0;
-  int capacity = 1;        // jobs that may run at once
+  int capacity = 1;  // jobs that may run at once
 };
 
 // Parses "KIND:COUNT[,KIND:COUNT...]" (KIND gpu or cpu, COUNT 1..64), e.g. "cpu:1".

@@ -5,13 +5,20 @@ namespace gandiva::controller {
 
 const char* JobStateName(JobState state) {
   switch (state) {
-    case JobState::kStarting: return "starting";
-    case JobState::kRunning: return "running";
-    case JobState::kSuspending: return "suspending";
-    case JobState::kSuspended: return "suspended";
-    case JobState::kExited: return "exited";
-    case JobState::kFailed: return "failed";
-    case JobState::kMigrated: return "migrated";
+    case JobState::kStarting:
+      return "starting";
+    case JobState::kRunning:
+      return "running";
+    case JobState::kSuspending:
+      return "suspending";
+    case JobState::kSuspended:
+      return "suspended";
+    case JobState::kExited:
+      return "exited";
+    case JobState::kFailed:
+      return "failed";
+    case JobState::kMigrated:
+      return "migrated";
   }
   return "?";
 }
@@ -22,9 +29,12 @@ JobState Job::State() const {
   const runtime::ControlBlock* c = cb();
   if (!c) return JobState::kStarting;
   switch (c->phase.load(std::memory_order_acquire)) {
-    case runtime::kPhaseStarting: return JobState::kStarting;
-    case runtime::kPhaseParked: return JobState::kSuspended;
-    case runtime::kPhaseExited: return JobState::kExited;
+    case runtime::kPhaseStarting:
+      return JobState::kStarting;
+    case runtime::kPhaseParked:
+      return JobState::kSuspended;
+    case runtime::kPhaseExited:
+      return JobState::kExited;
     default:
       return c->request.load(std::memory_order_acquire) == runtime::kRequestSuspend
                  ? JobState::kSuspending

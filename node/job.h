@@ -5,8 +5,8 @@
 
 #include <cstdint>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,9 +59,9 @@ struct Job {
   uint64_t incoming_seq = 0;
 
   // Measured by the device loop.
-  uint64_t slices = 0;          // times the job was resumed to run a slice
-  uint64_t swaps = 0;           // times its device memory was swapped out to make room
-  uint64_t device_time_ns = 0;  // sum of its slices, resume to park
+  uint64_t slices = 0;            // times the job was resumed to run a slice
+  uint64_t swaps = 0;             // times its device memory was swapped out to make room
+  uint64_t device_time_ns = 0;    // sum of its slices, resume to park
   uint64_t running_since_ns = 0;  // resume time of the current slice; 0 when not running
 
   runtime::ControlBlock* cb() const { return block ? block->get() : nullptr; }

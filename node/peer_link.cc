@@ -26,7 +26,8 @@ PeerLink::PeerLink(std::string endpoint, protocol::CurveClientKeys keys, int tim
 
 PeerLink::~PeerLink() = default;
 
-Status PeerLink::Send(protocol::MessageType type, const protocol::Json& fields, std::string_view payload) {
+Status PeerLink::Send(protocol::MessageType type, const protocol::Json& fields,
+                      std::string_view payload) {
   try {
     const std::string req = protocol::EncodeRequest(type, fields);
     auto more = zmq::send_flags::sndmore;
@@ -45,7 +46,8 @@ StatusOr<protocol::Json> PeerLink::Receive() {
   try {
     zmq::message_t delimiter, body;
     if (!impl_->sock.recv(delimiter) || !delimiter.more() || !impl_->sock.recv(body))
-      return Unavailable("no reply from peer " + endpoint_ + " within " + std::to_string(timeout_ms_) +
+      return Unavailable("no reply from peer " + endpoint_ + " within " +
+                         std::to_string(timeout_ms_) +
                          " ms (down, unreachable, or it does not accept this node's key)");
     --outstanding_;
     return protocol::DecodeReply(body.to_string_view());

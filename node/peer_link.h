@@ -21,7 +21,8 @@ class PeerLink {
   ~PeerLink();
 
   // Queues one request (with an optional payload frame) without waiting.
-  Status Send(protocol::MessageType type, const protocol::Json& fields, std::string_view payload = {});
+  Status Send(protocol::MessageType type, const protocol::Json& fields,
+              std::string_view payload = {});
   // The reply to the oldest request not yet answered.
   StatusOr<protocol::Json> Receive();
   StatusOr<protocol::Json> Call(protocol::MessageType type, const protocol::Json& fields,

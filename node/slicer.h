@@ -65,9 +65,9 @@ class Slicer {
   struct Entry {
     double weight = 1.0;
     JobState state = JobState::kStopping;
-    bool suspend_sent = false;   // kStopping: the suspend action was returned already
-    bool hold_on_park = false;   // kStopping: stay held when it parks
-    uint64_t slice_start = 0;    // kRunning
+    bool suspend_sent = false;  // kStopping: the suspend action was returned already
+    bool hold_on_park = false;  // kStopping: stay held when it parks
+    uint64_t slice_start = 0;   // kRunning
   };
   uint64_t SliceOf(const Entry& e) const { return static_cast<uint64_t>(slice_ns_ * e.weight); }
 

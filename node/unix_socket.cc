@@ -15,17 +15,12 @@
 
 namespace gandiva::controller {
 
-void Fd::Reset() {
-  if (fd_ >= 0) close(fd_);
-  fd_ = -1;
-}
-
 StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) return InvalidArgument("socket path too long: " + path);
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  Fd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd.valid()) return Internal(std::string("socket: ") + std::strerror(errno));
   unlink(path.c_str());
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
@@ -37,16 +32,17 @@ StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::string& 
 
 UnixListener::~UnixListener() { unlink(path_.c_str()); }
 
-StatusOr<Fd> UnixListener::Accept(int timeout_ms) {
+StatusOr<UniqueFd> UnixListener::Accept(int timeout_ms) {
   pollfd p{fd_.get(), POLLIN, 0};
   int r;
   do {
     r = poll(&p, 1, timeout_ms);
   } while (r < 0 && errno == EINTR);
-  if (r == 0) return DeadlineExceeded("the job did not connect to " + path_ + " within " +
-                                      std::to_string(timeout_ms) + " ms");
+  if (r == 0)
+    return DeadlineExceeded("the job did not connect to " + path_ + " within " +
+                            std::to_string(timeout_ms) + " ms");
   if (r < 0) return Internal(std::string("poll: ") + std::strerror(errno));
-  Fd conn(accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  UniqueFd conn(accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!conn.valid()) return Internal(std::string("accept: ") + std::strerror(errno));
   return conn;
 }
@@ -55,7 +51,8 @@ StatusOr<size_t> ReadSome(int fd, char* buf, size_t max, int timeout_ms) {
   for (;;) {
     pollfd p{fd, POLLIN, 0};
     int r = poll(&p, 1, timeout_ms);
-    if (r == 0) return DeadlineExceeded("no data from the job for " + std::to_string(timeout_ms) + " ms");
+    if (r == 0)
+      return DeadlineExceeded("no data from the job for " + std::to_string(timeout_ms) + " ms");
     if (r < 0) {
       if (errno == EINTR) continue;
       return Internal(std::string("poll: ") + std::strerror(errno));

@@ -6,36 +6,10 @@
 #include <memory>
 #include <string>
 
+#include "gandiva/common/unique_fd.h"
 #include "gandiva/status.h"
 
 namespace gandiva::controller {
-
-// An owned file descriptor, closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { Reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.Release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = o.Release();
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  int Release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-  void Reset();
-
- private:
-  int fd_ = -1;
-};
 
 // Listens on `path` (owner-only); removes the path when destroyed.
 class UnixListener {
@@ -43,13 +17,13 @@ class UnixListener {
   static StatusOr<std::unique_ptr<UnixListener>> Listen(const std::string& path);
   ~UnixListener();
   // Waits up to timeout_ms for one connection.
-  StatusOr<Fd> Accept(int timeout_ms);
+  StatusOr<UniqueFd> Accept(int timeout_ms);
   const std::string& path() const { return path_; }
 
  private:
-  UnixListener(std::string path, Fd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
+  UnixListener(std::string path, UniqueFd fd) : path_(std::move(path)), fd_(std::move(fd)) {}
   std::string path_;
-  Fd fd_;
+  UniqueFd fd_;
 };
 
 // Reads up to `max` bytes, waiting at most timeout_ms; 0 bytes means end of stream.

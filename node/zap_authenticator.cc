@@ -53,7 +53,8 @@ void ZapAuthenticator::Serve() {
       sock_.send(zmq::str_buffer("1.0"), zmq::send_flags::sndmore);
       sock_.send(zmq::buffer(request_id), zmq::send_flags::sndmore);
       sock_.send(zmq::buffer(std::string(ok ? "200" : "400")), zmq::send_flags::sndmore);
-      sock_.send(zmq::buffer(std::string(ok ? "OK" : "unauthorized key")), zmq::send_flags::sndmore);
+      sock_.send(zmq::buffer(std::string(ok ? "OK" : "unauthorized key")),
+                 zmq::send_flags::sndmore);
       sock_.send(zmq::buffer(user), zmq::send_flags::sndmore);
       sock_.send(zmq::message_t(), zmq::send_flags::none);
     } catch (const zmq::error_t& e) {

@@ -7,8 +7,8 @@
 
 #include "gandiva/checkpoint/registry.h"
 #include "gandiva/checkpoint/state_transfer.h"
-#include "gandiva/protocol/client.h"
 #include "gandiva/gandiva.h"
+#include "gandiva/protocol/client.h"
 
 namespace py = pybind11;
 
@@ -30,7 +30,8 @@ py::dict IterationStats() {
 
 // Calls the API with JSON text in and out; the Python layer does json.loads
 // and turns an error reply into GandivaError. Returns (ok, code, text).
-py::tuple Call(gandiva::ApiClient& client, const std::string& type, const std::string& fields_json) {
+py::tuple Call(gandiva::ApiClient& client, const std::string& type,
+               const std::string& fields_json) {
   auto fields = gandiva::protocol::Json::parse(fields_json, nullptr, false);
   if (fields.is_discarded() || !fields.is_object())
     return py::make_tuple(false, "invalid_argument", "fields must be a JSON object");
@@ -42,7 +43,8 @@ py::tuple Call(gandiva::ApiClient& client, const std::string& type, const std::s
     reply = client.Call(*t, fields);
   }
   if (!reply.ok())
-    return py::make_tuple(false, gandiva::StatusCodeName(reply.status().code()), reply.status().message());
+    return py::make_tuple(false, gandiva::StatusCodeName(reply.status().code()),
+                          reply.status().message());
   return py::make_tuple(true, "ok", reply->dump());
 }
 
@@ -157,9 +159,11 @@ py::tuple Restore(const std::string& target) {
 
 PYBIND11_MODULE(_gandiva, m) {
   m.doc() = "native part of the gandiva package";
-  m.def("attach", [] { return gd_attach() == 1; }, "Attach to the controller; True when managed.");
+  m.def(
+      "attach", [] { return gd_attach() == 1; }, "Attach to the controller; True when managed.");
   // The boundary may park for a whole time slice: let other Python threads run meanwhile.
-  m.def("boundary", [] { gd_boundary(); }, py::call_guard<py::gil_scoped_release>());
+  m.def(
+      "boundary", [] { gd_boundary(); }, py::call_guard<py::gil_scoped_release>());
   m.def("managed", [] { return gd_managed() == 1; });
   m.def("job_id", [] { return gd_job_id(); });
   m.def("iteration_stats", &IterationStats);

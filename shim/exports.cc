@@ -21,7 +21,8 @@ namespace policy = gandiva::shim::policy;
 
 #define GD_HOOK(name, pfn, what)                                                          \
   extern "C" pfn gd_resolve_##name() { return &Wrapper<HookId::name, policy::what>::Fn; } \
-  extern "C" GD_SHIM_EXPORT std::remove_pointer_t<pfn> name __attribute__((ifunc("gd_resolve_" #name)));
+  extern "C" GD_SHIM_EXPORT std::remove_pointer_t<pfn> name                               \
+      __attribute__((ifunc("gd_resolve_" #name)));
 #include "interpose/hooks.def"
 #undef GD_HOOK
 

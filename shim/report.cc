@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "boundary/job_link.h"
+#include "boundary/thread_state.h"
 #include "interpose/driver.h"
 #include "interpose/hook_table.h"
-#include "boundary/job_link.h"
 #include "memory/memory_tracker.h"
-#include "boundary/thread_state.h"
 
 namespace gandiva::shim {
 namespace {
@@ -26,12 +26,17 @@ __attribute__((destructor)) void WriteReport() {
   }
   if (DriverLoaded()) {
     const MemoryTotals t = MemoryTracker::Get().Totals();
-    std::fprintf(f, "device_bytes %llu\ndevice_allocations %llu\nswapped_bytes %llu\nvmm_bytes %llu\n",
-                 static_cast<unsigned long long>(t.device_bytes), static_cast<unsigned long long>(t.allocations),
-                 static_cast<unsigned long long>(t.swapped_bytes), static_cast<unsigned long long>(t.vmm_bytes));
+    std::fprintf(f,
+                 "device_bytes %llu\ndevice_allocations %llu\nswapped_bytes %llu\nvmm_bytes %llu\n",
+                 static_cast<unsigned long long>(t.device_bytes),
+                 static_cast<unsigned long long>(t.allocations),
+                 static_cast<unsigned long long>(t.swapped_bytes),
+                 static_cast<unsigned long long>(t.vmm_bytes));
   }
   const BoundaryReport b = CurrentBoundaryReport();
-  std::fprintf(f, "boundaries %llu\nconfidence_pct %u\nperiod_segments %d\nlaunches_per_period %u\nexplicit %d\n",
+  std::fprintf(f,
+               "boundaries %llu\nconfidence_pct %u\nperiod_segments %d\nlaunches_per_period "
+               "%u\nexplicit %d\n",
                static_cast<unsigned long long>(b.boundaries), b.confidence_pct, b.period_segments,
                b.launches_per_period, b.explicit_marks ? 1 : 0);
   std::fclose(f);

@@ -10,25 +10,23 @@
 // parent merges both Google Benchmark JSON files into one and prints a table.
 //
 // Usage: bench_boundary [--out DIR] [--benchmark_* flags]
+#include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
-#include "gandiva/runtime/job_runtime.h"
 #include "gandiva/contract/shared_control_block.h"
+#include "gandiva/runtime/job_runtime.h"
 
 namespace {
 
@@ -183,7 +181,8 @@ int main(int argc, char** argv) {
   merged["goal_ns"] = 50;
   std::map<std::string, std::map<std::string, double>> rows;
   std::vector<std::string> order;
-  for (const auto& [mode, path] : {std::pair{"managed", managed_json}, {"unmanaged", unmanaged_json}}) {
+  for (const auto& [mode, path] :
+       {std::pair{"managed", managed_json}, {"unmanaged", unmanaged_json}}) {
     const nlohmann::json j = ReadJson(path);
     merged[mode] = j.value("benchmarks", nlohmann::json::array());
     for (const auto& b : merged[mode]) {

@@ -33,16 +33,15 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "gandiva/common/clock.h"
-#include "gandiva/contract/control_block.h"
 #include "gandiva/common/futex.h"
-#include "gandiva/runtime/job_runtime.h"
+#include "gandiva/contract/control_block.h"
 #include "gandiva/contract/shared_control_block.h"
+#include "gandiva/runtime/job_runtime.h"
 
 namespace {
 
@@ -85,7 +84,9 @@ Summary Summarize(std::vector<uint64_t> v) {
   Summary s;
   if (v.empty()) return s;
   std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))] / 1e3; };
+  auto at = [&](double q) {
+    return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))] / 1e3;
+  };
   s.n = v.size();
   s.median_us = at(0.5);
   s.p99_us = at(0.99);
@@ -98,8 +99,9 @@ Summary Summarize(std::vector<uint64_t> v) {
 }
 
 nlohmann::json ToJson(const Summary& s) {
-  return {{"n", s.n},           {"median_us", s.median_us}, {"p99_us", s.p99_us},
-          {"mean_us", s.mean_us}, {"min_us", s.min_us},      {"max_us", s.max_us}};
+  return {{"n", s.n},           {"median_us", s.median_us},
+          {"p99_us", s.p99_us}, {"mean_us", s.mean_us},
+          {"min_us", s.min_us}, {"max_us", s.max_us}};
 }
 
 // Child of the floor: answers every ping with a pong until told to quit.
@@ -175,12 +177,18 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       if (a.size() > n && a[n] == '=') return argv[i] + n + 1;
       return nullptr;
     };
-    if (const char* v = value("--switches")) o->switches = std::atoi(v);
-    else if (const char* v = value("--slice-us")) o->slice_us = std::strtoull(v, nullptr, 10);
-    else if (const char* v = value("--spin-us")) o->spin_us = std::strtoull(v, nullptr, 10);
-    else if (const char* v = value("--pingpongs")) o->pingpongs = std::atoi(v);
-    else if (const char* v = value("--idle-pingpongs")) o->idle_pingpongs = std::atoi(v);
-    else if (const char* v = value("--out")) o->out_dir = v;
+    if (const char* v = value("--switches"))
+      o->switches = std::atoi(v);
+    else if (const char* v = value("--slice-us"))
+      o->slice_us = std::strtoull(v, nullptr, 10);
+    else if (const char* v = value("--spin-us"))
+      o->spin_us = std::strtoull(v, nullptr, 10);
+    else if (const char* v = value("--pingpongs"))
+      o->pingpongs = std::atoi(v);
+    else if (const char* v = value("--idle-pingpongs"))
+      o->idle_pingpongs = std::atoi(v);
+    else if (const char* v = value("--out"))
+      o->out_dir = v;
     else {
       std::fprintf(stderr,
                    "usage: bench_switch [--switches N] [--slice-us U] [--spin-us U] "
@@ -312,26 +320,31 @@ int main(int argc, char** argv) {
   const double ratio = fl.median_us > 0 ? sw.median_us / fl.median_us : 0;
   const double ratio_idle = fli.median_us > 0 ? sw.median_us / fli.median_us : 0;
 
-  std::printf("bench_switch: %d switches, %llu us slices, %llu us iterations, 2 jobs, parent as controller\n",
-              opt.switches, static_cast<unsigned long long>(opt.slice_us),
-              static_cast<unsigned long long>(opt.spin_us));
+  std::printf(
+      "bench_switch: %d switches, %llu us slices, %llu us iterations, 2 jobs, parent as "
+      "controller\n",
+      opt.switches, static_cast<unsigned long long>(opt.slice_us),
+      static_cast<unsigned long long>(opt.spin_us));
   std::printf("%-40s %8s %10s %10s %10s %10s\n", "us", "n", "median", "p99", "mean", "max");
   auto row = [](const char* name, const Summary& s) {
-    std::printf("%-40s %8zu %10.1f %10.1f %10.1f %10.1f\n", name, s.n, s.median_us, s.p99_us, s.mean_us,
-                s.max_us);
+    std::printf("%-40s %8zu %10.1f %10.1f %10.1f %10.1f\n", name, s.n, s.median_us, s.p99_us,
+                s.mean_us, s.max_us);
   };
   row("switch: A parked -> B running (pre-woken)", sw);
   row("switch without pre-wake", sw_plain);
   row("  of which A parked -> resume issued", ctl);
   row("floor: futex ping-pong, back to back", fl);
   row("floor: futex ping-pong, after slice idle", fli);
-  std::printf("ratio median switch / median floor: %.2f back to back, %.2f after slice idle"
-              "  (goals: median <= 200 us, ratio <= 2)\n",
-              ratio, ratio_idle);
+  std::printf(
+      "ratio median switch / median floor: %.2f back to back, %.2f after slice idle"
+      "  (goals: median <= 200 us, ratio <= 2)\n",
+      ratio, ratio_idle);
 
   nlohmann::json j = {
       {"bench", "switch"},
-      {"driver", "parent process as controller (RequestSuspend, PreWake on every other switch, WaitForPhase, RequestResume)"},
+      {"driver",
+       "parent process as controller (RequestSuspend, PreWake on every other switch, WaitForPhase, "
+       "RequestResume)"},
       {"switches", opt.switches},
       {"slice_us", opt.slice_us},
       {"iteration_spin_us", opt.spin_us},

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cinttypes>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -39,16 +39,26 @@ bool Parse(int argc, char** argv, Options* o) {
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
     if (!v) return false;
     ++i;
-    if (a == "--mib") o->mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--seed") o->seed = std::strtoull(v, nullptr, 10);
-    else if (a == "--iterations") o->iterations = std::strtoull(v, nullptr, 10);
-    else if (a == "--iteration-ms") o->iteration_ms = std::atof(v);
-    else if (a == "--checkpoint-at") o->checkpoint_at = std::strtoull(v, nullptr, 10);
-    else if (a == "--checkpoint-dir") o->checkpoint_dir = v;
-    else if (a == "--report-every") o->report_every = std::strtoull(v, nullptr, 10);
-    else if (a == "--result") o->result = v;
-    else if (a == "--timing") o->timing = v;
-    else return false;
+    if (a == "--mib")
+      o->mib = std::strtoull(v, nullptr, 10);
+    else if (a == "--seed")
+      o->seed = std::strtoull(v, nullptr, 10);
+    else if (a == "--iterations")
+      o->iterations = std::strtoull(v, nullptr, 10);
+    else if (a == "--iteration-ms")
+      o->iteration_ms = std::atof(v);
+    else if (a == "--checkpoint-at")
+      o->checkpoint_at = std::strtoull(v, nullptr, 10);
+    else if (a == "--checkpoint-dir")
+      o->checkpoint_dir = v;
+    else if (a == "--report-every")
+      o->report_every = std::strtoull(v, nullptr, 10);
+    else if (a == "--result")
+      o->result = v;
+    else if (a == "--timing")
+      o->timing = v;
+    else
+      return false;
   }
   return o->mib > 0 && (!o->checkpoint_at || !o->checkpoint_dir.empty());
 }
@@ -70,7 +80,7 @@ struct State {
   uint64_t iteration = 0;
   uint64_t words = 0;
   std::unique_ptr<uint64_t[]> data;
-  int timing_fd = -1;              // --timing: where save/load/resume times go
+  int timing_fd = -1;                // --timing: where save/load/resume times go
   uint64_t boundary_entered_ns = 0;  // when the job last entered a boundary
 };
 
@@ -79,7 +89,8 @@ struct State {
 void Event(const State& s, const char* what, uint64_t ns) {
   if (s.timing_fd < 0) return;
   char line[96];
-  const int n = std::snprintf(line, sizeof(line), "%s %d %" PRIu64 "\n", what, static_cast<int>(getpid()), ns);
+  const int n = std::snprintf(line, sizeof(line), "%s %d %" PRIu64 "\n", what,
+                              static_cast<int>(getpid()), ns);
   [[maybe_unused]] const ssize_t written = write(s.timing_fd, line, n);  // best effort
 }
 
@@ -103,8 +114,10 @@ int Load(void* user, gd_reader* r) {
   auto* s = static_cast<State*>(user);
   const long long expected = static_cast<long long>(sizeof(s->iteration) + s->words * 8);
   if (gd_section_size(r) != expected) {
-    std::fprintf(stderr, "[synthetic] checkpoint holds %lld bytes of state, this job has %lld "
-                 "(different --mib?)\n", gd_section_size(r), expected);
+    std::fprintf(stderr,
+                 "[synthetic] checkpoint holds %lld bytes of state, this job has %lld "
+                 "(different --mib?)\n",
+                 gd_section_size(r), expected);
     return 1;
   }
   Event(*s, "load_begin", NowNs());
@@ -133,13 +146,15 @@ void SleepMs(double ms) {
 int main(int argc, char** argv) {
   Options opt;
   if (!Parse(argc, argv, &opt)) {
-    std::fprintf(stderr, "usage: synthetic_state_job [--mib N] [--seed N] [--iterations N] "
+    std::fprintf(stderr,
+                 "usage: synthetic_state_job [--mib N] [--seed N] [--iterations N] "
                  "[--iteration-ms X] [--checkpoint-at N --checkpoint-dir DIR] "
                  "[--report-every N] [--result FILE] [--timing FILE]\n");
     return 2;
   }
   State st;
-  if (!opt.timing.empty()) st.timing_fd = open(opt.timing.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (!opt.timing.empty())
+    st.timing_fd = open(opt.timing.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   st.words = opt.mib * (1u << 20) / 8;
   st.data.reset(new uint64_t[st.words]);
   uint64_t x = opt.seed;
@@ -178,7 +193,8 @@ int main(int argc, char** argv) {
     if (!f) return 1;
     std::fprintf(f,
                  "{\"iterations\": %" PRIu64 ", \"mib\": %" PRIu64 ", \"seed\": %" PRIu64
-                 ", \"restored_at_iteration\": %" PRIu64 ", \"elapsed_s\": %.6f, "
+                 ", \"restored_at_iteration\": %" PRIu64
+                 ", \"elapsed_s\": %.6f, "
                  "\"checksum\": \"%s\"}\n",
                  st.iteration, opt.mib, opt.seed, restored_at, elapsed, checksum);
     std::fclose(f);

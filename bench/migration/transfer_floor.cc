@@ -36,11 +36,16 @@ bool Parse(int argc, char** argv, Options* o) {
     }
     if (i + 1 >= argc) return false;
     const char* v = argv[++i];
-    if (a == "--mib") o->mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--chunk-mib") o->chunk_mib = std::strtoull(v, nullptr, 10);
-    else if (a == "--window") o->window = std::atoi(v);
-    else if (a == "--repeat") o->repeat = std::atoi(v);
-    else return false;
+    if (a == "--mib")
+      o->mib = std::strtoull(v, nullptr, 10);
+    else if (a == "--chunk-mib")
+      o->chunk_mib = std::strtoull(v, nullptr, 10);
+    else if (a == "--window")
+      o->window = std::atoi(v);
+    else if (a == "--repeat")
+      o->repeat = std::atoi(v);
+    else
+      return false;
   }
   return o->mib > 0 && o->chunk_mib > 0 && o->window > 0 && o->repeat > 0;
 }
@@ -190,7 +195,9 @@ double Zmq(const char* src, char* dst, size_t n, size_t chunk, int window, bool 
 int main(int argc, char** argv) {
   Options opt;
   if (!Parse(argc, argv, &opt)) {
-    std::fprintf(stderr, "usage: transfer_floor [--mib N] [--chunk-mib N] [--window N] [--repeat N] [--json]\n");
+    std::fprintf(
+        stderr,
+        "usage: transfer_floor [--mib N] [--chunk-mib N] [--window N] [--repeat N] [--json]\n");
     return 2;
   }
   const size_t n = opt.mib << 20, chunk = opt.chunk_mib << 20;
@@ -205,8 +212,11 @@ int main(int argc, char** argv) {
     const char* name;
     Result r;
   };
-  std::vector<Row> rows = {{"memcpy_warm", {}}, {"memcpy_fresh", {}}, {"unix_socket", {}},
-                           {"zmq_tcp", {}},     {"zmq_tcp_curve", {}}};
+  std::vector<Row> rows = {{"memcpy_warm", {}},
+                           {"memcpy_fresh", {}},
+                           {"unix_socket", {}},
+                           {"zmq_tcp", {}},
+                           {"zmq_tcp_curve", {}}};
   for (int k = 0; k < opt.repeat; ++k) {
     rows[0].r.Add(Memcpy(src, n, true));
     rows[1].r.Add(Memcpy(src, n, false));
@@ -219,16 +229,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (opt.json) {
-    std::printf("{\"mib\": %llu, \"bytes\": %zu, \"chunk_bytes\": %zu, \"window\": %d, \"repeat\": %d",
-                static_cast<unsigned long long>(opt.mib), n, chunk, opt.window, opt.repeat);
+    std::printf(
+        "{\"mib\": %llu, \"bytes\": %zu, \"chunk_bytes\": %zu, \"window\": %d, \"repeat\": %d",
+        static_cast<unsigned long long>(opt.mib), n, chunk, opt.window, opt.repeat);
     for (const Row& row : rows)
-      std::printf(", \"%s\": {\"best_ms\": %.3f, \"median_ms\": %.3f, \"best_gbps\": %.3f}", row.name,
-                  row.r.best_s * 1e3, row.r.median_s * 1e3, n / row.r.best_s / 1e9);
+      std::printf(", \"%s\": {\"best_ms\": %.3f, \"median_ms\": %.3f, \"best_gbps\": %.3f}",
+                  row.name, row.r.best_s * 1e3, row.r.median_s * 1e3, n / row.r.best_s / 1e9);
     std::printf("}\n");
   } else {
     std::printf("%llu MiB in %llu MiB pieces, best of %d (median)\n",
-                static_cast<unsigned long long>(opt.mib), static_cast<unsigned long long>(opt.chunk_mib),
-                opt.repeat);
+                static_cast<unsigned long long>(opt.mib),
+                static_cast<unsigned long long>(opt.chunk_mib), opt.repeat);
     std::printf("%-14s %12s %12s %9s\n", "path", "best ms", "median ms", "GB/s");
     for (const Row& row : rows)
       std::printf("%-14s %12.1f %12.1f %9.2f\n", row.name, row.r.best_s * 1e3, row.r.median_s * 1e3,

@@ -20,10 +20,14 @@ int main(int argc, char** argv) {
   int repeat = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
-    if (a == "--data") data = argv[i + 1];
-    else if (a == "--load") load = std::atof(argv[i + 1]);
-    else if (a == "--repeat") repeat = std::max(1, std::atoi(argv[i + 1]));
-    else if (a == "--json") json_path = argv[i + 1];
+    if (a == "--data")
+      data = argv[i + 1];
+    else if (a == "--load")
+      load = std::atof(argv[i + 1]);
+    else if (a == "--repeat")
+      repeat = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--json")
+      json_path = argv[i + 1];
     else {
       std::fprintf(stderr, "usage: bench_sim [--data DIR] [--load X] [--repeat N] [--json PATH]\n");
       return 2;
@@ -39,8 +43,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_sim: %s\n", loaded.status().ToString().c_str());
     return 1;
   }
-  std::printf("Philly trace: %zu jobs at load x%g on %s; best of %d runs\n\n", loaded->jobs.size(), load,
-              loaded->cluster_name.c_str(), repeat);
+  std::printf("Philly trace: %zu jobs at load x%g on %s; best of %d runs\n\n", loaded->jobs.size(),
+              load, loaded->cluster_name.c_str(), repeat);
   std::printf("%-14s %9s %12s %12s %10s\n", "policy", "wall s", "jobs/s", "events/s", "events");
   std::string json = "{\n  \"trace\": \"philly_jobs.csv\",\n  \"load\": " + std::to_string(load) +
                      ",\n  \"jobs\": " + std::to_string(loaded->jobs.size()) + ",\n  \"runs\": [\n";
@@ -62,9 +66,11 @@ int main(int argc, char** argv) {
                 static_cast<long long>(events));
     char buf[256];
     std::snprintf(buf, sizeof buf,
-                  "%s    {\"policy\": \"%s\", \"wall_s\": %.4f, \"jobs_per_s\": %.0f, \"events_per_s\": %.0f, "
+                  "%s    {\"policy\": \"%s\", \"wall_s\": %.4f, \"jobs_per_s\": %.0f, "
+                  "\"events_per_s\": %.0f, "
                   "\"events\": %lld}",
-                  first ? "" : ",\n", name.c_str(), best, jobs_s, events_s, static_cast<long long>(events));
+                  first ? "" : ",\n", name.c_str(), best, jobs_s, events_s,
+                  static_cast<long long>(events));
     json += buf;
     first = false;
   }

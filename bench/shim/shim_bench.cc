@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "boundary/job_link.h"
 #include "gandiva/common/clock.h"
 #include "interpose/driver.h"
-#include "boundary/job_link.h"
 #include "memory/memory_tracker.h"
 #include "memory/swap.h"
 
@@ -45,7 +45,7 @@ void Die(const char* what) {
 
 int main(int argc, char** argv) {
   const char* json_path = argc > 1 ? argv[1] : "bench_shim.json";
-  setenv("GD_STANDIN_KERNEL_NS", "0", 1);           // a launch costs only its bookkeeping
+  setenv("GD_STANDIN_KERNEL_NS", "0", 1);             // a launch costs only its bookkeeping
   setenv("GANDIVA_SHIM_LIBCUDA", GD_STANDIN_LIB, 1);  // the shims load the stand-in
   setenv("GANDIVA_LOG", "error", 1);
 
@@ -54,15 +54,19 @@ int main(int argc, char** argv) {
   void* shim = dlopen(GD_SHIM_LIB, RTLD_NOW | RTLD_LOCAL);
   if (!shim) Die("cannot load the shim");
 
-  auto direct_getproc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(standin, "cuGetProcAddress_v2"));
+  auto direct_getproc =
+      reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(standin, "cuGetProcAddress_v2"));
   auto init = reinterpret_cast<PFN_cuInit_v2000>(dlsym(standin, "cuInit"));
-  auto retain = reinterpret_cast<PFN_cuDevicePrimaryCtxRetain_v7000>(dlsym(standin, "cuDevicePrimaryCtxRetain"));
+  auto retain = reinterpret_cast<PFN_cuDevicePrimaryCtxRetain_v7000>(
+      dlsym(standin, "cuDevicePrimaryCtxRetain"));
   auto set_ctx = reinterpret_cast<PFN_cuCtxSetCurrent_v4000>(dlsym(standin, "cuCtxSetCurrent"));
   auto load = reinterpret_cast<PFN_cuModuleLoadData_v2000>(dlsym(standin, "cuModuleLoadData"));
-  auto get_fn = reinterpret_cast<PFN_cuModuleGetFunction_v2000>(dlsym(standin, "cuModuleGetFunction"));
+  auto get_fn =
+      reinterpret_cast<PFN_cuModuleGetFunction_v2000>(dlsym(standin, "cuModuleGetFunction"));
   auto direct_launch = reinterpret_cast<PFN_cuLaunchKernel_v4000>(dlsym(standin, "cuLaunchKernel"));
   auto shim_launch = reinterpret_cast<PFN_cuLaunchKernel_v4000>(dlsym(shim, "cuLaunchKernel"));
-  auto shim_getproc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(shim, "cuGetProcAddress_v2"));
+  auto shim_getproc =
+      reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(shim, "cuGetProcAddress_v2"));
   if (!direct_launch || !shim_launch || !shim_getproc || !direct_getproc) Die("missing symbols");
 
   CUcontext ctx;
@@ -83,7 +87,8 @@ int main(int argc, char** argv) {
   auto direct_ptsz = reinterpret_cast<PFN_cuLaunchKernel_v7000_ptsz>(p);
   shim_getproc("cuLaunchKernel", &p, 12000, 2, nullptr);
   auto shim_ptsz = reinterpret_cast<PFN_cuLaunchKernel_v7000_ptsz>(p);
-  if (shim_proc_launch == direct_proc_launch || shim_ptsz == direct_ptsz) Die("cuGetProcAddress was not hooked");
+  if (shim_proc_launch == direct_proc_launch || shim_ptsz == direct_ptsz)
+    Die("cuGetProcAddress was not hooked");
 
   const int kCalls = 2'000'000;
   auto launch_with = [&](PFN_cuLaunchKernel_v4000 f) {
@@ -140,32 +145,42 @@ int main(int argc, char** argv) {
   }
   const double gib = kTotal / double(1ull << 30);
 
-  std::printf("%-44s %10s %10s %10s\n", "hooked call (cuLaunchKernel, stand-in)", "direct ns", "shim ns", "added ns");
-  std::printf("%-44s %10.2f %10.2f %10.2f\n", "exported symbol (direct link)", direct_ns, export_ns, export_ns - direct_ns);
-  std::printf("%-44s %10.2f %10.2f %10.2f\n", "cuGetProcAddress (cudart's path)", direct_proc_ns, proc_ns, proc_ns - direct_proc_ns);
-  std::printf("%-44s %10.2f %10.2f %10.2f\n", "cuGetProcAddress, per-thread stream (_ptsz)", direct_ptsz_ns, ptsz_ns, ptsz_ns - direct_ptsz_ns);
+  std::printf("%-44s %10s %10s %10s\n", "hooked call (cuLaunchKernel, stand-in)", "direct ns",
+              "shim ns", "added ns");
+  std::printf("%-44s %10.2f %10.2f %10.2f\n", "exported symbol (direct link)", direct_ns, export_ns,
+              export_ns - direct_ns);
+  std::printf("%-44s %10.2f %10.2f %10.2f\n", "cuGetProcAddress (cudart's path)", direct_proc_ns,
+              proc_ns, proc_ns - direct_proc_ns);
+  std::printf("%-44s %10.2f %10.2f %10.2f\n", "cuGetProcAddress, per-thread stream (_ptsz)",
+              direct_ptsz_ns, ptsz_ns, ptsz_ns - direct_ptsz_ns);
   std::printf("%-44s %10.2f\n", "launch gate alone (ns)", gate_ns);
   std::printf("%-44s %10s %10s %10s\n", "swap 256 MiB (4 x 64 MiB)", "s", "GiB/s", "vs memcpy");
-  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-out", out_best, gib / out_best, memcpy_fresh / out_best);
-  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-in (sample verify)", in_best, gib / in_best, memcpy_fresh / in_best);
-  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-in (full verify)", in_full_best, gib / in_full_best, memcpy_fresh / in_full_best);
-  std::printf("%-44s %10.4f %10.2f\n", "memcpy, fresh destination", memcpy_fresh, gib / memcpy_fresh);
+  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-out", out_best, gib / out_best,
+              memcpy_fresh / out_best);
+  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-in (sample verify)", in_best, gib / in_best,
+              memcpy_fresh / in_best);
+  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-in (full verify)", in_full_best,
+              gib / in_full_best, memcpy_fresh / in_full_best);
+  std::printf("%-44s %10.4f %10.2f\n", "memcpy, fresh destination", memcpy_fresh,
+              gib / memcpy_fresh);
   std::printf("%-44s %10.4f %10.2f\n", "memcpy, warm destination", memcpy_warm, gib / memcpy_warm);
 
   FILE* f = std::fopen(json_path, "w");
   if (f) {
-    std::fprintf(f,
-                 "{\n  \"driver\": \"stand-in (test double)\",\n"
-                 "  \"launch_direct_ns\": %.3f,\n  \"launch_shim_export_ns\": %.3f,\n"
-                 "  \"launch_direct_procaddr_ns\": %.3f,\n  \"launch_shim_procaddr_ns\": %.3f,\n"
-                 "  \"launch_direct_ptsz_ns\": %.3f,\n  \"launch_shim_ptsz_ns\": %.3f,\n"
-                 "  \"added_export_ns\": %.3f,\n  \"added_procaddr_ns\": %.3f,\n  \"gate_ns\": %.3f,\n"
-                 "  \"swap_bytes\": %zu,\n  \"swap_out_s\": %.6f,\n  \"swap_in_sample_verify_s\": %.6f,\n"
-                 "  \"swap_in_full_verify_s\": %.6f,\n  \"memcpy_fresh_s\": %.6f,\n  \"memcpy_warm_s\": %.6f,\n"
-                 "  \"swap_out_vs_memcpy\": %.3f,\n  \"swap_in_vs_memcpy\": %.3f\n}\n",
-                 direct_ns, export_ns, direct_proc_ns, proc_ns, direct_ptsz_ns, ptsz_ns, export_ns - direct_ns,
-                 proc_ns - direct_proc_ns, gate_ns, kTotal, out_best, in_best, in_full_best, memcpy_fresh,
-                 memcpy_warm, memcpy_fresh / out_best, memcpy_fresh / in_best);
+    std::fprintf(
+        f,
+        "{\n  \"driver\": \"stand-in (test double)\",\n"
+        "  \"launch_direct_ns\": %.3f,\n  \"launch_shim_export_ns\": %.3f,\n"
+        "  \"launch_direct_procaddr_ns\": %.3f,\n  \"launch_shim_procaddr_ns\": %.3f,\n"
+        "  \"launch_direct_ptsz_ns\": %.3f,\n  \"launch_shim_ptsz_ns\": %.3f,\n"
+        "  \"added_export_ns\": %.3f,\n  \"added_procaddr_ns\": %.3f,\n  \"gate_ns\": %.3f,\n"
+        "  \"swap_bytes\": %zu,\n  \"swap_out_s\": %.6f,\n  \"swap_in_sample_verify_s\": %.6f,\n"
+        "  \"swap_in_full_verify_s\": %.6f,\n  \"memcpy_fresh_s\": %.6f,\n  \"memcpy_warm_s\": "
+        "%.6f,\n"
+        "  \"swap_out_vs_memcpy\": %.3f,\n  \"swap_in_vs_memcpy\": %.3f\n}\n",
+        direct_ns, export_ns, direct_proc_ns, proc_ns, direct_ptsz_ns, ptsz_ns,
+        export_ns - direct_ns, proc_ns - direct_proc_ns, gate_ns, kTotal, out_best, in_best,
+        in_full_best, memcpy_fresh, memcpy_warm, memcpy_fresh / out_best, memcpy_fresh / in_best);
     std::fclose(f);
   }
   return 0;

@@ -48,9 +48,9 @@ void Write(Level level, const char* file, int line, const char* fmt, ...) {
   localtime_r(&ts.tv_sec, &t);
   const char* base = std::strrchr(file, '/');
   base = base ? base + 1 : file;
-  int n = std::snprintf(buf, sizeof buf, "%s %02d:%02d:%02d.%03ld %s %s:%d] ",
-                        kLevelNames[level], t.tm_hour, t.tm_min, t.tm_sec,
-                        ts.tv_nsec / 1000000, g_tag.load(), base, line);
+  int n =
+      std::snprintf(buf, sizeof buf, "%s %02d:%02d:%02d.%03ld %s %s:%d] ", kLevelNames[level],
+                    t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000, g_tag.load(), base, line);
   va_list ap;
   va_start(ap, fmt);
   if (n > 0 && n < static_cast<int>(sizeof buf))

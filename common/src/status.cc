@@ -6,9 +6,9 @@
 namespace gandiva {
 namespace {
 constexpr std::array<const char*, 12> kNames = {
-    "ok",          "invalid_argument",  "not_found",         "already_exists",
-    "failed_precondition", "unavailable", "deadline_exceeded", "data_loss",
-    "permission_denied",   "resource_exhausted", "internal", "unimplemented"};
+    "ok",          "invalid_argument",  "not_found", "already_exists",    "failed_precondition",
+    "unavailable", "deadline_exceeded", "data_loss", "permission_denied", "resource_exhausted",
+    "internal",    "unimplemented"};
 }  // namespace
 
 const char* StatusCodeName(StatusCode code) {

@@ -123,11 +123,10 @@ class Sha256 {
       const uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
       w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6],
-             h = h_[7];
+    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
     for (int i = 0; i < 64; ++i) {
-      const uint32_t t1 = h + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                          k[i] + w[i];
+      const uint32_t t1 =
+          h + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
       const uint32_t t2 = (Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
       h = g;
       g = f;
@@ -177,9 +176,10 @@ int SaveTraining(void* user, gd_writer* w) {
     archive.write("model", model_archive);
     archive.write("optimizer", optimizer_archive);
     archive.write("iteration", torch::tensor(st->iteration, torch::kInt64));
-    archive.write("losses", torch::from_blob(st->losses.data(),
-                                             {static_cast<int64_t>(st->losses.size())},
-                                             torch::kFloat32).clone());
+    archive.write("losses",
+                  torch::from_blob(st->losses.data(), {static_cast<int64_t>(st->losses.size())},
+                                   torch::kFloat32)
+                      .clone());
     auto gen = at::detail::getDefaultCPUGenerator();
     torch::Tensor rng;
     {
@@ -278,8 +278,8 @@ int main(int argc, char** argv) {
     out.precision(17);
     out << "{\"iterations\": " << opt.iterations << ", \"elapsed_s\": " << elapsed
         << ", \"start_monotonic_s\": " << start_s << ", \"end_monotonic_s\": " << start_s + elapsed
-        << ", \"restored_at_iteration\": " << restored_at
-        << ", \"parameters_sha256\": \"" << ParametersDigest(*model) << "\""
+        << ", \"restored_at_iteration\": " << restored_at << ", \"parameters_sha256\": \""
+        << ParametersDigest(*model) << "\""
         << ", \"losses\": [";
     for (size_t i = 0; i < losses.size(); ++i) out << (i ? ", " : "") << losses[i];
     out << "]}\n";

@@ -6,11 +6,16 @@ namespace {
 
 bool HasType(const Json& v, FieldType type) {
   switch (type) {
-    case FieldType::kString: return v.is_string();
-    case FieldType::kInt: return v.is_number_integer();
-    case FieldType::kNumber: return v.is_number();
-    case FieldType::kBool: return v.is_boolean();
-    case FieldType::kObject: return v.is_object();
+    case FieldType::kString:
+      return v.is_string();
+    case FieldType::kInt:
+      return v.is_number_integer();
+    case FieldType::kNumber:
+      return v.is_number();
+    case FieldType::kBool:
+      return v.is_boolean();
+    case FieldType::kObject:
+      return v.is_object();
     case FieldType::kStringList:
       if (!v.is_array()) return false;
       for (const auto& e : v)
@@ -26,7 +31,8 @@ Status Validate(MessageType type, std::string_view wire, const Json& body) {
     auto it = body.find(std::string(f.name));
     if (it == body.end()) {
       if (f.required)
-        return InvalidArgument("'" + std::string(wire) + "' needs field '" + std::string(f.name) + "'");
+        return InvalidArgument("'" + std::string(wire) + "' needs field '" + std::string(f.name) +
+                               "'");
       continue;
     }
     if (!HasType(*it, f.type))
@@ -54,7 +60,8 @@ StatusOr<Request> DecodeRequest(std::string_view bytes) {
     return InvalidArgument("request has no protocol version 'v'");
   if (v->get<int64_t>() != kProtocolVersion)
     return FailedPrecondition("protocol version " + std::to_string(v->get<int64_t>()) +
-                              " not supported; this daemon speaks " + std::to_string(kProtocolVersion));
+                              " not supported; this daemon speaks " +
+                              std::to_string(kProtocolVersion));
   auto t = doc.find("type");
   if (t == doc.end() || !t->is_string()) return InvalidArgument("request has no 'type'");
   const std::string wire = t->get<std::string>();

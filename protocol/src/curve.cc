@@ -36,7 +36,8 @@ StatusOr<CurveKeyPair> GenerateCurveKeyPair() {
   return CurveKeyPair{pub, sec};
 }
 
-Status WriteCurveKeyPair(const std::string& dir, const std::string& name, const CurveKeyPair& keys) {
+Status WriteCurveKeyPair(const std::string& dir, const std::string& name,
+                         const CurveKeyPair& keys) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const std::string key_path = dir + "/" + name + ".key";
@@ -90,10 +91,13 @@ StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file) {
   while (std::getline(in, line)) {
     ++n;
     // '#' is also a Z85 character: only a line that starts with it is a comment.
-    if (auto first = line.find_first_not_of(" \t"); first != std::string::npos && line[first] == '#') continue;
+    if (auto first = line.find_first_not_of(" \t");
+        first != std::string::npos && line[first] == '#')
+      continue;
     line = Trim(line);
     if (line.empty()) continue;
-    if (!IsZ85Key(line)) return InvalidArgument(file + ":" + std::to_string(n) + ": not a Z85 public key");
+    if (!IsZ85Key(line))
+      return InvalidArgument(file + ":" + std::to_string(n) + ": not a Z85 public key");
     keys.insert(line);
   }
   return keys;

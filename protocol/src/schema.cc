@@ -41,12 +41,18 @@ std::string_view WireName(MessageType type) {
 
 const char* FieldTypeName(FieldType type) {
   switch (type) {
-    case FieldType::kString: return "string";
-    case FieldType::kInt: return "integer";
-    case FieldType::kNumber: return "number";
-    case FieldType::kBool: return "boolean";
-    case FieldType::kStringList: return "list of strings";
-    case FieldType::kObject: return "object";
+    case FieldType::kString:
+      return "string";
+    case FieldType::kInt:
+      return "integer";
+    case FieldType::kNumber:
+      return "number";
+    case FieldType::kBool:
+      return "boolean";
+    case FieldType::kStringList:
+      return "list of strings";
+    case FieldType::kObject:
+      return "object";
   }
   return "?";
 }

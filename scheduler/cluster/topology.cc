@@ -23,7 +23,8 @@ void MarkHighEnd(std::vector<GpuType>* types) {
     if (ClassRank(t.perf_class) == best_rank) best_mem = std::max(best_mem, t.mem_gb);
   // Different classes: the best class is high-end; one class: the most memory is.
   for (auto& t : *types)
-    t.high_end = ClassRank(t.perf_class) == best_rank && (best_rank != worst_rank || t.mem_gb == best_mem);
+    t.high_end =
+        ClassRank(t.perf_class) == best_rank && (best_rank != worst_rank || t.mem_gb == best_mem);
   // A single-type cluster has no tier to reserve.
   if (types->size() == 1) (*types)[0].high_end = false;
 }
@@ -47,7 +48,8 @@ Topology Topology::Build(std::vector<GpuType> types, std::vector<Machine> machin
 
 Topology Topology::Uniform(int machines, int gpus_per_machine) {
   std::vector<Machine> ms;
-  for (int i = 0; i < machines; ++i) ms.push_back({"m" + std::to_string(i), 0, 0, gpus_per_machine});
+  for (int i = 0; i < machines; ++i)
+    ms.push_back({"m" + std::to_string(i), 0, 0, gpus_per_machine});
   return Build({{"gpu", "p100", 16, false}}, std::move(ms));
 }
 
@@ -65,13 +67,15 @@ StatusOr<Topology> LoadPhillyMachines(const std::string& path) {
     csv::Split(line, &f);
     long gpus = 0;
     if (f.size() < 3 || !csv::ParseInt(f[1], &gpus) || gpus < 0 || gpus > 64)
-      return InvalidArgument(path + ":" + std::to_string(line_no) + ": expected machineId,GPUs,memory");
+      return InvalidArgument(path + ":" + std::to_string(line_no) +
+                             ": expected machineId,GPUs,memory");
     if (gpus == 0) continue;
     std::string mem = f[2];
     double mem_gb = 0;
     std::string digits = mem.substr(0, mem.find_first_not_of("0123456789."));
     if (!csv::ParseDouble(digits, &mem_gb))
-      return InvalidArgument(path + ":" + std::to_string(line_no) + ": bad GPU memory '" + mem + "'");
+      return InvalidArgument(path + ":" + std::to_string(line_no) + ": bad GPU memory '" + mem +
+                             "'");
     auto it = type_index.find(mem);
     if (it == type_index.end()) {
       it = type_index.emplace(mem, static_cast<int>(types.size())).first;
@@ -90,8 +94,11 @@ StatusOr<Topology> LoadPaiMachines(const std::string& path) {
   if (!csv::ReadFile(path, &text)) return NotFound("cannot open machine spec " + path);
   // PAI GPU models mapped to the nearest co-location table class.
   static const std::map<std::string, std::pair<std::string, double>> kClass = {
-      {"V100", {"v100", 16}}, {"V100M32", {"v100", 32}}, {"P100", {"p100", 16}},
-      {"T4", {"p100", 16}},   {"MISC", {"k80", 12}}};
+      {"V100", {"v100", 16}},
+      {"V100M32", {"v100", 32}},
+      {"P100", {"p100", 16}},
+      {"T4", {"p100", 16}},
+      {"MISC", {"k80", 12}}};
   std::vector<GpuType> types;
   std::map<std::string, int> type_index;
   std::vector<Machine> machines;
@@ -103,9 +110,12 @@ StatusOr<Topology> LoadPaiMachines(const std::string& path) {
     csv::Split(line, &f);
     long gpus = 0;
     double dgpus = 0;
-    if (f.size() < 5 || !(csv::ParseInt(f[4], &gpus) || (csv::ParseDouble(f[4], &dgpus) && (gpus = long(dgpus), true))) ||
+    if (f.size() < 5 ||
+        !(csv::ParseInt(f[4], &gpus) ||
+          (csv::ParseDouble(f[4], &dgpus) && (gpus = long(dgpus), true))) ||
         gpus < 0 || gpus > 64)
-      return InvalidArgument(path + ":" + std::to_string(line_no) + ": expected machine,gpu_type,cpu,mem,gpus");
+      return InvalidArgument(path + ":" + std::to_string(line_no) +
+                             ": expected machine,gpu_type,cpu,mem,gpus");
     if (gpus == 0 || f[1] == "CPU") continue;
     auto it = type_index.find(f[1]);
     if (it == type_index.end()) {

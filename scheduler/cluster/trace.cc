@@ -38,8 +38,8 @@ int Find(const std::vector<std::string>& header, std::initializer_list<const cha
 bool ParseDateTime(std::string_view s, double* seconds) {
   s = csv::Trim(s);
   // YYYY-MM-DD HH:MM:SS (a 'T' separator is accepted too).
-  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') || s[13] != ':' ||
-      s[16] != ':')
+  if (s.size() != 19 || s[4] != '-' || s[7] != '-' || (s[10] != ' ' && s[10] != 'T') ||
+      s[13] != ':' || s[16] != ':')
     return false;
   long y, mo, d, h, mi, se;
   if (!csv::ParseInt(s.substr(0, 4), &y) || !csv::ParseInt(s.substr(5, 2), &mo) ||
@@ -51,7 +51,8 @@ bool ParseDateTime(std::string_view s, double* seconds) {
   return true;
 }
 
-StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name, const TraceOptions& opt) {
+StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name,
+                           const TraceOptions& opt) {
   if (!(opt.load > 0)) return InvalidArgument("--load must be positive");
   Trace trace;
   std::vector<std::string> f, header;
@@ -68,9 +69,12 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name, con
       csv::Split(line, &header);
       TraceFormat fmt = opt.format;
       if (fmt == TraceFormat::kAuto) {
-        if (Find(header, {"timestamp"}) >= 0 && Find(header, {"cluster"}) >= 0) fmt = TraceFormat::kPhilly;
-        else if (Find(header, {"num_gpu"}) >= 0 && Find(header, {"model_name"}) >= 0) fmt = TraceFormat::kTiresias;
-        else fmt = TraceFormat::kGeneric;
+        if (Find(header, {"timestamp"}) >= 0 && Find(header, {"cluster"}) >= 0)
+          fmt = TraceFormat::kPhilly;
+        else if (Find(header, {"num_gpu"}) >= 0 && Find(header, {"model_name"}) >= 0)
+          fmt = TraceFormat::kTiresias;
+        else
+          fmt = TraceFormat::kGeneric;
       }
       if (fmt == TraceFormat::kPhilly) {
         trace.format = "philly";
@@ -110,7 +114,8 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name, con
       return c >= 0 && c < static_cast<int>(f.size()) ? f[c] : kEmpty;
     };
     if (f.size() < header.size()) {
-      why = "expected " + std::to_string(header.size()) + " fields, got " + std::to_string(f.size());
+      why =
+          "expected " + std::to_string(header.size()) + " fields, got " + std::to_string(f.size());
     } else if (col.submit_is_datetime ? !ParseDateTime(get(col.submit), &job.submit_time)
                                       : !csv::ParseDouble(get(col.submit), &job.submit_time)) {
       why = "bad submit time '" + get(col.submit) + "'";
@@ -118,7 +123,8 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name, con
       why = "GPU count must be a positive integer, got '" + get(col.gpus) + "'";
     } else if (col.duration >= 0 ? !csv::ParseDouble(get(col.duration), &dur) || dur < 0
                                  : !csv::ParseDouble(get(col.gpu_time), &dur) || dur < 0) {
-      why = "duration must be a number >= 0, got '" + get(col.duration >= 0 ? col.duration : col.gpu_time) + "'";
+      why = "duration must be a number >= 0, got '" +
+            get(col.duration >= 0 ? col.duration : col.gpu_time) + "'";
     }
     if (!why.empty()) {
       if (opt.skip_bad_rows) {
@@ -136,9 +142,11 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name, con
     trace.jobs.push_back(std::move(job));
   }
   if (!have_header) return InvalidArgument(name + ": empty trace");
-  std::stable_sort(trace.jobs.begin(), trace.jobs.end(),
-                   [](const TraceJob& a, const TraceJob& b) { return a.submit_time < b.submit_time; });
-  if (opt.max_jobs > 0 && static_cast<int>(trace.jobs.size()) > opt.max_jobs) trace.jobs.resize(opt.max_jobs);
+  std::stable_sort(trace.jobs.begin(), trace.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
+    return a.submit_time < b.submit_time;
+  });
+  if (opt.max_jobs > 0 && static_cast<int>(trace.jobs.size()) > opt.max_jobs)
+    trace.jobs.resize(opt.max_jobs);
   if (!trace.jobs.empty()) {
     double t0 = trace.jobs.front().submit_time;
     for (auto& j : trace.jobs) j.submit_time = (j.submit_time - t0) / opt.load;

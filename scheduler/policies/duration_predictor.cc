@@ -9,7 +9,9 @@ constexpr int kLevels = 4;
 }  // namespace
 
 uint64_t DurationPredictor::Key(int level, const JobInfo& j) {
-  auto mix = [](uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL; };
+  auto mix = [](uint64_t h, uint64_t v) {
+    return (h ^ v) * 0x100000001b3ULL + 0x9e3779b97f4a7c15ULL;
+  };
   uint64_t h = mix(0xcbf29ce484222325ULL, static_cast<uint64_t>(level));
   switch (level) {
     case 0:

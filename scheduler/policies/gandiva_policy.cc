@@ -76,11 +76,12 @@ class GandivaPolicy : public PolicyBase {
         continue;
       }
       // Oversubscribed: take turns with a running job of the same size.
-      int g = share_.FindJoinable(c, n, opt_.gandiva_max_share, JobMask(c, j, kAllGpuTypes), [&](int g) {
-        GroupView v = c.group(g);
-        return !(v.members.size() == 1 && grown_.count(v.members[0])) &&
-               !(v.mode == ShareMode::kPack && v.members.size() >= 2);
-      });
+      int g = share_.FindJoinable(c, n, opt_.gandiva_max_share, JobMask(c, j, kAllGpuTypes),
+                                  [&](int g) {
+                                    GroupView v = c.group(g);
+                                    return !(v.members.size() == 1 && grown_.count(v.members[0])) &&
+                                           !(v.mode == ShareMode::kPack && v.members.size() >= 2);
+                                  });
       if (g < 0) break;
       std::vector<GpuId> target(c.group(g).gpus.begin(), c.group(g).gpus.end());
       if (c.group(g).mode == ShareMode::kPack && !c.SetShareMode(g, ShareMode::kSlice).ok()) break;
@@ -98,7 +99,8 @@ class GandivaPolicy : public PolicyBase {
       if (!t.decided) return true;
     for (const auto& [j, gr] : grown_)
       if (!gr.decided) return true;
-    return c.free_gpus().total_free() > 0 && queue_.empty() && (!share_.shared().empty() || !spread_.empty());
+    return c.free_gpus().total_free() > 0 && queue_.empty() &&
+           (!share_.shared().empty() || !spread_.empty());
   }
 
   static std::tuple<int, int, int> PairKey(const Cluster& c, JobId a, JobId b) {
@@ -143,14 +145,17 @@ class GandivaPolicy : public PolicyBase {
     }
   }
 
-  double PairRate(const Cluster& c, JobId a, JobId b) const { return c.MeasuredRate(a) + c.MeasuredRate(b); }
+  double PairRate(const Cluster& c, JobId a, JobId b) const {
+    return c.MeasuredRate(a) + c.MeasuredRate(b);
+  }
 
   void ReviewPacking(Cluster& c) {
     // Forget trials whose pair broke up.
     for (auto it = trials_.begin(); it != trials_.end();) {
       GroupView v = c.group(it->first);
-      bool same = v.members.size() == 2 && ((v.members[0] == it->second.a && v.members[1] == it->second.b) ||
-                                            (v.members[0] == it->second.b && v.members[1] == it->second.a));
+      bool same = v.members.size() == 2 &&
+                  ((v.members[0] == it->second.a && v.members[1] == it->second.b) ||
+                   (v.members[0] == it->second.b && v.members[1] == it->second.a));
       it = same ? std::next(it) : trials_.erase(it);
     }
     std::vector<int> shared(share_.shared().begin(), share_.shared().end());
@@ -256,14 +261,16 @@ class GandivaPolicy : public PolicyBase {
   std::set<JobId> spread_;
   std::map<JobId, Grow> grown_;
   std::map<int, PackTrial> trials_;
-  std::map<std::tuple<int, int, int>, bool> learned_;       // pair of types -> packing pays
-  std::map<std::pair<int, int>, bool> grow_learned_;        // (type, GPUs) -> growing pays
+  std::map<std::tuple<int, int, int>, bool> learned_;  // pair of types -> packing pays
+  std::map<std::pair<int, int>, bool> grow_learned_;   // (type, GPUs) -> growing pays
   double next_introspect_ = 0;
   bool review_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Policy> MakeGandivaPolicy(const PolicyOptions& o) { return std::make_unique<GandivaPolicy>(o); }
+std::unique_ptr<Policy> MakeGandivaPolicy(const PolicyOptions& o) {
+  return std::make_unique<GandivaPolicy>(o);
+}
 
 }  // namespace gandiva::sched

@@ -4,8 +4,8 @@
 #include <queue>
 #include <tuple>
 
-#include "policies/preemptive_policy.h"
 #include "policies/policies.h"
+#include "policies/preemptive_policy.h"
 
 namespace gandiva::sched {
 namespace {
@@ -65,7 +65,8 @@ class LasPolicy : public PreemptivePolicy {
   void Promote(Cluster& c) {
     std::vector<JobId> promote;
     for (const auto& [q, submit, j] : pending())
-      if (q > 0 && c.Now() - c.PendingSince(j) >= opt_.las_starve_factor * c.RunTime(j)) promote.push_back(j);
+      if (q > 0 && c.Now() - c.PendingSince(j) >= opt_.las_starve_factor * c.RunTime(j))
+        promote.push_back(j);
     for (JobId j : promote) {
       queue_[j] = 0;
       Rekey(c, j);
@@ -80,6 +81,8 @@ class LasPolicy : public PreemptivePolicy {
 
 }  // namespace
 
-std::unique_ptr<Policy> MakeLasPolicy(const PolicyOptions& o) { return std::make_unique<LasPolicy>(o); }
+std::unique_ptr<Policy> MakeLasPolicy(const PolicyOptions& o) {
+  return std::make_unique<LasPolicy>(o);
+}
 
 }  // namespace gandiva::sched

@@ -32,8 +32,8 @@ class PolicyBase : public Policy {
 // finish; the index re-reads the group from the cluster.
 class ShareIndex {
  public:
-  void OnPlaced(const Cluster& c, JobId j);      // after Start/Migrate of j
-  void OnLeft(const Cluster& c, JobId j);        // after j finished/was suspended/migrated away
+  void OnPlaced(const Cluster& c, JobId j);  // after Start/Migrate of j
+  void OnLeft(const Cluster& c, JobId j);    // after j finished/was suspended/migrated away
   // The joinable group of size n with the fewest members (< max_members),
   // lowest id first, whose GPUs are in `type_mask` and for which accept(group)
   // holds; -1 if none. Scans at most `scan_limit` candidates.
@@ -44,21 +44,23 @@ class ShareIndex {
   // Groups of `size` GPUs with exactly `members` jobs.
   const std::set<int>& groups(int size, int members) const {
     static const std::set<int> kEmpty;
-    if (size >= static_cast<int>(by_size_.size()) || members >= static_cast<int>(by_size_[size].size())) return kEmpty;
+    if (size >= static_cast<int>(by_size_.size()) ||
+        members >= static_cast<int>(by_size_[size].size()))
+      return kEmpty;
     return by_size_[size][members];
   }
 
  private:
   void Reindex(const Cluster& c, int g);
   std::vector<int> job_group_;
-  std::vector<std::pair<int, int>> key_;  // group -> (size, members), (0,0) if absent
+  std::vector<std::pair<int, int>> key_;             // group -> (size, members), (0,0) if absent
   std::vector<std::vector<std::set<int>>> by_size_;  // [size][members] -> groups
   std::set<int> shared_;
 };
 
 template <typename Accept>
-int ShareIndex::FindJoinable(const Cluster& c, int n, int max_members, uint64_t type_mask, Accept accept,
-                             int scan_limit) const {
+int ShareIndex::FindJoinable(const Cluster& c, int n, int max_members, uint64_t type_mask,
+                             Accept accept, int scan_limit) const {
   if (n >= static_cast<int>(by_size_.size())) return -1;
   for (int k = 1; k < max_members && k < static_cast<int>(by_size_[n].size()); ++k) {
     int scanned = 0;

@@ -5,8 +5,8 @@
 namespace gandiva::sched {
 
 const std::vector<std::string>& PolicyNames() {
-  static const std::vector<std::string> kNames = {"fifo",         "srtf",          "las",   "gandiva",
-                                                  "reserve-pack", "sjf-predicted", "philly"};
+  static const std::vector<std::string> kNames = {
+      "fifo", "srtf", "las", "gandiva", "reserve-pack", "sjf-predicted", "philly"};
   return kNames;
 }
 

@@ -43,8 +43,8 @@ class PreemptivePolicy : public PolicyBase {
   void Backfill(Cluster& c);
 
   std::set<Key> pending_, running_;
-  std::vector<Key> key_;      // the key each job is filed under
-  std::vector<char> where_;   // 0 nowhere, 1 pending_, 2 running_
+  std::vector<Key> key_;     // the key each job is filed under
+  std::vector<char> where_;  // 0 nowhere, 1 pending_, 2 running_
   bool dirty_ = false;
 };
 

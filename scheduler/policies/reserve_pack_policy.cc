@@ -41,7 +41,8 @@ class ReservePackPolicy : public PolicyBase {
  private:
   void InitMasks(const Cluster& c) {
     const auto& types = c.topology().gpu_types();
-    for (size_t t = 0; t < types.size(); ++t) (types[t].high_end ? high_mask_ : low_mask_) |= 1ULL << t;
+    for (size_t t = 0; t < types.size(); ++t)
+      (types[t].high_end ? high_mask_ : low_mask_) |= 1ULL << t;
     if (high_mask_ == 0) low_mask_ = kAllGpuTypes;  // one tier: nothing to reserve
     for (const auto& m : c.topology().machines())
       if ((high_mask_ >> m.gpu_type) & 1) high_total_ += m.num_gpus;

@@ -20,7 +20,8 @@ bool ParseKey(const std::string& key, std::string* name, int* gpus) {
   if (q == std::string::npos || q < 2) return false;
   *name = key.substr(2, q - 2);
   long n = 0;
-  if (!csv::ParseInt(std::string_view(key).substr(q + 2, key.size() - q - 3), &n) || n < 1) return false;
+  if (!csv::ParseInt(std::string_view(key).substr(q + 2, key.size() - q - 3), &n) || n < 1)
+    return false;
   *gpus = static_cast<int>(n);
   return true;
 }

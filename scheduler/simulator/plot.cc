@@ -57,19 +57,24 @@ std::string Quote(const std::string& s) {
 
 }  // namespace
 
-Status WritePlots(const std::string& json_path, const std::string& out_prefix, const std::string& python) {
+Status WritePlots(const std::string& json_path, const std::string& out_prefix,
+                  const std::string& python) {
   std::error_code ec;
-  auto script = std::filesystem::temp_directory_path(ec) / ("gandiva_sim_plot_" + std::to_string(getpid()) + ".py");
+  auto script = std::filesystem::temp_directory_path(ec) /
+                ("gandiva_sim_plot_" + std::to_string(getpid()) + ".py");
   if (ec) return Unavailable("no temporary directory: " + ec.message());
   {
     std::ofstream out(script);
     out << kScript;
     if (!out) return Unavailable("cannot write " + script.string());
   }
-  std::string cmd = Quote(python) + " " + Quote(script.string()) + " " + Quote(json_path) + " " + Quote(out_prefix);
+  std::string cmd = Quote(python) + " " + Quote(script.string()) + " " + Quote(json_path) + " " +
+                    Quote(out_prefix);
   int rc = std::system(cmd.c_str());
   std::filesystem::remove(script, ec);
-  if (rc != 0) return Unavailable("plotting failed (" + python + " with matplotlib), exit status " + std::to_string(rc));
+  if (rc != 0)
+    return Unavailable("plotting failed (" + python + " with matplotlib), exit status " +
+                       std::to_string(rc));
   return Status::Ok();
 }
 

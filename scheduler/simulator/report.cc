@@ -23,10 +23,14 @@ double Mean(const std::vector<double>& v) {
 
 std::string Human(double seconds) {
   char buf[32];
-  if (seconds >= 86400 * 10) std::snprintf(buf, sizeof buf, "%.1fd", seconds / 86400);
-  else if (seconds >= 3600) std::snprintf(buf, sizeof buf, "%.2fh", seconds / 3600);
-  else if (seconds >= 60) std::snprintf(buf, sizeof buf, "%.1fm", seconds / 60);
-  else std::snprintf(buf, sizeof buf, "%.1fs", seconds);
+  if (seconds >= 86400 * 10)
+    std::snprintf(buf, sizeof buf, "%.1fd", seconds / 86400);
+  else if (seconds >= 3600)
+    std::snprintf(buf, sizeof buf, "%.2fh", seconds / 3600);
+  else if (seconds >= 60)
+    std::snprintf(buf, sizeof buf, "%.1fm", seconds / 60);
+  else
+    std::snprintf(buf, sizeof buf, "%.1fs", seconds);
   return buf;
 }
 
@@ -64,7 +68,9 @@ Report MakeReport(const std::string& policy, SimResult r) {
   rep.ftf_p99 = Quantile(ftf, 0.99);
   rep.ftf_max = ftf.empty() ? 0 : ftf.back();
   rep.frac_ftf_over_2 =
-      ftf.empty() ? 0 : static_cast<double>(ftf.end() - std::upper_bound(ftf.begin(), ftf.end(), 2.0)) / ftf.size();
+      ftf.empty() ? 0
+                  : static_cast<double>(ftf.end() - std::upper_bound(ftf.begin(), ftf.end(), 2.0)) /
+                        ftf.size();
   rep.makespan = last_finish - first_submit;
   double cap = rep.makespan * r.total_gpus;
   rep.util_allocated = cap > 0 ? r.allocated_gpu_seconds / cap : 0;
@@ -121,7 +127,8 @@ std::string ReportsToJson(const std::vector<Report>& reports, const std::string&
     j["events"] = r.events;
     j["sim_wall_s"] = r.sim_seconds;
     if (fifo && fifo->avg_jct > 0) j["avg_jct_vs_fifo"] = r.avg_jct / fifo->avg_jct;
-    for (const auto& s : r.by_size) j["jct_by_size"][s.label] = {{"jobs", s.jobs}, {"avg_jct_s", s.avg_jct}};
+    for (const auto& s : r.by_size)
+      j["jct_by_size"][s.label] = {{"jobs", s.jobs}, {"avg_jct_s", s.avg_jct}};
     std::vector<double> jct;
     for (const auto& rec : r.result.jobs) jct.push_back(rec.finish - rec.submit);
     std::sort(jct.begin(), jct.end());
@@ -146,29 +153,36 @@ std::string FormatTable(const std::vector<Report>& reports) {
     if (r.policy == "fifo") fifo = &r;
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "%-14s %8s %9s %9s %9s %9s %9s %9s %6s %6s %6s %6s %8s %7s %7s %7s %6s\n", "policy",
-                "jobs", "avg JCT", "median", "p99 JCT", "avg wait", "p99 wait", "makespan", "alloc", "effect", "wAlloc", "wEff",
-                "preempt", "migr", "packs", "FTF", "vsFIFO");
+  std::snprintf(line, sizeof line,
+                "%-14s %8s %9s %9s %9s %9s %9s %9s %6s %6s %6s %6s %8s %7s %7s %7s %6s\n", "policy",
+                "jobs", "avg JCT", "median", "p99 JCT", "avg wait", "p99 wait", "makespan", "alloc",
+                "effect", "wAlloc", "wEff", "preempt", "migr", "packs", "FTF", "vsFIFO");
   out += line;
   for (const auto& r : reports) {
-    std::string ratio = fifo && fifo->avg_jct > 0 ? std::to_string(r.avg_jct / fifo->avg_jct).substr(0, 5) : "-";
-    std::snprintf(line, sizeof line, "%-14s %8lld %9s %9s %9s %9s %9s %9s %5.1f%% %5.1f%% %5.1f%% %5.1f%% %8lld %7lld %7lld %7.2f %6s\n",
+    std::string ratio =
+        fifo && fifo->avg_jct > 0 ? std::to_string(r.avg_jct / fifo->avg_jct).substr(0, 5) : "-";
+    std::snprintf(line, sizeof line,
+                  "%-14s %8lld %9s %9s %9s %9s %9s %9s %5.1f%% %5.1f%% %5.1f%% %5.1f%% %8lld %7lld "
+                  "%7lld %7.2f %6s\n",
                   r.policy.c_str(), static_cast<long long>(r.jobs), Human(r.avg_jct).c_str(),
                   Human(r.median_jct).c_str(), Human(r.p99_jct).c_str(), Human(r.avg_queue).c_str(),
                   Human(r.p99_queue).c_str(), Human(r.makespan).c_str(), 100 * r.util_allocated,
                   100 * r.util_effective, 100 * r.window_allocated, 100 * r.window_effective,
-                  static_cast<long long>(r.preemptions),
-                  static_cast<long long>(r.migrations), static_cast<long long>(r.packs), r.ftf_mean, ratio.c_str());
+                  static_cast<long long>(r.preemptions), static_cast<long long>(r.migrations),
+                  static_cast<long long>(r.packs), r.ftf_mean, ratio.c_str());
     out += line;
   }
-  out += "(alloc/effect: GPU utilisation over the makespan; wAlloc/wEff: from first to last submission;\n"
-         " FTF: mean finish-time fairness JCT/duration; vsFIFO: avg JCT / FIFO's)\n";
+  out +=
+      "(alloc/effect: GPU utilisation over the makespan; wAlloc/wEff: from first to last "
+      "submission;\n"
+      " FTF: mean finish-time fairness JCT/duration; vsFIFO: avg JCT / FIFO's)\n";
   out += "\navg JCT by job size (GPUs):\n";
   std::snprintf(line, sizeof line, "%-14s", "policy");
   out += line;
   if (!reports.empty())
     for (const auto& s : reports[0].by_size) {
-      std::snprintf(line, sizeof line, " %9s", (s.label + " (" + std::to_string(s.jobs) + ")").c_str());
+      std::snprintf(line, sizeof line, " %9s",
+                    (s.label + " (" + std::to_string(s.jobs) + ")").c_str());
       out += line;
     }
   out += "\n";

@@ -12,8 +12,8 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
-StatusOr<std::vector<SimJobSpec>> BuildJobs(const Trace& trace, const Topology& topo, const PerfModel& perf,
-                                             uint64_t seed) {
+StatusOr<std::vector<SimJobSpec>> BuildJobs(const Trace& trace, const Topology& topo,
+                                            const PerfModel& perf, uint64_t seed) {
   std::vector<SimJobSpec> out;
   out.reserve(trace.jobs.size());
   std::map<std::string, int> vcs, users;
@@ -35,7 +35,9 @@ StatusOr<std::vector<SimJobSpec>> BuildJobs(const Trace& trace, const Topology& 
                              " GPUs; the cluster has " + std::to_string(topo.num_gpus()));
     if (!t.job_type.empty() && !perf.type_names().empty()) {
       s.info.job_type = perf.FindType(t.job_type);
-      if (s.info.job_type < 0) return InvalidArgument("job " + std::to_string(i) + ": unknown job type '" + t.job_type + "'");
+      if (s.info.job_type < 0)
+        return InvalidArgument("job " + std::to_string(i) + ": unknown job type '" + t.job_type +
+                               "'");
     } else {
       s.info.job_type = perf.AssignType(seed, i, t.num_gpus);
     }
@@ -43,17 +45,21 @@ StatusOr<std::vector<SimJobSpec>> BuildJobs(const Trace& trace, const Topology& 
       const auto& types = topo.gpu_types();
       for (size_t k = 0; k < types.size(); ++k)
         if (types[k].name == t.gpu_type) s.info.gpu_type = static_cast<int>(k);
-      if (s.info.gpu_type < 0) return InvalidArgument("job " + std::to_string(i) + ": no GPUs of type '" + t.gpu_type + "'");
+      if (s.info.gpu_type < 0)
+        return InvalidArgument("job " + std::to_string(i) + ": no GPUs of type '" + t.gpu_type +
+                               "'");
     }
     out.push_back(s);
   }
   return out;
 }
 
-SimCluster::SimCluster(Topology topo, const PerfModel* perf, std::vector<SimJobSpec> jobs, SimConfig config)
+SimCluster::SimCluster(Topology topo, const PerfModel* perf, std::vector<SimJobSpec> jobs,
+                       SimConfig config)
     : topo_(std::move(topo)), perf_(perf), config_(std::move(config)), free_(topo_) {
   ref_class_ = std::max(0, PerfModel::ClassIndex(config_.ref_perf_class));
-  for (const auto& t : topo_.gpu_types()) type_class_.push_back(std::max(0, PerfModel::ClassIndex(t.perf_class)));
+  for (const auto& t : topo_.gpu_types())
+    type_class_.push_back(std::max(0, PerfModel::ClassIndex(t.perf_class)));
   gpu_group_.assign(topo_.num_gpus(), kNoGroup);
   jobs_.resize(jobs.size());
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -144,20 +150,22 @@ double SimCluster::ComputeBaseRate(const Job& job, std::span<const GpuId> gpus) 
   for (GpuId g : gpus) {  // gpus are sorted, so machines come in runs
     int m = topo_.machine_of(g);
     if (m != last) ++machines, last = m;
-    speed = std::min(speed, perf_->ClassSpeed(type_class_[topo_.gpu_type_of(g)], ref_class_, job.info.job_type,
-                                              job.info.num_gpus));
+    speed = std::min(speed, perf_->ClassSpeed(type_class_[topo_.gpu_type_of(g)], ref_class_,
+                                              job.info.job_type, job.info.num_gpus));
   }
   double rate = speed;
   if (machines > topo_.MinMachines(n)) rate *= config_.spread_factor;
   if (n != job.info.num_gpus)
-    rate *= perf_->ScaleFactor(type_class_[topo_.gpu_type_of(gpus[0])], job.info.job_type, job.info.num_gpus, n);
+    rate *= perf_->ScaleFactor(type_class_[topo_.gpu_type_of(gpus[0])], job.info.job_type,
+                               job.info.num_gpus, n);
   return rate;
 }
 
 double SimCluster::PackedFactor(const Job& job, const Group& group) const {
   JobId partner = group.members[0] == job.info.id ? group.members[1] : group.members[0];
   int cls = type_class_[topo_.gpu_type_of(group.gpus[0])];
-  return perf_->PackedFactor(cls, job.info.job_type, jobs_[partner].info.job_type, job.info.num_gpus);
+  return perf_->PackedFactor(cls, job.info.job_type, jobs_[partner].info.job_type,
+                             job.info.num_gpus);
 }
 
 void SimCluster::Reschedule(JobId j) {
@@ -236,22 +244,27 @@ void SimCluster::LeaveGroup(JobId j) {
 Status SimCluster::Start(JobId j, std::span<const GpuId> gpus_in) {
   if (j < 0 || j >= num_jobs()) return InvalidArgument("no job " + std::to_string(j));
   Job& job = jobs_[j];
-  if (job.state != JobState::kPending) return FailedPrecondition("job " + std::to_string(j) + " is not pending");
+  if (job.state != JobState::kPending)
+    return FailedPrecondition("job " + std::to_string(j) + " is not pending");
   if (static_cast<int>(gpus_in.size()) != job.info.num_gpus)
-    return InvalidArgument("job " + std::to_string(j) + " needs " + std::to_string(job.info.num_gpus) + " GPUs, got " +
+    return InvalidArgument("job " + std::to_string(j) + " needs " +
+                           std::to_string(job.info.num_gpus) + " GPUs, got " +
                            std::to_string(gpus_in.size()));
   std::vector<GpuId> gpus(gpus_in.begin(), gpus_in.end());
   std::sort(gpus.begin(), gpus.end());
-  if (std::adjacent_find(gpus.begin(), gpus.end()) != gpus.end()) return InvalidArgument("duplicate GPU");
+  if (std::adjacent_find(gpus.begin(), gpus.end()) != gpus.end())
+    return InvalidArgument("duplicate GPU");
   for (GpuId x : gpus) {
     if (x < 0 || x >= topo_.num_gpus()) return InvalidArgument("no GPU " + std::to_string(x));
     if (job.info.gpu_type >= 0 && topo_.gpu_type_of(x) != job.info.gpu_type)
-      return InvalidArgument("job " + std::to_string(j) + " requires GPU type " + topo_.gpu_types()[job.info.gpu_type].name);
+      return InvalidArgument("job " + std::to_string(j) + " requires GPU type " +
+                             topo_.gpu_types()[job.info.gpu_type].name);
   }
   int g = gpu_group_[gpus[0]];
   if (g == kNoGroup) {
     for (GpuId x : gpus)
-      if (gpu_group_[x] != kNoGroup) return FailedPrecondition("GPUs partly busy: a job joins a whole group or free GPUs");
+      if (gpu_group_[x] != kNoGroup)
+        return FailedPrecondition("GPUs partly busy: a job joins a whole group or free GPUs");
     g = NewGroup(gpus);
   } else {
     if (groups_[g].gpus != gpus) return FailedPrecondition("GPUs are not exactly one group's GPUs");
@@ -291,10 +304,12 @@ Status SimCluster::Migrate(JobId j, std::span<const GpuId> gpus_in) {
   if (j < 0 || j >= num_jobs() || jobs_[j].state != JobState::kRunning)
     return FailedPrecondition("job " + std::to_string(j) + " is not running");
   Job& job = jobs_[j];
-  if (gpus_in.size() != job.gpus.size()) return InvalidArgument("migration keeps the job's GPU count");
+  if (gpus_in.size() != job.gpus.size())
+    return InvalidArgument("migration keeps the job's GPU count");
   std::vector<GpuId> gpus(gpus_in.begin(), gpus_in.end());
   std::sort(gpus.begin(), gpus.end());
-  if (std::adjacent_find(gpus.begin(), gpus.end()) != gpus.end()) return InvalidArgument("duplicate GPU");
+  if (std::adjacent_find(gpus.begin(), gpus.end()) != gpus.end())
+    return InvalidArgument("duplicate GPU");
   for (GpuId x : gpus)
     if (x < 0 || x >= topo_.num_gpus() || gpu_group_[x] != kNoGroup ||
         (job.info.gpu_type >= 0 && topo_.gpu_type_of(x) != job.info.gpu_type))
@@ -320,7 +335,8 @@ Status SimCluster::Resize(JobId j, std::span<const GpuId> gpus_in) {
     return FailedPrecondition("job " + std::to_string(j) + " is not running");
   Job& job = jobs_[j];
   int g = job.group;
-  if (groups_[g].members.size() != 1) return FailedPrecondition("only a job alone on its GPUs can grow or shrink");
+  if (groups_[g].members.size() != 1)
+    return FailedPrecondition("only a job alone on its GPUs can grow or shrink");
   std::vector<GpuId> gpus(gpus_in.begin(), gpus_in.end());
   std::sort(gpus.begin(), gpus.end());
   if (gpus.empty() || std::adjacent_find(gpus.begin(), gpus.end()) != gpus.end())
@@ -328,10 +344,13 @@ Status SimCluster::Resize(JobId j, std::span<const GpuId> gpus_in) {
   std::vector<GpuId> added, dropped;
   for (GpuId x : gpus) {
     if (x < 0 || x >= topo_.num_gpus()) return InvalidArgument("no GPU " + std::to_string(x));
-    if (gpu_group_[x] == kNoGroup) added.push_back(x);
-    else if (gpu_group_[x] != g) return FailedPrecondition("resize target GPU is busy");
+    if (gpu_group_[x] == kNoGroup)
+      added.push_back(x);
+    else if (gpu_group_[x] != g)
+      return FailedPrecondition("resize target GPU is busy");
   }
-  std::set_difference(job.gpus.begin(), job.gpus.end(), gpus.begin(), gpus.end(), std::back_inserter(dropped));
+  std::set_difference(job.gpus.begin(), job.gpus.end(), gpus.begin(), gpus.end(),
+                      std::back_inserter(dropped));
   Advance(job);
   free_.Take(added);
   free_.Release(dropped);
@@ -389,15 +408,18 @@ Status SimCluster::CheckInvariants() const {
   for (size_t g = 0; g < groups_.size(); ++g) {
     const Group& gr = groups_[g];
     if (gr.members.empty()) continue;
-    if (gr.mode == ShareMode::kPack && gr.members.size() > 2) return Internal("packed group over two jobs");
+    if (gr.mode == ShareMode::kPack && gr.members.size() > 2)
+      return Internal("packed group over two jobs");
     for (GpuId x : gr.gpus) {
-      if (gpu_group_[x] != static_cast<int>(g)) return Internal("GPU " + std::to_string(x) + " in two groups");
+      if (gpu_group_[x] != static_cast<int>(g))
+        return Internal("GPU " + std::to_string(x) + " in two groups");
       if (free_.IsFree(x)) return Internal("busy GPU " + std::to_string(x) + " listed free");
     }
     busy += gr.gpus.size();
     for (JobId m : gr.members) {
       const Job& job = jobs_[m];
-      if (job.state != JobState::kRunning || job.group != static_cast<int>(g) || job.gpus != gr.gpus)
+      if (job.state != JobState::kRunning || job.group != static_cast<int>(g) ||
+          job.gpus != gr.gpus)
         return Internal("job " + std::to_string(m) + " disagrees with its group");
     }
   }
@@ -408,7 +430,8 @@ Status SimCluster::CheckInvariants() const {
       ++free_count;
     }
   }
-  if (busy + free_count != topo_.num_gpus() || free_count != free_.total_free() || busy != allocated_now_)
+  if (busy + free_count != topo_.num_gpus() || free_count != free_.total_free() ||
+      busy != allocated_now_)
     return Internal("GPU counts disagree (over-allocation)");
   return Status::Ok();
 }
@@ -429,7 +452,8 @@ StatusOr<SimResult> SimCluster::Run(Policy& policy) {
     double t_arr = next_arrival < jobs_.size() ? jobs_[next_arrival].info.submit_time : kInf;
     double t = std::min(t_heap, t_arr);
     if (t == kInf) break;
-    if (t > config_.max_sim_seconds) return DeadlineExceeded("simulated time passed max_sim_seconds");
+    if (t > config_.max_sim_seconds)
+      return DeadlineExceeded("simulated time passed max_sim_seconds");
     AccumulateUtil(t);
     now_ = std::max(now_, t);
     // Finishes and stall ends first (they free GPUs), then arrivals, then wake-ups.
@@ -476,7 +500,8 @@ StatusOr<SimResult> SimCluster::Run(Policy& policy) {
     if (config_.check_invariants) GD_RETURN_IF_ERROR(CheckInvariants());
   }
   if (unfinished_ > 0)
-    return FailedPrecondition(std::string("policy ") + policy.name() + " left " + std::to_string(unfinished_) +
+    return FailedPrecondition(std::string("policy ") + policy.name() + " left " +
+                              std::to_string(unfinished_) +
                               " jobs unfinished with nothing left to happen");
   // Close the utilisation series at the makespan.
   SimResult r = std::move(result_);

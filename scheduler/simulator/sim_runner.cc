@@ -10,7 +10,8 @@ StatusOr<LoadedSim> LoadSim(const SimSetup& s) {
   LoadedSim out;
   if (s.cluster.rfind("uniform:", 0) == 0) {
     int machines = 0, gpus = 0;
-    if (std::sscanf(s.cluster.c_str() + 8, "%dx%d", &machines, &gpus) != 2 || machines < 1 || gpus < 1 || gpus > 64)
+    if (std::sscanf(s.cluster.c_str() + 8, "%dx%d", &machines, &gpus) != 2 || machines < 1 ||
+        gpus < 1 || gpus > 64)
       return InvalidArgument("--cluster uniform:MxG needs machines x GPUs, e.g. uniform:16x8");
     out.topology = Topology::Uniform(machines, gpus);
   } else if (s.cluster == "philly") {
@@ -20,8 +21,8 @@ StatusOr<LoadedSim> LoadSim(const SimSetup& s) {
   } else {
     return InvalidArgument("unknown cluster '" + s.cluster + "' (philly, pai or uniform:MxG)");
   }
-  out.cluster_name = s.cluster + " (" + std::to_string(out.topology.machines().size()) + " machines, " +
-                     std::to_string(out.topology.num_gpus()) + " GPUs)";
+  out.cluster_name = s.cluster + " (" + std::to_string(out.topology.machines().size()) +
+                     " machines, " + std::to_string(out.topology.num_gpus()) + " GPUs)";
   if (!s.colocation_path.empty()) {
     GD_ASSIGN_OR_RETURN(out.perf, PerfModel::Load(s.colocation_path));
   }

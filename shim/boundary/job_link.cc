@@ -2,10 +2,10 @@
 #include "boundary/job_link.h"
 
 #include "gandiva/common/clock.h"
-#include "gandiva/common/log.h"
-#include "memory/device_checkpoint.h"
 #include "gandiva/common/futex.h"
+#include "gandiva/common/log.h"
 #include "gandiva/runtime/job_runtime.h"
+#include "memory/device_checkpoint.h"
 #include "memory/swap.h"
 
 namespace gandiva::shim {

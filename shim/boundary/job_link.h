@@ -8,9 +8,9 @@
 #include <atomic>
 #include <cstdint>
 
-#include "interpose/driver.h"
-#include "gandiva/contract/control_block.h"
 #include "boundary/thread_state.h"
+#include "gandiva/contract/control_block.h"
+#include "interpose/driver.h"
 
 namespace gandiva::shim {
 
@@ -28,9 +28,10 @@ runtime::ControlBlock* JobControlBlock();
 void GateSlow();
 // Parks the calling thread while the job is parked (suspended or swapping).
 inline void Gate() {
-  if (__builtin_expect(g_gate_phase.load(std::memory_order_relaxed)->load(std::memory_order_acquire) ==
-                           runtime::kPhaseParked,
-                       0))
+  if (__builtin_expect(
+          g_gate_phase.load(std::memory_order_relaxed)->load(std::memory_order_acquire) ==
+              runtime::kPhaseParked,
+          0))
     GateSlow();
 }
 

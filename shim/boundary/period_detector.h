@@ -18,9 +18,9 @@ namespace gandiva::shim {
 
 class PeriodDetector {
  public:
-  static constexpr int kMaxPeriod = 64;     // segments per iteration we can find
-  static constexpr int kLockRepeats = 3;    // identical periods needed to lock
-  static constexpr int kHistory = 256;      // segments remembered (>= repeats * max period)
+  static constexpr int kMaxPeriod = 64;         // segments per iteration we can find
+  static constexpr int kLockRepeats = 3;        // identical periods needed to lock
+  static constexpr int kHistory = 256;          // segments remembered (>= repeats * max period)
   static constexpr int kConfidenceWindow = 16;  // boundaries the confidence looks back on
 
   constexpr PeriodDetector() = default;
@@ -35,7 +35,7 @@ class PeriodDetector {
   bool OnSync(uint32_t kind);
 
   bool locked() const { return period_ != 0; }
-  int period() const { return period_; }              // segments per iteration, 0 if unknown
+  int period() const { return period_; }               // segments per iteration, 0 if unknown
   uint64_t boundaries() const { return boundaries_; }  // incl. ones recognised on locking
   uint64_t segments() const { return segments_; }
   uint32_t launches_per_period() const { return launches_per_period_; }

@@ -33,7 +33,8 @@ uint64_t TotalCalls(HookId id) {
   int n = 0;
   ThreadSlot* slots = ThreadSlots(&n);
   uint64_t total = g_overflow.calls[static_cast<int>(id)].load(std::memory_order_relaxed);
-  for (int i = 0; i < n; ++i) total += slots[i].calls[static_cast<int>(id)].load(std::memory_order_relaxed);
+  for (int i = 0; i < n; ++i)
+    total += slots[i].calls[static_cast<int>(id)].load(std::memory_order_relaxed);
   return total;
 }
 

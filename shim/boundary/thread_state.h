@@ -8,8 +8,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "interpose/driver.h"
 #include "boundary/period_detector.h"
+#include "interpose/driver.h"
 
 namespace gandiva::shim {
 

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "gandiva/common/log.h"
 #include "boundary/job_link.h"
+#include "gandiva/common/log.h"
 
 namespace gandiva::shim {
 namespace {
@@ -35,12 +35,11 @@ void* RealDlsym(void* handle, const char* name) {
 }
 
 void ResolveAllReal(void* handle) {
-#define GD_HOOK(name, pfn, what)                                                     \
-  {                                                                                  \
-    void* p = handle ? RealDlsym(handle, #name) : nullptr;                           \
-    Real<HookId::name>::fn.store(p ? reinterpret_cast<pfn>(p)                        \
-                                   : &Stubs<HookId::name>::Missing,                  \
-                                 std::memory_order_release);                         \
+#define GD_HOOK(name, pfn, what)                                                               \
+  {                                                                                            \
+    void* p = handle ? RealDlsym(handle, #name) : nullptr;                                     \
+    Real<HookId::name>::fn.store(p ? reinterpret_cast<pfn>(p) : &Stubs<HookId::name>::Missing, \
+                                 std::memory_order_release);                                   \
   }
 #include "interpose/hooks.def"
 #undef GD_HOOK
@@ -58,12 +57,16 @@ bool LoadDriver() {
     ResolveAllReal(h);
     if (h) {
       auto get = [h](const char* n) { return RealDlsym(h, n); };
-      g_extras.cuCtxGetCurrent = reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(get("cuCtxGetCurrent"));
+      g_extras.cuCtxGetCurrent =
+          reinterpret_cast<PFN_cuCtxGetCurrent_v4000>(get("cuCtxGetCurrent"));
       g_extras.cuCtxGetDevice = reinterpret_cast<PFN_cuCtxGetDevice_v2000>(get("cuCtxGetDevice"));
-      g_extras.cuCtxPushCurrent = reinterpret_cast<PFN_cuCtxPushCurrent_v4000>(get("cuCtxPushCurrent_v2"));
-      g_extras.cuCtxPopCurrent = reinterpret_cast<PFN_cuCtxPopCurrent_v4000>(get("cuCtxPopCurrent_v2"));
+      g_extras.cuCtxPushCurrent =
+          reinterpret_cast<PFN_cuCtxPushCurrent_v4000>(get("cuCtxPushCurrent_v2"));
+      g_extras.cuCtxPopCurrent =
+          reinterpret_cast<PFN_cuCtxPopCurrent_v4000>(get("cuCtxPopCurrent_v2"));
       g_extras.cuMemGetAllocationGranularity =
-          reinterpret_cast<PFN_cuMemGetAllocationGranularity_v10020>(get("cuMemGetAllocationGranularity"));
+          reinterpret_cast<PFN_cuMemGetAllocationGranularity_v10020>(
+              get("cuMemGetAllocationGranularity"));
       g_extras.cuMemSetAccess = reinterpret_cast<PFN_cuMemSetAccess_v10020>(get("cuMemSetAccess"));
       g_extras.cuMemHostAlloc = reinterpret_cast<PFN_cuMemHostAlloc_v2020>(get("cuMemHostAlloc"));
       g_extras.cuMemFreeHost = reinterpret_cast<PFN_cuMemFreeHost_v2000>(get("cuMemFreeHost"));

@@ -32,13 +32,13 @@ constexpr uint32_t KindOf(const char* pfn) {
 
 template <HookId Id>
 struct HookTraits;
-#define GD_HOOK(name, pfn, what)                      \
-  template <>                                         \
-  struct HookTraits<HookId::name> {                   \
-    using Pfn = pfn;                                  \
-    static constexpr const char* kName = #name;       \
-    static constexpr const char* kPfnName = #pfn;     \
-    static constexpr uint32_t kKind = KindOf(#pfn);   \
+#define GD_HOOK(name, pfn, what)                    \
+  template <>                                       \
+  struct HookTraits<HookId::name> {                 \
+    using Pfn = pfn;                                \
+    static constexpr const char* kName = #name;     \
+    static constexpr const char* kPfnName = #pfn;   \
+    static constexpr uint32_t kKind = KindOf(#pfn); \
   };
 #include "interpose/hooks.def"
 #undef GD_HOOK

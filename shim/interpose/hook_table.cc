@@ -14,7 +14,7 @@ void* RealOf() {
 }
 
 const HookEntry kHooks[] = {
-#define GD_HOOK(name, pfn, what)                                                              \
+#define GD_HOOK(name, pfn, what)                                                                 \
   {#name, ParsePfnName(#pfn), reinterpret_cast<void*>(&Wrapper<HookId::name, policy::what>::Fn), \
    &RealOf<HookId::name>, reinterpret_cast<void*>(&Stubs<HookId::name>::Missing)},
 #include "interpose/hooks.def"

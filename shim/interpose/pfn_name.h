@@ -9,9 +9,9 @@
 namespace gandiva::shim {
 
 struct PfnName {
-  std::string_view base;   // the name cuGetProcAddress is asked for
-  int version = 0;         // first CUDA version with this signature
-  bool per_thread = false; // a _ptds/_ptsz (per-thread default stream) variant
+  std::string_view base;    // the name cuGetProcAddress is asked for
+  int version = 0;          // first CUDA version with this signature
+  bool per_thread = false;  // a _ptds/_ptsz (per-thread default stream) variant
 };
 
 constexpr PfnName ParsePfnName(std::string_view pfn) {

@@ -7,10 +7,10 @@
 
 #include <cstdint>
 
-#include "interpose/driver.h"
 #include "boundary/job_link.h"
-#include "memory/memory_tracker.h"
 #include "boundary/thread_state.h"
+#include "interpose/driver.h"
+#include "memory/memory_tracker.h"
 
 namespace gandiva::shim {
 
@@ -139,11 +139,13 @@ struct MemFreeAsync {
 
 struct TrackPitch {
   template <HookId Id>
-  static CUresult Run(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height, unsigned int elem) {
+  static CUresult Run(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                      unsigned int elem) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
     const CUresult r = Real<Id>::Get()(dptr, pitch, width, height, elem);
-    if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, *pitch * height, AllocKind::kPitch, nullptr);
+    if (r == CUDA_SUCCESS)
+      MemoryTracker::Get().Track(*dptr, *pitch * height, AllocKind::kPitch, nullptr);
     return r;
   }
 };
@@ -172,8 +174,8 @@ struct TrackAsync {
 
 struct TrackCreate {
   template <HookId Id>
-  static CUresult Run(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
-                      unsigned long long flags) {
+  static CUresult Run(CUmemGenericAllocationHandle* handle, size_t size,
+                      const CUmemAllocationProp* prop, unsigned long long flags) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
     const CUresult r = Real<Id>::Get()(handle, size, prop, flags);

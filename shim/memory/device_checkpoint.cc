@@ -47,11 +47,13 @@ static_assert(sizeof(SavedAllocation) == 32);
 // both are "cuMemAlloc" for matching. Other kinds must match exactly.
 int KindFamily(uint32_t kind) {
   return kind == static_cast<uint32_t>(AllocKind::kVmm) ? static_cast<int>(AllocKind::kPlain)
-                                                         : static_cast<int>(kind);
+                                                        : static_cast<int>(kind);
 }
 
 const char* KindName(uint32_t kind) {
-  return kind <= static_cast<uint32_t>(AllocKind::kAsync) ? AllocKindName(static_cast<AllocKind>(kind)) : "?";
+  return kind <= static_cast<uint32_t>(AllocKind::kAsync)
+             ? AllocKindName(static_cast<AllocKind>(kind))
+             : "?";
 }
 
 // The live allocations in allocation order.
@@ -59,7 +61,8 @@ std::vector<Allocation*> InOrder(std::map<CUdeviceptr, Allocation>& table) {
   std::vector<Allocation*> out;
   out.reserve(table.size());
   for (auto& [ptr, a] : table) out.push_back(&a);
-  std::sort(out.begin(), out.end(), [](const Allocation* x, const Allocation* y) { return x->seq < y->seq; });
+  std::sort(out.begin(), out.end(),
+            [](const Allocation* x, const Allocation* y) { return x->seq < y->seq; });
   return out;
 }
 
@@ -108,7 +111,8 @@ Status SyncAll(const std::map<CUdeviceptr, Allocation>& table) {
     ScopedContext scope(ctx);
     const CUresult r = Real<HookId::cuCtxSynchronize>::Get()();
     if (r != CUDA_SUCCESS)
-      return Internal("cuCtxSynchronize failed around the device copy: CUresult " + std::to_string(r));
+      return Internal("cuCtxSynchronize failed around the device copy: CUresult " +
+                      std::to_string(r));
   }
   return Status::Ok();
 }
@@ -127,7 +131,8 @@ Status SaveTable(std::map<CUdeviceptr, Allocation>& table, checkpoint::SectionWr
     h.data_bytes += a.size;
   }
   GD_RETURN_IF_ERROR(w.Write(&h, sizeof(h)));
-  if (!saved.empty()) GD_RETURN_IF_ERROR(w.Write(saved.data(), saved.size() * sizeof(SavedAllocation)));
+  if (!saved.empty())
+    GD_RETURN_IF_ERROR(w.Write(saved.data(), saved.size() * sizeof(SavedAllocation)));
   if (h.data_bytes == 0) return Status::Ok();
   Staging staging(kChunk);
   if (!staging.get()) return ResourceExhausted("no host memory for an 8 MiB staging buffer");
@@ -144,7 +149,8 @@ Status SaveTable(std::map<CUdeviceptr, Allocation>& table, checkpoint::SectionWr
       const CUresult r = dtoh(staging.get(), a.ptr + off, n);
       if (r != CUDA_SUCCESS)
         return Internal("copying allocation " + std::to_string(i) + " (" + Hex(a.ptr) + ", " +
-                        std::to_string(a.size) + " bytes) to the host failed: CUresult " + std::to_string(r));
+                        std::to_string(a.size) + " bytes) to the host failed: CUresult " +
+                        std::to_string(r));
       GD_RETURN_IF_ERROR(w.Write(staging.get(), n));
     }
   }
@@ -163,25 +169,29 @@ Status Match(const SectionHeader& h, const std::vector<SavedAllocation>& saved,
   }
   const uint64_t expected = sizeof(SectionHeader) + saved.size() * sizeof(SavedAllocation) + data;
   if (data != h.data_bytes || section_bytes != expected)
-    return DataLoss("section is " + std::to_string(section_bytes) + " bytes but its table describes " +
-                    std::to_string(expected));
+    return DataLoss("section is " + std::to_string(section_bytes) +
+                    " bytes but its table describes " + std::to_string(expected));
   if (saved.size() != live.size()) {
     std::vector<SavedAllocation> now;
     for (size_t i = 0; i < live.size(); ++i)
-      now.push_back({i, live[i]->size, live[i]->ptr, static_cast<uint32_t>(live[i]->kind), live[i]->device});
+      now.push_back(
+          {i, live[i]->size, live[i]->ptr, static_cast<uint32_t>(live[i]->kind), live[i]->device});
     return FailedPrecondition("the checkpoint holds " + std::to_string(saved.size()) +
-                              " device allocations [" + Describe(saved) + "] but this process has " +
-                              std::to_string(live.size()) + " [" + Describe(now) +
+                              " device allocations [" + Describe(saved) +
+                              "] but this process has " + std::to_string(live.size()) + " [" +
+                              Describe(now) +
                               "]; the program must make the same allocations, in the same order, "
                               "before its first iteration boundary");
   }
   for (size_t i = 0; i < saved.size(); ++i) {
     const Allocation& a = *live[i];
-    if (saved[i].size != a.size || KindFamily(saved[i].kind) != KindFamily(static_cast<uint32_t>(a.kind)))
-      return FailedPrecondition("device allocation " + std::to_string(i) + " differs: the checkpoint has " +
-                                std::to_string(saved[i].size) + " bytes (" + KindName(saved[i].kind) +
-                                ") but this process has " + std::to_string(a.size) + " bytes (" +
-                                AllocKindName(a.kind) + ") at " + Hex(a.ptr));
+    if (saved[i].size != a.size ||
+        KindFamily(saved[i].kind) != KindFamily(static_cast<uint32_t>(a.kind)))
+      return FailedPrecondition("device allocation " + std::to_string(i) +
+                                " differs: the checkpoint has " + std::to_string(saved[i].size) +
+                                " bytes (" + KindName(saved[i].kind) + ") but this process has " +
+                                std::to_string(a.size) + " bytes (" + AllocKindName(a.kind) +
+                                ") at " + Hex(a.ptr));
   }
   return Status::Ok();
 }
@@ -192,10 +202,11 @@ Status LoadTable(std::map<CUdeviceptr, Allocation>& table, checkpoint::SectionRe
   if (r.Read(&h, sizeof(h)) != sizeof(h) || std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0)
     return DataLoss("not a device memory section (bad header)");
   if (h.version != kVersion)
-    return DataLoss("device memory section version " + std::to_string(h.version) + " (this shim reads " +
-                    std::to_string(kVersion) + ")");
+    return DataLoss("device memory section version " + std::to_string(h.version) +
+                    " (this shim reads " + std::to_string(kVersion) + ")");
   if (static_cast<uint64_t>(h.allocations) * sizeof(SavedAllocation) > r.remaining())
-    return DataLoss("device memory section too short for " + std::to_string(h.allocations) + " allocations");
+    return DataLoss("device memory section too short for " + std::to_string(h.allocations) +
+                    " allocations");
   std::vector<SavedAllocation> saved(h.allocations);
   if (!saved.empty()) r.Read(saved.data(), saved.size() * sizeof(SavedAllocation));
   const std::vector<Allocation*> live = InOrder(table);
@@ -210,17 +221,20 @@ Status LoadTable(std::map<CUdeviceptr, Allocation>& table, checkpoint::SectionRe
     size_t off = 0;
     while (off < a.size) {
       const std::span<const uint8_t> piece = r.Next(a.size - off);
-      if (piece.empty()) return DataLoss("device memory section ends inside allocation " + std::to_string(i));
+      if (piece.empty())
+        return DataLoss("device memory section ends inside allocation " + std::to_string(i));
       if (a.swapped) {
         std::memcpy(static_cast<char*>(a.host) + off, piece.data(), piece.size());
-      } else if (const CUresult rc = htod(a.ptr + off, piece.data(), piece.size()); rc != CUDA_SUCCESS) {
-        return Internal("copying allocation " + std::to_string(i) + " to the device (" + Hex(a.ptr) +
-                        ") failed: CUresult " + std::to_string(rc));
+      } else if (const CUresult rc = htod(a.ptr + off, piece.data(), piece.size());
+                 rc != CUDA_SUCCESS) {
+        return Internal("copying allocation " + std::to_string(i) + " to the device (" +
+                        Hex(a.ptr) + ") failed: CUresult " + std::to_string(rc));
       }
       off += piece.size();
     }
   }
-  GD_LOG(kInfo, "shim: restored %zu device allocations, %llu bytes (%d at a different address than saved)",
+  GD_LOG(kInfo,
+         "shim: restored %zu device allocations, %llu bytes (%d at a different address than saved)",
          live.size(), static_cast<unsigned long long>(h.data_bytes), moved);
   return Status::Ok();
 }
@@ -228,18 +242,21 @@ Status LoadTable(std::map<CUdeviceptr, Allocation>& table, checkpoint::SectionRe
 }  // namespace
 
 Status SaveDeviceMemory(checkpoint::SectionWriter& w) {
-  if (!DriverLoaded() || !DriverHandle()) return FailedPrecondition("the CUDA driver is not loaded");
+  if (!DriverLoaded() || !DriverHandle())
+    return FailedPrecondition("the CUDA driver is not loaded");
   if (const uint64_t physical = MemoryTracker::Get().PhysicalBytes(); physical != 0)
-    return FailedPrecondition(std::to_string(physical) +
-                              " bytes of device memory were made with cuMemCreate by the program itself; "
-                              "the shim cannot checkpoint them (GANDIVA_SHIM_CHECKPOINT=0 leaves device "
-                              "memory out of checkpoints)");
+    return FailedPrecondition(
+        std::to_string(physical) +
+        " bytes of device memory were made with cuMemCreate by the program itself; "
+        "the shim cannot checkpoint them (GANDIVA_SHIM_CHECKPOINT=0 leaves device "
+        "memory out of checkpoints)");
   return MemoryTracker::Get().WithTable(
       [&w](std::map<CUdeviceptr, Allocation>& table) { return SaveTable(table, w); });
 }
 
 Status LoadDeviceMemory(checkpoint::SectionReader& r) {
-  if (!DriverLoaded() || !DriverHandle()) return FailedPrecondition("the CUDA driver is not loaded");
+  if (!DriverLoaded() || !DriverHandle())
+    return FailedPrecondition("the CUDA driver is not loaded");
   return MemoryTracker::Get().WithTable(
       [&r](std::map<CUdeviceptr, Allocation>& table) { return LoadTable(table, r); });
 }
@@ -249,7 +266,8 @@ void RegisterDeviceCheckpoint() {
   const Status s = checkpoint::RegisterState(
       kDeviceSectionName, [](checkpoint::SectionWriter& w) { return SaveDeviceMemory(w); },
       [](checkpoint::SectionReader& r) { return LoadDeviceMemory(r); });
-  if (!s.ok()) GD_LOG(kWarn, "shim: device memory stays out of checkpoints: %s", s.ToString().c_str());
+  if (!s.ok())
+    GD_LOG(kWarn, "shim: device memory stays out of checkpoints: %s", s.ToString().c_str());
 }
 
 }  // namespace gandiva::shim

@@ -4,9 +4,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "boundary/job_link.h"
 #include "gandiva/common/log.h"
 #include "interpose/driver.h"
-#include "boundary/job_link.h"
 
 namespace gandiva::shim {
 namespace {
@@ -26,11 +26,16 @@ CUmemAllocationProp DeviceProp(CUdevice device) {
 
 const char* AllocKindName(AllocKind kind) {
   switch (kind) {
-    case AllocKind::kVmm: return "vmm";
-    case AllocKind::kPlain: return "plain";
-    case AllocKind::kPitch: return "pitch";
-    case AllocKind::kManaged: return "managed";
-    case AllocKind::kAsync: return "async";
+    case AllocKind::kVmm:
+      return "vmm";
+    case AllocKind::kPlain:
+      return "plain";
+    case AllocKind::kPitch:
+      return "pitch";
+    case AllocKind::kManaged:
+      return "managed";
+    case AllocKind::kAsync:
+      return "async";
   }
   return "?";
 }
@@ -42,7 +47,8 @@ MemoryTracker& MemoryTracker::Get() {
 
 MemoryTracker::MemoryTracker() {
   if (const char* v = std::getenv("GANDIVA_SHIM_VMM")) vmm_enabled_ = std::strcmp(v, "0") != 0;
-  if (const char* v = std::getenv("GANDIVA_SHIM_VMM_MIN_BYTES")) vmm_min_bytes_ = std::strtoull(v, nullptr, 0);
+  if (const char* v = std::getenv("GANDIVA_SHIM_VMM_MIN_BYTES"))
+    vmm_min_bytes_ = std::strtoull(v, nullptr, 0);
 }
 
 size_t MemoryTracker::Granularity(CUdevice device) {
@@ -50,7 +56,8 @@ size_t MemoryTracker::Granularity(CUdevice device) {
   if (granularity_[device] == 0) {
     CUmemAllocationProp prop = DeviceProp(device);
     size_t g = 0;
-    if (Extras().cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+    if (Extras().cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+        CUDA_SUCCESS)
       g = ~size_t{0};  // VMM unsupported: never try again
     granularity_[device] = g;
   }
@@ -68,7 +75,8 @@ CUresult MemoryTracker::MapPhysical(CUdeviceptr va, size_t size, CUdevice device
     std::memset(&access, 0, sizeof(access));
     access.location = prop.location;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    r = Extras().cuMemSetAccess ? Extras().cuMemSetAccess(va, size, &access, 1) : CUDA_ERROR_NOT_FOUND;
+    r = Extras().cuMemSetAccess ? Extras().cuMemSetAccess(va, size, &access, 1)
+                                : CUDA_ERROR_NOT_FOUND;
     if (r != CUDA_SUCCESS) Real<HookId::cuMemUnmap>::Get()(va, size);
   }
   // The mapping keeps the physical memory alive; unmapping it frees it.
@@ -80,7 +88,8 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
   CUcontext ctx = nullptr;
   CUdevice device = 0;
   if (Extras().cuCtxGetCurrent) Extras().cuCtxGetCurrent(&ctx);
-  const bool device_ok = Extras().cuCtxGetDevice && Extras().cuCtxGetDevice(&device) == CUDA_SUCCESS;
+  const bool device_ok =
+      Extras().cuCtxGetDevice && Extras().cuCtxGetDevice(&device) == CUDA_SUCCESS;
   size_t gran = 0;
   if (vmm_enabled_ && dptr && size >= vmm_min_bytes_ && size > 0 && device_ok) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -145,14 +154,18 @@ CUresult MemoryTracker::Free(CUdeviceptr ptr) {
   // cuMemFree synchronises implicitly; unmapping memory still in use must not be faster.
   Real<HookId::cuCtxSynchronize>::Get()();
   if (a.swapped) {
-    if (a.host_pinned) Extras().cuMemFreeHost(a.host); else std::free(a.host);
+    if (a.host_pinned)
+      Extras().cuMemFreeHost(a.host);
+    else
+      std::free(a.host);
   } else {
     Real<HookId::cuMemUnmap>::Get()(a.ptr, a.mapped_size);
   }
   return Real<HookId::cuMemAddressFree>::Get()(a.ptr, a.mapped_size);
 }
 
-CUresult MemoryTracker::FreeAsync(CUdeviceptr ptr, CUstream stream, PFN_cuMemFreeAsync_v11020 real) {
+CUresult MemoryTracker::FreeAsync(CUdeviceptr ptr, CUstream stream,
+                                  PFN_cuMemFreeAsync_v11020 real) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = live_.find(ptr);

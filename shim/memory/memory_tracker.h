@@ -17,11 +17,11 @@
 namespace gandiva::shim {
 
 enum class AllocKind : uint8_t {
-  kVmm,       // cuMemAlloc backed by reserve+create+map: swappable at a stable address
-  kPlain,     // cuMemAlloc passed through (small, VMM off or unsupported): stays resident
-  kPitch,     // cuMemAllocPitch
-  kManaged,   // cuMemAllocManaged
-  kAsync,     // cuMemAllocAsync (stream-ordered pool)
+  kVmm,      // cuMemAlloc backed by reserve+create+map: swappable at a stable address
+  kPlain,    // cuMemAlloc passed through (small, VMM off or unsupported): stays resident
+  kPitch,    // cuMemAllocPitch
+  kManaged,  // cuMemAllocManaged
+  kAsync,    // cuMemAllocAsync (stream-ordered pool)
 };
 const char* AllocKindName(AllocKind kind);
 
@@ -46,7 +46,7 @@ struct MemoryTotals {
   uint64_t device_bytes = 0;  // resident: live allocations + app physical memory
   uint64_t allocations = 0;
   uint64_t swapped_bytes = 0;
-  uint64_t vmm_bytes = 0;      // of which swappable
+  uint64_t vmm_bytes = 0;  // of which swappable
 };
 
 class MemoryTracker {

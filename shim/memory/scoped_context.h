@@ -10,7 +10,8 @@ namespace gandiva::shim {
 class ScopedContext {
  public:
   explicit ScopedContext(CUcontext ctx)
-      : pushed_(ctx && Extras().cuCtxPushCurrent && Extras().cuCtxPushCurrent(ctx) == CUDA_SUCCESS) {}
+      : pushed_(ctx && Extras().cuCtxPushCurrent &&
+                Extras().cuCtxPushCurrent(ctx) == CUDA_SUCCESS) {}
   ~ScopedContext() {
     CUcontext ignored;
     if (pushed_) Extras().cuCtxPopCurrent(&ignored);

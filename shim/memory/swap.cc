@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "gandiva/common/clock.h"
+#include "gandiva/common/futex.h"
 #include "gandiva/common/log.h"
 #include "interpose/driver.h"
 #include "memory/memory_tracker.h"
-#include "gandiva/common/futex.h"
 #include "memory/scoped_context.h"
 
 namespace gandiva::shim {
@@ -114,7 +114,8 @@ void OnParked(ControlBlock* cb) {
 
 void OnResuming(ControlBlock* cb) {
   if (cb->swap_state.load(std::memory_order_relaxed) != runtime::kSwapSwappedOut) {
-    if (cb->swap_state.load(std::memory_order_relaxed) == runtime::kSwapFailed) SetState(cb, runtime::kSwapResident);
+    if (cb->swap_state.load(std::memory_order_relaxed) == runtime::kSwapFailed)
+      SetState(cb, runtime::kSwapResident);
     return;
   }
   // The job cannot run without its memory: retry until the device has room again,
@@ -128,10 +129,12 @@ void OnResuming(ControlBlock* cb) {
       SetState(cb, runtime::kSwapResident);
       return;
     }
-    if (cb->swap_state.load(std::memory_order_relaxed) != runtime::kSwapFailed) SetState(cb, runtime::kSwapFailed);
+    if (cb->swap_state.load(std::memory_order_relaxed) != runtime::kSwapFailed)
+      SetState(cb, runtime::kSwapFailed);
     const uint64_t now = MonotonicNowNs();
     if (now - last_log > 5'000'000'000ull) {
-      GD_LOG(kWarn, "shim: swap-in failed (CUresult %d); retrying until the device has room", r.status);
+      GD_LOG(kWarn, "shim: swap-in failed (CUresult %d); retrying until the device has room",
+             r.status);
       last_log = now;
     }
     usleep(50'000);
@@ -195,33 +198,36 @@ SwapResult SwapOutAll() {
 SwapResult SwapInAll() {
   const uint64_t start = MonotonicNowNs();
   const SwapVerify verify = CurrentSwapVerify();
-  SwapResult result = MemoryTracker::Get().WithTable([verify](std::map<CUdeviceptr, Allocation>& table) {
-    SwapResult r;
-    std::vector<char> scratch;
-    for (auto& [ptr, a] : table) {
-      if (!a.swapped) continue;
-      ScopedContext scope(a.ctx);
-      r.status = MemoryTracker::MapPhysical(a.ptr, a.mapped_size, a.device);
-      if (r.status != CUDA_SUCCESS) return r;  // no room yet: the rest stays swapped
-      r.status = CopyIn(a);
-      if (r.status == CUDA_SUCCESS && !Verify(a, verify, &scratch)) {
-        GD_LOG(kWarn, "shim: swap-in verification failed at 0x%llx; copying again",
-               static_cast<unsigned long long>(a.ptr));
-        r.status = CopyIn(a);
-        if (r.status == CUDA_SUCCESS && !Verify(a, verify, &scratch)) r.status = CUDA_ERROR_UNKNOWN;
-      }
-      if (r.status != CUDA_SUCCESS) {
-        Real<HookId::cuMemUnmap>::Get()(a.ptr, a.mapped_size);  // try again later, from the host copy
+  SwapResult result =
+      MemoryTracker::Get().WithTable([verify](std::map<CUdeviceptr, Allocation>& table) {
+        SwapResult r;
+        std::vector<char> scratch;
+        for (auto& [ptr, a] : table) {
+          if (!a.swapped) continue;
+          ScopedContext scope(a.ctx);
+          r.status = MemoryTracker::MapPhysical(a.ptr, a.mapped_size, a.device);
+          if (r.status != CUDA_SUCCESS) return r;  // no room yet: the rest stays swapped
+          r.status = CopyIn(a);
+          if (r.status == CUDA_SUCCESS && !Verify(a, verify, &scratch)) {
+            GD_LOG(kWarn, "shim: swap-in verification failed at 0x%llx; copying again",
+                   static_cast<unsigned long long>(a.ptr));
+            r.status = CopyIn(a);
+            if (r.status == CUDA_SUCCESS && !Verify(a, verify, &scratch))
+              r.status = CUDA_ERROR_UNKNOWN;
+          }
+          if (r.status != CUDA_SUCCESS) {
+            Real<HookId::cuMemUnmap>::Get()(a.ptr,
+                                            a.mapped_size);  // try again later, from the host copy
+            return r;
+          }
+          HostFree(a.host, a.host_pinned);
+          a.host = nullptr;
+          a.swapped = false;
+          r.bytes += a.size;
+          ++r.allocations;
+        }
         return r;
-      }
-      HostFree(a.host, a.host_pinned);
-      a.host = nullptr;
-      a.swapped = false;
-      r.bytes += a.size;
-      ++r.allocations;
-    }
-    return r;
-  });
+      });
   result.ns = MonotonicNowNs() - start;
   return result;
 }

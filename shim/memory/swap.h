@@ -8,8 +8,8 @@
 
 #include <cstdint>
 
-#include "interpose/cuda_api.h"
 #include "gandiva/runtime/job_runtime.h"
+#include "interpose/cuda_api.h"
 
 namespace gandiva::shim {
 

@@ -6,11 +6,11 @@
 #include <map>
 
 #include "gandiva/common/clock.h"
+#include "gandiva/common/units.h"
 
 namespace gandiva::controller {
 namespace {
 
-constexpr uint64_t kMs = 1'000'000;
 using State = Slicer::JobState;
 
 // Plays the jobs' side: a job asked to suspend parks `park_delay` later (its
@@ -24,8 +24,10 @@ class SlicerTest : public ::testing::Test {
 
   void Apply(const std::vector<SliceAction>& actions) {
     for (const auto& a : actions) {
-      if (a.kind == SliceAction::kResume) resumes_.push_back(a.job);
-      else ++suspends_[a.job];
+      if (a.kind == SliceAction::kResume)
+        resumes_.push_back(a.job);
+      else
+        ++suspends_[a.job];
     }
   }
   void Tick() { Apply(slicer_.Tick(clock_.NowNs())); }

@@ -33,8 +33,10 @@ TEST(CodecTest, RejectsMalformedRequestsWithAReason) {
       {R"({"v":1,"type":"explode"})", StatusCode::kInvalidArgument, "unknown request type"},
       {R"({"v":1,"type":"suspend"})", StatusCode::kInvalidArgument, "needs field 'job'"},
       {R"({"v":1,"type":"suspend","job":"3"})", StatusCode::kInvalidArgument, "must be a integer"},
-      {R"({"v":1,"type":"suspend","job":3,"jbo":4})", StatusCode::kInvalidArgument, "no field 'jbo'"},
-      {R"({"v":1,"type":"register_job","command":[1]})", StatusCode::kInvalidArgument, "list of strings"},
+      {R"({"v":1,"type":"suspend","job":3,"jbo":4})", StatusCode::kInvalidArgument,
+       "no field 'jbo'"},
+      {R"({"v":1,"type":"register_job","command":[1]})", StatusCode::kInvalidArgument,
+       "list of strings"},
   };
   for (const auto& c : cases) {
     auto r = DecodeRequest(c.wire);

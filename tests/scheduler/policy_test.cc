@@ -64,7 +64,8 @@ TEST(LasTest, AttainedServiceCountsGpus) {
   PolicyOptions o;
   o.las_thresholds = {400};
   // A 4-GPU job reaches 400 GPU-s after 100 s, not 400 s.
-  SimResult r = Replay(topo, perf, Jobs({{0, 1000, 4}, {10, 500, 4}}), "las", testing::ExactConfig(), o);
+  SimResult r =
+      Replay(topo, perf, Jobs({{0, 1000, 4}, {10, 500, 4}}), "las", testing::ExactConfig(), o);
   EXPECT_DOUBLE_EQ(r.jobs[1].first_start, 100);
 }
 
@@ -86,8 +87,8 @@ class GandivaPackingTest : public ::testing::Test {
 
 TEST_F(GandivaPackingTest, PackingKeptWhenThePairGoesFaster) {
   PolicyStats stats;
-  SimResult r = Replay(topo_, perf_, Jobs({{0, 1000, 1, a_}, {0, 1000, 1, a_}}), "gandiva", testing::ExactConfig(), {},
-                       &stats);
+  SimResult r = Replay(topo_, perf_, Jobs({{0, 1000, 1, a_}, {0, 1000, 1, a_}}), "gandiva",
+                       testing::ExactConfig(), {}, &stats);
   EXPECT_EQ(stats.packs, 1);
   EXPECT_EQ(stats.unpacks, 0);
   // Packed at 0.8 each from t=0: both finish at 1250 (slicing would take 2000).
@@ -97,8 +98,8 @@ TEST_F(GandivaPackingTest, PackingKeptWhenThePairGoesFaster) {
 
 TEST_F(GandivaPackingTest, PackingRejectedWhenThePairSlowsDown) {
   PolicyStats stats;
-  SimResult r = Replay(topo_, perf_, Jobs({{0, 1000, 1, a_}, {0, 1000, 1, b_}}), "gandiva", testing::ExactConfig(), {},
-                       &stats);
+  SimResult r = Replay(topo_, perf_, Jobs({{0, 1000, 1, a_}, {0, 1000, 1, b_}}), "gandiva",
+                       testing::ExactConfig(), {}, &stats);
   // One trial (measured 0.3 + 0.3 < 1 slicing), undone after one interval, never retried.
   EXPECT_EQ(stats.packs, 1);
   EXPECT_EQ(stats.unpacks, 1);
@@ -108,7 +109,8 @@ TEST_F(GandivaPackingTest, PackingRejectedWhenThePairSlowsDown) {
 
 TEST_F(GandivaPackingTest, PairThatDoesNotFitInMemoryIsNeverPacked) {
   PolicyStats stats;
-  Replay(topo_, perf_, Jobs({{0, 100, 1, b_}, {0, 100, 1, b_}}), "gandiva", testing::ExactConfig(), {}, &stats);
+  Replay(topo_, perf_, Jobs({{0, 100, 1, b_}, {0, 100, 1, b_}}), "gandiva", testing::ExactConfig(),
+         {}, &stats);
   EXPECT_EQ(stats.packs, 0);
   EXPECT_EQ(stats.time_slices, 1);
 }
@@ -117,8 +119,8 @@ TEST_F(GandivaPackingTest, DesharesByMigrationWhenAGpuFreesUp) {
   Topology topo = Topology::Uniform(1, 2);
   // Job 1 holds GPU 1 for 100 s; job 2 time-slices with job 0 on GPU 0 (a B+B
   // pair does not fit in memory, so no packing) until GPU 1 frees up.
-  SimResult r = Replay(topo, perf_, Jobs({{0, 1000, 1, b_}, {0, 100, 1, b_}, {1, 1000, 1, b_}}), "gandiva",
-                       testing::ExactConfig());
+  SimResult r = Replay(topo, perf_, Jobs({{0, 1000, 1, b_}, {0, 100, 1, b_}, {1, 1000, 1, b_}}),
+                       "gandiva", testing::ExactConfig());
   EXPECT_EQ(r.migrations, 1);
   EXPECT_LT(r.jobs[2].finish, 1 + 2 * 1000 - 500);  // ran alone after the move
 }
@@ -131,8 +133,8 @@ TEST(ReservePackTest, BigJobsGetHighEndMachinesSmallOnesPack) {
   PolicyStats stats;
   // Three 1-GPU jobs and a 4-GPU job: the big one gets the high end, the
   // small ones stay on the low end and the third packs with one of them.
-  SimResult r = Replay(topo, perf, Jobs({{0, 100}, {0, 100}, {0, 100}, {0, 100, 4}}), "reserve-pack",
-                       testing::ExactConfig(), {}, &stats);
+  SimResult r = Replay(topo, perf, Jobs({{0, 100}, {0, 100}, {0, 100}, {0, 100, 4}}),
+                       "reserve-pack", testing::ExactConfig(), {}, &stats);
   EXPECT_EQ(stats.packs, 1);
   EXPECT_DOUBLE_EQ(r.jobs[3].first_start, 0);
   EXPECT_DOUBLE_EQ(r.jobs[3].finish, 100);
@@ -159,8 +161,15 @@ TEST(SjfPredictedTest, JobPredictedShortOvertakesJobPredictedLong) {
   PerfModel perf = PerfModel::Neutral();
   // Phase 1 teaches the predictor: VC 2 runs 500 s jobs, VC 1 runs 10 s jobs.
   // Phase 2: behind a blocker, a VC 2 job queues first and a VC 1 job second.
-  std::vector<SimJobSpec> jobs = Jobs({{0, 500}, {1, 500}, {2, 500}, {3, 10}, {4, 10}, {5, 10},
-                                       {2000, 100}, {2001, 100}, {2002, 10}});
+  std::vector<SimJobSpec> jobs = Jobs({{0, 500},
+                                       {1, 500},
+                                       {2, 500},
+                                       {3, 10},
+                                       {4, 10},
+                                       {5, 10},
+                                       {2000, 100},
+                                       {2001, 100},
+                                       {2002, 10}});
   for (int i : {0, 1, 2, 6, 7}) jobs[i].info.vc = 2;
   for (int i : {3, 4, 5, 8}) jobs[i].info.vc = 1;
   SimResult r = Replay(topo, perf, jobs, "sjf-predicted");

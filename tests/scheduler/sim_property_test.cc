@@ -28,7 +28,8 @@ class SimPropertyTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     if (testing::HaveData("colocation/gavel_simulation_throughputs.json")) {
-      auto p = PerfModel::Load(testing::DataDir() + "/colocation/gavel_simulation_throughputs.json");
+      auto p =
+          PerfModel::Load(testing::DataDir() + "/colocation/gavel_simulation_throughputs.json");
       ASSERT_TRUE(p.ok()) << p.status().ToString();
       perf_ = std::move(p).value();
     }
@@ -53,7 +54,8 @@ TEST_P(SimPropertyTest, EveryJobFinishesNoOverAllocationWorkConserved) {
     }
     // Effective GPU-seconds integrate rate x GPUs over time: exactly the work.
     EXPECT_NEAR(r.effective_gpu_seconds, work, 1e-6 * work) << GetParam() << " seed " << seed;
-    EXPECT_LE(r.effective_gpu_seconds, r.allocated_gpu_seconds * 2 + 1e-6);  // at most two jobs per GPU
+    EXPECT_LE(r.effective_gpu_seconds,
+              r.allocated_gpu_seconds * 2 + 1e-6);  // at most two jobs per GPU
   }
 }
 
@@ -61,8 +63,10 @@ TEST_P(SimPropertyTest, SameSeedSameNumbers) {
   Topology topo = Topology::Uniform(4, 8);
   auto jobs = RandomJobs(7, 300, perf_);
   SimConfig config;
-  std::string a = ReportsToJson({MakeReport(GetParam(), testing::Replay(topo, perf_, jobs, GetParam(), config))}, "t", "c");
-  std::string b = ReportsToJson({MakeReport(GetParam(), testing::Replay(topo, perf_, jobs, GetParam(), config))}, "t", "c");
+  std::string a = ReportsToJson(
+      {MakeReport(GetParam(), testing::Replay(topo, perf_, jobs, GetParam(), config))}, "t", "c");
+  std::string b = ReportsToJson(
+      {MakeReport(GetParam(), testing::Replay(topo, perf_, jobs, GetParam(), config))}, "t", "c");
   EXPECT_EQ(a, b);
 }
 
@@ -86,7 +90,8 @@ TEST(UtilisationTest, SeriesIsBoundedAndIntegratesToTheWork) {
   PerfModel perf = PerfModel::Neutral();
   SimConfig config = testing::ExactConfig();
   config.max_util_points = 50;
-  SimResult r = testing::Replay(topo, perf, testing::Jobs({{0, 100}, {10000, 100}, {10001, 100}}), "fifo", config);
+  SimResult r = testing::Replay(topo, perf, testing::Jobs({{0, 100}, {10000, 100}, {10001, 100}}),
+                                "fifo", config);
   ASSERT_FALSE(r.util.empty());
   EXPECT_LE(static_cast<int>(r.util.size()), 50);
   double gpu_seconds = 0;

@@ -45,8 +45,9 @@ inline SimConfig ExactConfig() {
   return c;
 }
 
-inline SimResult Replay(const Topology& topo, const PerfModel& perf, const std::vector<SimJobSpec>& jobs,
-                        const std::string& policy, SimConfig config = ExactConfig(), PolicyOptions opt = {},
+inline SimResult Replay(const Topology& topo, const PerfModel& perf,
+                        const std::vector<SimJobSpec>& jobs, const std::string& policy,
+                        SimConfig config = ExactConfig(), PolicyOptions opt = {},
                         PolicyStats* stats = nullptr) {
   auto p = MakePolicy(policy, opt);
   EXPECT_TRUE(p.ok()) << p.status().ToString();

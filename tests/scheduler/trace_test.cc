@@ -23,9 +23,10 @@ TEST(TraceTest, ParsesPhillyRebasesAndSorts) {
 }
 
 TEST(TraceTest, ParsesTiresias) {
-  auto t = ParseTrace("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
-                      "0,1,0,606,vgg19,164,30\n1,8,30,133,vgg11,147,23\n",
-                      "t.csv");
+  auto t = ParseTrace(
+      "job_id,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+      "0,1,0,606,vgg19,164,30\n1,8,30,133,vgg11,147,23\n",
+      "t.csv");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->format, "tiresias");
   EXPECT_EQ(t->jobs[1].num_gpus, 8);
@@ -34,9 +35,10 @@ TEST(TraceTest, ParsesTiresias) {
 }
 
 TEST(TraceTest, GenericColumnsInAnyOrderAndGpuTime) {
-  auto t = ParseTrace("# comment\nnum_gpus,gpu_time,submit_time,user,job_type\n"
-                      "4,400,10,alice,\"ResNet-50 (batch size 32)\"\n",
-                      "g.csv");
+  auto t = ParseTrace(
+      "# comment\nnum_gpus,gpu_time,submit_time,user,job_type\n"
+      "4,400,10,alice,\"ResNet-50 (batch size 32)\"\n",
+      "g.csv");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->format, "generic");
   EXPECT_EQ(t->jobs[0].duration, 100);  // gpu_time / GPUs

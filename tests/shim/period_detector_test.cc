@@ -15,7 +15,8 @@ struct Segment {
 };
 
 // Feeds `iterations` copies of `loop`; returns how many syncs were boundaries.
-int Feed(PeriodDetector* d, const std::vector<Segment>& loop, int iterations, std::vector<int>* at = nullptr) {
+int Feed(PeriodDetector* d, const std::vector<Segment>& loop, int iterations,
+         std::vector<int>* at = nullptr) {
   int fired = 0;
   for (int it = 0; it < iterations; ++it) {
     for (size_t s = 0; s < loop.size(); ++s) {

@@ -3,12 +3,11 @@
 // (directly linked symbols; dlopen + cuGetProcAddress as cudart does). The test plays
 // the controller: it creates the control block, heartbeats it, suspends, swaps.
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
@@ -68,7 +67,8 @@ class ShimRun : public ::testing::TestWithParam<bool> {  // param: cuGetProcAddr
     int fd = open(counters_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(ftruncate(fd, 4096), 0);
-    counters_ = static_cast<StandinCounters*>(mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    counters_ = static_cast<StandinCounters*>(
+        mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
     close(fd);
     ASSERT_NE(counters_, MAP_FAILED);
   }
@@ -153,10 +153,11 @@ TEST_P(ShimRun, SeesEveryHookedCallAndFindsEveryIteration) {
   int compared = 0;
   for (const auto& [key, count] : app) {
     if (key.rfind("calls.", 0) != 0 || !shim.count("calls.cuInit")) continue;
-    const bool hooked = shim.count(key) > 0 || key == "calls.cuCtxSetCurrent" || key == "calls.cuDeviceGet" ||
-                        key.find("Module") != std::string::npos || key.find("Event") != std::string::npos ||
-                        key.find("Stream") != std::string::npos || key.find("Graph") != std::string::npos ||
-                        key == "calls.cuMemSetAccess";
+    const bool hooked = shim.count(key) > 0 || key == "calls.cuCtxSetCurrent" ||
+                        key == "calls.cuDeviceGet" || key.find("Module") != std::string::npos ||
+                        key.find("Event") != std::string::npos ||
+                        key.find("Stream") != std::string::npos ||
+                        key.find("Graph") != std::string::npos || key == "calls.cuMemSetAccess";
     ASSERT_TRUE(hooked) << key;
     if (shim.count(key)) {
       EXPECT_EQ(shim[key], count) << key;
@@ -164,11 +165,12 @@ TEST_P(ShimRun, SeesEveryHookedCallAndFindsEveryIteration) {
     }
   }
   // The hooked entry points the workload uses, on either path.
-  for (const char* k : {"calls.cuLaunchKernel", "calls.cuLaunchKernel_ptsz", "calls.cuLaunchKernelEx",
-                        "calls.cuGraphLaunch", "calls.cuStreamBeginCapture_v2", "calls.cuMemAlloc_v2",
-                        "calls.cuMemFree_v2", "calls.cuMemcpyDtoH_v2", "calls.cuMemcpyDtoH_v2_ptds",
-                        "calls.cuStreamSynchronize", "calls.cuEventSynchronize", "calls.cuMemCreate",
-                        "calls.cuMemAllocAsync", "calls.cuMemAllocPitch_v2"}) {
+  for (const char* k :
+       {"calls.cuLaunchKernel", "calls.cuLaunchKernel_ptsz", "calls.cuLaunchKernelEx",
+        "calls.cuGraphLaunch", "calls.cuStreamBeginCapture_v2", "calls.cuMemAlloc_v2",
+        "calls.cuMemFree_v2", "calls.cuMemcpyDtoH_v2", "calls.cuMemcpyDtoH_v2_ptds",
+        "calls.cuStreamSynchronize", "calls.cuEventSynchronize", "calls.cuMemCreate",
+        "calls.cuMemAllocAsync", "calls.cuMemAllocPitch_v2"}) {
     EXPECT_GT(shim[k], 0u) << k;
     EXPECT_EQ(shim[k], app[k]) << k;
   }
@@ -198,7 +200,8 @@ TEST_P(ShimRun, SuspendParksEveryIssuingThread) {
   auto app = AppReport();
   EXPECT_EQ(cb_->device_bytes.load(), app["expected_device_bytes"]);
   EXPECT_EQ(cb_->device_allocations.load(), app["expected_allocations"]);
-  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // launches already past the gate land
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(30));  // launches already past the gate land
   const uint64_t before = counters_->launches.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(counters_->launches.load(), before) << "a thread launched while the job was parked";
@@ -239,8 +242,9 @@ TEST_P(ShimRun, SwapKeepsAddressesAndContents) {
   EXPECT_EQ(AppReport()["content_errors"], 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, ShimRun, ::testing::Values(false, true),
-                         [](const auto& info) { return info.param ? "ProcAddress" : "DirectLink"; });
+INSTANTIATE_TEST_SUITE_P(Paths, ShimRun, ::testing::Values(false, true), [](const auto& info) {
+  return info.param ? "ProcAddress" : "DirectLink";
+});
 
 }  // namespace
 }  // namespace gandiva::shim

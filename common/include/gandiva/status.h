@@ -12,11 +12,11 @@ namespace gandiva {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // the caller passed something malformed (bad flag, bad message)
-  kNotFound,          // an unknown job, device, file or key
+  kInvalidArgument,  // the caller passed something malformed (bad flag, bad message)
+  kNotFound,         // an unknown job, device, file or key
   kAlreadyExists,
-  kFailedPrecondition,// the request does not fit the current state (e.g. resume a running job)
-  kUnavailable,       // a peer is not reachable (no daemon running, link broken)
+  kFailedPrecondition,  // the request does not fit the current state (e.g. resume a running job)
+  kUnavailable,         // a peer is not reachable (no daemon running, link broken)
   kDeadlineExceeded,
   kDataLoss,          // corrupt data: bad checksum, truncated stream
   kPermissionDenied,  // authentication refused
@@ -46,15 +46,25 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
-inline Status FailedPrecondition(std::string m) { return {StatusCode::kFailedPrecondition, std::move(m)}; }
+inline Status FailedPrecondition(std::string m) {
+  return {StatusCode::kFailedPrecondition, std::move(m)};
+}
 inline Status Unavailable(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
-inline Status DeadlineExceeded(std::string m) { return {StatusCode::kDeadlineExceeded, std::move(m)}; }
+inline Status DeadlineExceeded(std::string m) {
+  return {StatusCode::kDeadlineExceeded, std::move(m)};
+}
 inline Status DataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
-inline Status PermissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
-inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
+inline Status PermissionDenied(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
+inline Status ResourceExhausted(std::string m) {
+  return {StatusCode::kResourceExhausted, std::move(m)};
+}
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
 
@@ -62,8 +72,8 @@ inline Status Unimplemented(std::string m) { return {StatusCode::kUnimplemented,
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}                // NOLINT: implicit by design
-  StatusOr(Status status) : status_(std::move(status)) {         // NOLINT
+  StatusOr(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
+  StatusOr(Status status) : status_(std::move(status)) {  // NOLINT
     if (status_.ok()) status_ = Internal("StatusOr built from an OK status without a value");
   }
   bool ok() const { return status_.ok(); }
@@ -84,19 +94,18 @@ class [[nodiscard]] StatusOr {
 }  // namespace gandiva
 
 // Returns early from the enclosing function when `expr` is not OK.
-#define GD_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::gandiva::Status gd_status_ = (expr);       \
-    if (!gd_status_.ok()) return gd_status_;     \
+#define GD_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::gandiva::Status gd_status_ = (expr);   \
+    if (!gd_status_.ok()) return gd_status_; \
   } while (0)
 
 #define GD_CONCAT_INNER_(a, b) a##b
 #define GD_CONCAT_(a, b) GD_CONCAT_INNER_(a, b)
 // GD_ASSIGN_OR_RETURN(auto x, MaybeX());
-#define GD_ASSIGN_OR_RETURN(lhs, expr)                                  \
-  auto GD_CONCAT_(gd_or_, __LINE__) = (expr);                           \
-  if (!GD_CONCAT_(gd_or_, __LINE__).ok())                               \
-    return GD_CONCAT_(gd_or_, __LINE__).status();                       \
+#define GD_ASSIGN_OR_RETURN(lhs, expr)                                                  \
+  auto GD_CONCAT_(gd_or_, __LINE__) = (expr);                                           \
+  if (!GD_CONCAT_(gd_or_, __LINE__).ok()) return GD_CONCAT_(gd_or_, __LINE__).status(); \
   lhs = std::move(GD_CONCAT_(gd_or_, __LINE__)).value()
 
 #endif  // GANDIVA_STATUS_H_

@@ -60,14 +60,12 @@ long long gd_read(gd_reader* r, void* out, size_t n) {
   return static_cast<long long>(r->impl->Read(out, n));
 }
 
-long long gd_section_size(gd_reader* r) {
-  return r ? static_cast<long long>(r->impl->size()) : -1;
-}
+long long gd_section_size(gd_reader* r) { return r ? static_cast<long long>(r->impl->size()) : -1; }
 
 int gd_checkpoint(const char* dir) {
   if (!dir || !*dir) return -1;
-  const std::string target = std::string("file:") + dir + "/" +
-                             gandiva::checkpoint::kCheckpointFileName;
+  const std::string target =
+      std::string("file:") + dir + "/" + gandiva::checkpoint::kCheckpointFileName;
   uint64_t bytes = 0;
   Status s = gandiva::checkpoint::SaveState(target, &bytes);
   if (!s.ok()) {

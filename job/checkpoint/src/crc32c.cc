@@ -101,8 +101,7 @@ inline uint32_t Shift(const uint32_t table[4][256], uint32_t crc) {
 #if defined(__x86_64__)
 // Three independent streams of `block` bytes hide the 3-cycle latency of crc32q;
 // the zero-shift table moves each partial CRC past the streams after it.
-__attribute__((target("sse4.2"))) inline void Interleave(size_t block,
-                                                         const uint32_t table[4][256],
+__attribute__((target("sse4.2"))) inline void Interleave(size_t block, const uint32_t table[4][256],
                                                          const unsigned char** pnext, size_t* pn,
                                                          uint64_t* pcrc) {
   const unsigned char* next = *pnext;

@@ -47,7 +47,7 @@ struct EndPayload {
   uint64_t stream_bytes;  // bytes before the end frame, preamble included
   uint64_t chunks;        // chunk frames in the stream
   uint64_t sections;
-  uint32_t digest;        // CRC32C over every earlier frame's header_crc, in order
+  uint32_t digest;  // CRC32C over every earlier frame's header_crc, in order
   uint32_t reserved;
 };
 static_assert(sizeof(EndPayload) == 32);

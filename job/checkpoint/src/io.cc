@@ -12,33 +12,12 @@
 #include <cerrno>
 #include <cstring>
 
+#include "gandiva/common/unique_fd.h"
+
 namespace gandiva::checkpoint {
 namespace {
 
 std::string Errno(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd = -1) : fd_(fd) {}
-  ~UniqueFd() { Reset(); }
-  UniqueFd(UniqueFd&& o) noexcept : fd_(o.Release()) {}
-  UniqueFd& operator=(UniqueFd&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      fd_ = o.Release();
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  int Release() { return std::exchange(fd_, -1); }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 // Writes the whole iovec array, resuming after partial writes and EINTR.
 Status WriteVAll(int fd, const struct iovec* in, int count, bool socket, const std::string& what) {
@@ -94,8 +73,7 @@ Status MakeDirs(const std::string& dir) {
 StatusOr<UniqueFd> ConnectUnix(const std::string& path) {
   struct sockaddr_un addr {};
   addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path))
-    return InvalidArgument("socket path too long: " + path);
+  if (path.size() >= sizeof(addr.sun_path)) return InvalidArgument("socket path too long: " + path);
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (fd.get() < 0) return Unavailable(Errno("socket"));
@@ -110,7 +88,10 @@ StatusOr<UniqueFd> ConnectUnix(const std::string& path) {
 class FileSink : public Sink {
  public:
   FileSink(UniqueFd fd, std::string tmp, std::string path, std::string dir, bool durable)
-      : fd_(std::move(fd)), tmp_(std::move(tmp)), path_(std::move(path)), dir_(std::move(dir)),
+      : fd_(std::move(fd)),
+        tmp_(std::move(tmp)),
+        path_(std::move(path)),
+        dir_(std::move(dir)),
         durable_(durable) {}
   ~FileSink() override {
     if (!committed_) ::unlink(tmp_.c_str());
@@ -214,8 +195,8 @@ StatusOr<std::unique_ptr<Sink>> OpenFileSink(const std::string& path, bool durab
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
   GD_RETURN_IF_ERROR(MakeDirs(dir));
   // A dot name the reader never mistakes for a checkpoint, unique per process.
-  const std::string tmp = (dir.empty() ? "" : dir + "/") + "." + base + ".tmp." +
-                          std::to_string(::getpid());
+  const std::string tmp =
+      (dir.empty() ? "" : dir + "/") + "." + base + ".tmp." + std::to_string(::getpid());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return Unavailable(Errno("cannot create " + tmp));
   return std::unique_ptr<Sink>(new FileSink(std::move(fd), tmp, path, dir, durable));

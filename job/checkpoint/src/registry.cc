@@ -46,12 +46,13 @@ Status StateRegistry::Register(std::string name, SaveFn save, LoadFn load) {
   if (name.empty() || name.size() > kMaxSectionName)
     return InvalidArgument("state name must be 1.." + std::to_string(kMaxSectionName) +
                            " bytes, got " + std::to_string(name.size()));
-  if (!save || !load) return InvalidArgument("state '" + name + "' needs a save and a load function");
+  if (!save || !load)
+    return InvalidArgument("state '" + name + "' needs a save and a load function");
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& e : entries_)
     if (e->name == name) return AlreadyExists("state '" + name + "' is registered already");
-  entries_.push_back(std::make_shared<StateEntry>(StateEntry{std::move(name), std::move(save),
-                                                             std::move(load)}));
+  entries_.push_back(
+      std::make_shared<StateEntry>(StateEntry{std::move(name), std::move(save), std::move(load)}));
   return Status::Ok();
 }
 

@@ -8,10 +8,10 @@
 #include <mutex>
 #include <thread>
 
-#include "io.h"
 #include "gandiva/checkpoint/registry.h"
-#include "stream.h"
 #include "gandiva/runtime/job_runtime.h"
+#include "io.h"
+#include "stream.h"
 
 namespace gandiva::checkpoint {
 namespace {
@@ -28,8 +28,9 @@ Metadata MakeMetadata(const std::vector<std::shared_ptr<const StateEntry>>& entr
   m.emplace_back("format", "gandiva-checkpoint");
   m.emplace_back("job_id", std::to_string(runtime::JobRuntime::Get().job_id()));
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  m.emplace_back("created_unix_ms",
-                 std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()));
+  m.emplace_back(
+      "created_unix_ms",
+      std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()));
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) == 0) m.emplace_back("host", host);
   m.emplace_back("pid", std::to_string(::getpid()));

@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstddef>
 #include <cinttypes>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -29,23 +29,35 @@ std::string Hex(uint32_t v) {
 
 const char* FrameName(uint8_t type) {
   switch (type) {
-    case kFrameHeader: return "header";
-    case kFrameSectionBegin: return "section-begin";
-    case kFrameChunk: return "chunk";
-    case kFrameSectionEnd: return "section-end";
-    case kFrameEnd: return "end";
-    default: return "unknown";
+    case kFrameHeader:
+      return "header";
+    case kFrameSectionBegin:
+      return "section-begin";
+    case kFrameChunk:
+      return "chunk";
+    case kFrameSectionEnd:
+      return "section-end";
+    case kFrameEnd:
+      return "end";
+    default:
+      return "unknown";
   }
 }
 
 uint32_t MaxPayload(uint8_t type) {
   switch (type) {
-    case kFrameHeader: return kMaxHeaderPayload;
-    case kFrameSectionBegin: return kMaxSectionName;
-    case kFrameChunk: return kMaxChunkPayload;
-    case kFrameSectionEnd: return sizeof(SectionEndPayload);
-    case kFrameEnd: return sizeof(EndPayload);
-    default: return 0;
+    case kFrameHeader:
+      return kMaxHeaderPayload;
+    case kFrameSectionBegin:
+      return kMaxSectionName;
+    case kFrameChunk:
+      return kMaxChunkPayload;
+    case kFrameSectionEnd:
+      return sizeof(SectionEndPayload);
+    case kFrameEnd:
+      return sizeof(EndPayload);
+    default:
+      return 0;
   }
 }
 
@@ -122,7 +134,8 @@ Status StreamWriter::Begin(const Metadata& metadata) {
   if (!s.ok()) return Fail(s);
   offset_ += sizeof(preamble);
   const std::string text = EncodeMetadata(metadata);
-  if (text.size() > kMaxHeaderPayload) return Fail(InvalidArgument("checkpoint metadata too large"));
+  if (text.size() > kMaxHeaderPayload)
+    return Fail(InvalidArgument("checkpoint metadata too large"));
   return WriteFrame(kFrameHeader, text.data(), static_cast<uint32_t>(text.size()));
 }
 
@@ -130,7 +143,8 @@ Status StreamWriter::BeginSection(const std::string& name) {
   if (in_section_) return Fail(FailedPrecondition("section '" + section_name_ + "' is still open"));
   if (name.empty() || name.size() > kMaxSectionName)
     return Fail(InvalidArgument("bad section name '" + name + "'"));
-  GD_RETURN_IF_ERROR(WriteFrame(kFrameSectionBegin, name.data(), static_cast<uint32_t>(name.size())));
+  GD_RETURN_IF_ERROR(
+      WriteFrame(kFrameSectionBegin, name.data(), static_cast<uint32_t>(name.size())));
   in_section_ = true;
   section_name_ = name;
   section_bytes_ = 0;
@@ -518,16 +532,17 @@ Status LoadStream(const VerifiedStream& stream,
   // All checks before the first load: a mismatch must not half-load the job.
   for (const auto& s : stream.sections) {
     if (!by_name.count(s.name))
-      return FailedPrecondition("checkpoint section '" + s.name + "' (offset " +
-                                std::to_string(s.offset) + ") has no registered loader; registered: " +
-                                (registered.empty() ? "none" : registered));
+      return FailedPrecondition(
+          "checkpoint section '" + s.name + "' (offset " + std::to_string(s.offset) +
+          ") has no registered loader; registered: " + (registered.empty() ? "none" : registered));
   }
   for (const auto& e : entries) {
     bool found = false;
     for (const auto& s : stream.sections) found = found || s.name == e->name;
     if (!found)
-      return FailedPrecondition("state '" + e->name + "' is registered but the checkpoint has no " +
-                                "section for it; sections: " + (in_stream.empty() ? "none" : in_stream));
+      return FailedPrecondition(
+          "state '" + e->name + "' is registered but the checkpoint has no " +
+          "section for it; sections: " + (in_stream.empty() ? "none" : in_stream));
   }
   for (const auto& s : stream.sections) {
     ChunkSectionReader reader(s);

@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "io.h"
 #include "gandiva/checkpoint/registry.h"
 #include "gandiva/status.h"
+#include "io.h"
 
 namespace gandiva::checkpoint {
 

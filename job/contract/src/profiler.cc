@@ -19,7 +19,8 @@ IterationStats ReadIterationStats(const ProfileRing& p) {
   const uint64_t n = std::min<uint64_t>(s.iterations, kProfileRingSize);
   std::vector<uint64_t> window(n);
   for (uint64_t k = 0; k < n; ++k)
-    window[k] = p.ring_ns[(s.iterations - 1 - k) % kProfileRingSize].load(std::memory_order_relaxed);
+    window[k] =
+        p.ring_ns[(s.iterations - 1 - k) % kProfileRingSize].load(std::memory_order_relaxed);
   auto quantile = [&](double q) {
     // Nearest rank: the smallest sample with at least q of the samples at or below it.
     size_t rank = static_cast<size_t>(std::ceil(q * n));

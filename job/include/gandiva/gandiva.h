@@ -44,13 +44,13 @@ GD_API int gd_managed(void);
 GD_API uint64_t gd_job_id(void);
 
 typedef struct gd_iteration_stats {
-  uint64_t iterations;      /* measured iterations so far */
-  double mean_ms;           /* mean iteration time over all iterations */
-  double ewma_ms;           /* exponentially weighted moving average (alpha 1/8) */
-  double p50_ms;            /* median over the last 1024 iterations */
-  double p99_ms;            /* 99th percentile over the last 1024 iterations */
-  double iterations_per_s;  /* current rate, from the EWMA */
-  uint64_t parks;           /* times this job parked at a boundary */
+  uint64_t iterations;     /* measured iterations so far */
+  double mean_ms;          /* mean iteration time over all iterations */
+  double ewma_ms;          /* exponentially weighted moving average (alpha 1/8) */
+  double p50_ms;           /* median over the last 1024 iterations */
+  double p99_ms;           /* 99th percentile over the last 1024 iterations */
+  double iterations_per_s; /* current rate, from the EWMA */
+  uint64_t parks;          /* times this job parked at a boundary */
 } gd_iteration_stats;
 
 /* Fills *out with this job's iteration profile. Returns 0, or -1 if out is NULL. */
@@ -58,7 +58,6 @@ GD_API int gd_get_iteration_stats(gd_iteration_stats* out);
 
 /* Marks the job as exited for the controller. Called automatically at exit. */
 GD_API void gd_detach(void);
-
 
 /* ------------------------------------------------------------------------
  * Checkpoint and restore: registered state

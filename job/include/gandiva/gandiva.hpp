@@ -29,7 +29,6 @@ class Iteration {
   Iteration& operator=(const Iteration&) = delete;
 };
 
-
 // ---- Checkpoint: registered state (see the checkpoint section of gandiva.h) ----
 
 // Writes every registered section to dir/state.gdck now; false on failure.

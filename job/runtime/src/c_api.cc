@@ -1,6 +1,5 @@
 // The C API (gandiva.h) over JobRuntime.
 #include "gandiva/gandiva.h"
-
 #include "gandiva/runtime/job_runtime.h"
 
 using gandiva::runtime::JobRuntime;

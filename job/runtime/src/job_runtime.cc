@@ -12,8 +12,8 @@
 
 #include "gandiva/checkpoint/registry.h"
 #include "gandiva/checkpoint/state_transfer.h"
-#include "gandiva/common/log.h"
 #include "gandiva/common/futex.h"
+#include "gandiva/common/log.h"
 #include "gandiva/contract/shared_control_block.h"
 
 namespace gandiva::runtime {

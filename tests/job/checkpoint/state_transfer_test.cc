@@ -46,7 +46,8 @@ class Listener {
       int c = ::accept(fd_, nullptr, nullptr);
       std::vector<uint8_t> buf(1 << 20);
       ssize_t n;
-      while ((n = ::read(c, buf.data(), buf.size())) > 0) out->insert(out->end(), buf.begin(), buf.begin() + n);
+      while ((n = ::read(c, buf.data(), buf.size())) > 0)
+        out->insert(out->end(), buf.begin(), buf.begin() + n);
       ::close(c);
     });
   }
@@ -298,9 +299,10 @@ TEST_F(StateTransferTest, LargeSectionThroughFileAndSocket) {
   tx.join();
   const double sock_read = rate(t0);
   EXPECT_EQ(blobs_[0]->loaded, blobs_[0]->data);
-  std::printf("64 MiB: memcpy %.0f MB/s | file write (fsync) %.0f, read+verify+load %.0f | "
-              "socket write %.0f, read+verify+load %.0f MB/s\n",
-              memcpy_mbs, file_write, file_read, sock_write, sock_read);
+  std::printf(
+      "64 MiB: memcpy %.0f MB/s | file write (fsync) %.0f, read+verify+load %.0f | "
+      "socket write %.0f, read+verify+load %.0f MB/s\n",
+      memcpy_mbs, file_write, file_read, sock_write, sock_read);
 }
 
 }  // namespace

@@ -254,7 +254,8 @@ TEST_F(StreamTest, BadMagicAndVersion) {
   auto bad = bytes;
   bad[0] = 'X';
   Status s = Restore(bad, true);
-  EXPECT_NE(s.message().find("not a gandiva checkpoint: bad magic"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("not a gandiva checkpoint: bad magic"), std::string::npos)
+      << s.ToString();
 
   bad = bytes;
   const uint32_t version = 2;
@@ -316,9 +317,9 @@ TEST_F(StreamTest, DroppedChunkIsCaughtBySectionTotals) {
 
 TEST_F(StreamTest, SaveAndLoadFailuresNameTheSection) {
   auto entries = Entries();
-  entries.push_back(std::make_shared<StateEntry>(StateEntry{
-      "broken", [](SectionWriter&) { return Internal("no memory for the buffer"); },
-      [](SectionReader&) { return Status::Ok(); }}));
+  entries.push_back(std::make_shared<StateEntry>(
+      StateEntry{"broken", [](SectionWriter&) { return Internal("no memory for the buffer"); },
+                 [](SectionReader&) { return Status::Ok(); }}));
   MemorySink sink;
   uint64_t bytes = 0;
   Status s = WriteStream(&sink, entries, {}, &bytes);
@@ -331,9 +332,9 @@ TEST_F(StreamTest, SaveAndLoadFailuresNameTheSection) {
   auto stream = ReadStream(&src);
   ASSERT_TRUE(stream.ok());
   entries = Entries();
-  entries[1] = std::make_shared<StateEntry>(StateEntry{
-      "optimizer", [](SectionWriter&) { return Status::Ok(); },
-      [](SectionReader&) { return InvalidArgument("shape mismatch"); }});
+  entries[1] = std::make_shared<StateEntry>(
+      StateEntry{"optimizer", [](SectionWriter&) { return Status::Ok(); },
+                 [](SectionReader&) { return InvalidArgument("shape mismatch"); }});
   s = LoadStream(*stream, entries);
   EXPECT_NE(s.message().find("loading section 'optimizer': shape mismatch"), std::string::npos)
       << s.ToString();

@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
+ROOT = os.path.join(HERE, "..", "..", "..")
 BUILD = os.environ.get("GANDIVA_BUILD_DIR", os.path.join(ROOT, "build"))
 PYDIR = os.path.join(BUILD, "python")
 CNN = os.path.join(ROOT, "examples", "pytorch", "train_cnn.py")

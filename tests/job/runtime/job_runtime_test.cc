@@ -13,12 +13,11 @@
 #include <thread>
 
 #include "gandiva/common/clock.h"
+#include "gandiva/common/units.h"
 #include "gandiva/contract/shared_control_block.h"
 
 namespace gandiva::runtime {
 namespace {
-
-constexpr uint64_t kMs = 1'000'000;
 
 // Counters shared with the child through an anonymous shared mapping.
 struct Shared {
@@ -34,8 +33,8 @@ class JobRuntimeTest : public ::testing::Test {
     ASSERT_TRUE(block.ok()) << block.status().ToString();
     block_ = std::move(block).value();
     Heartbeat(cb(), MonotonicNowNs());
-    shared_ = static_cast<Shared*>(mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE,
-                                        MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    shared_ = static_cast<Shared*>(
+        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     new (shared_) Shared();
     child_ = fork();
     ASSERT_GE(child_, 0);

@@ -5,10 +5,10 @@
 
 #include <memory>
 
+#include "gandiva/common/units.h"
+
 namespace gandiva::runtime {
 namespace {
-
-constexpr uint64_t kMs = 1'000'000;
 
 class ProfilerTest : public ::testing::Test {
  protected:

@@ -26,13 +26,13 @@
 
 namespace {
 
-#define CHECK(expr)                                                                         \
-  do {                                                                                      \
-    CUresult r_ = (expr);                                                                   \
-    if (r_ != CUDA_SUCCESS) {                                                               \
-      std::fprintf(stderr, "ckpt_app: %s failed: %d (line %d)\n", #expr, r_, __LINE__);    \
-      std::_Exit(2);                                                                        \
-    }                                                                                       \
+#define CHECK(expr)                                                                     \
+  do {                                                                                  \
+    CUresult r_ = (expr);                                                               \
+    if (r_ != CUDA_SUCCESS) {                                                           \
+      std::fprintf(stderr, "ckpt_app: %s failed: %d (line %d)\n", #expr, r_, __LINE__); \
+      std::_Exit(2);                                                                    \
+    }                                                                                   \
   } while (0)
 
 struct Buffer {
@@ -78,12 +78,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--image") image_path = next();
-    else if (a == "--iterations") iterations = std::atoll(next());
-    else if (a == "--sleep-ms") sleep_ms = std::atoi(next());
-    else if (a == "--first-bytes") first_bytes = std::strtoull(next(), nullptr, 0);
-    else if (a == "--result") result = next();
-    else return 4;
+    if (a == "--image")
+      image_path = next();
+    else if (a == "--iterations")
+      iterations = std::atoll(next());
+    else if (a == "--sleep-ms")
+      sleep_ms = std::atoi(next());
+    else if (a == "--first-bytes")
+      first_bytes = std::strtoull(next(), nullptr, 0);
+    else if (a == "--result")
+      result = next();
+    else
+      return 4;
   }
   std::ifstream in(image_path ? image_path : "", std::ios::binary);
   if (!in || !result) {
@@ -128,7 +134,8 @@ int main(int argc, char** argv) {
   // Initial contents: a pattern per buffer.
   for (size_t b = 0; b < bufs.size(); ++b) {
     std::vector<uint8_t> host(bufs[b].size);
-    for (size_t j = 0; j < host.size(); ++j) host[j] = static_cast<uint8_t>(j * 2654435761u >> 13 ^ b);
+    for (size_t j = 0; j < host.size(); ++j)
+      host[j] = static_cast<uint8_t>(j * 2654435761u >> 13 ^ b);
     CHECK(cuMemcpyHtoD(bufs[b].ptr, host.data(), host.size()));
   }
 
@@ -143,7 +150,8 @@ int main(int argc, char** argv) {
   std::vector<uint8_t> scratch;
   while (state.iteration < iterations) {
     CHECK(cuLaunchKernel(scale, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
-    for (size_t b = 0; b < bufs.size(); ++b) Step(bufs[b], static_cast<int>(b), state.iteration, &scratch);
+    for (size_t b = 0; b < bufs.size(); ++b)
+      Step(bufs[b], static_cast<int>(b), state.iteration, &scratch);
     CHECK(cuCtxSynchronize());
     ++state.iteration;
     gd_boundary();

@@ -17,26 +17,28 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "procaddr_app: %s\n", dlerror());
     return 2;
   }
-  auto get_proc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(libcuda, "cuGetProcAddress_v2"));
+  auto get_proc =
+      reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(libcuda, "cuGetProcAddress_v2"));
   if (!get_proc) return 2;
   gandiva::testapp::Driver d;
   bool ok = true;
   // Ask for each function as cudart would: base name, the version its PFN was
   // introduced at (at least 12000, as CUDA 12+ cudart asks), per-thread flag.
-#define GD_FETCH(name, pfn)                                                                      \
-  {                                                                                              \
-    constexpr auto parsed = gandiva::shim::ParsePfnName(#pfn);                                   \
-    const std::string base(parsed.base);                                                         \
-    void* fn = nullptr;                                                                          \
-    CUdriverProcAddressQueryResult found;                                                        \
-    const int version = parsed.version == 13000 ? 13000 : (parsed.version >= 12000 ? parsed.version : 12000); \
-    const cuuint64_t flags = parsed.per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM    \
-                                               : CU_GET_PROC_ADDRESS_DEFAULT;                     \
-    if (get_proc(base.c_str(), &fn, version, flags, &found) != CUDA_SUCCESS || !fn) {            \
-      std::fprintf(stderr, "procaddr_app: no %s\n", #name);                                      \
-      ok = false;                                                                                \
-    }                                                                                            \
-    d.name = reinterpret_cast<pfn>(fn);                                                          \
+#define GD_FETCH(name, pfn)                                                                    \
+  {                                                                                            \
+    constexpr auto parsed = gandiva::shim::ParsePfnName(#pfn);                                 \
+    const std::string base(parsed.base);                                                       \
+    void* fn = nullptr;                                                                        \
+    CUdriverProcAddressQueryResult found;                                                      \
+    const int version =                                                                        \
+        parsed.version == 13000 ? 13000 : (parsed.version >= 12000 ? parsed.version : 12000);  \
+    const cuuint64_t flags = parsed.per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM \
+                                               : CU_GET_PROC_ADDRESS_DEFAULT;                  \
+    if (get_proc(base.c_str(), &fn, version, flags, &found) != CUDA_SUCCESS || !fn) {          \
+      std::fprintf(stderr, "procaddr_app: no %s\n", #name);                                    \
+      ok = false;                                                                              \
+    }                                                                                          \
+    d.name = reinterpret_cast<pfn>(fn);                                                        \
   }
   GD_APP_DRIVER(GD_FETCH)
 #undef GD_FETCH

@@ -29,7 +29,7 @@ enum FnIndex {
 #define GD_INDEX(name, pfn) k_##name,
   GD_APP_DRIVER(GD_INDEX)
 #undef GD_INDEX
-  kFnCount
+      kFnCount
 };
 const char* const kFnNames[] = {
 #define GD_NAME(name, pfn) #name,
@@ -39,13 +39,13 @@ const char* const kFnNames[] = {
 std::atomic<uint64_t> g_counts[kFnCount];
 
 #define CALL(d, name, ...) (g_counts[k_##name].fetch_add(1), (d).name(__VA_ARGS__))
-#define CHECK(expr)                                                              \
-  do {                                                                           \
-    CUresult r_ = (expr);                                                        \
-    if (r_ != CUDA_SUCCESS) {                                                    \
+#define CHECK(expr)                                                                     \
+  do {                                                                                  \
+    CUresult r_ = (expr);                                                               \
+    if (r_ != CUDA_SUCCESS) {                                                           \
       std::fprintf(stderr, "workload: %s failed: %d (line %d)\n", #expr, r_, __LINE__); \
-      std::_Exit(2);                                                             \
-    }                                                                            \
+      std::_Exit(2);                                                                    \
+    }                                                                                   \
   } while (0)
 
 struct Options {
@@ -65,21 +65,32 @@ Options Parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--image") o.image = next();
-    else if (a == "--iterations") o.iterations = std::atoi(next());
-    else if (a == "--kernels") o.kernels = std::atoi(next());
-    else if (a == "--threads") o.threads = std::atoi(next());
-    else if (a == "--sleep-us") o.sleep_us = std::atoi(next());
-    else if (a == "--buffers") o.buffers = std::atoi(next());
-    else if (a == "--buffer-bytes") o.buffer_bytes = std::strtoull(next(), nullptr, 0);
-    else if (a == "--graph") o.graph = true;
-    else if (a == "--report") o.report = next();
+    if (a == "--image")
+      o.image = next();
+    else if (a == "--iterations")
+      o.iterations = std::atoi(next());
+    else if (a == "--kernels")
+      o.kernels = std::atoi(next());
+    else if (a == "--threads")
+      o.threads = std::atoi(next());
+    else if (a == "--sleep-us")
+      o.sleep_us = std::atoi(next());
+    else if (a == "--buffers")
+      o.buffers = std::atoi(next());
+    else if (a == "--buffer-bytes")
+      o.buffer_bytes = std::strtoull(next(), nullptr, 0);
+    else if (a == "--graph")
+      o.graph = true;
+    else if (a == "--report")
+      o.report = next();
   }
   return o;
 }
 
 // Word w of buffer b at set-up: a pattern no two buffers share.
-uint32_t Pattern(int b, size_t w) { return static_cast<uint32_t>(b * 0x9E3779B1u + w * 2654435761u); }
+uint32_t Pattern(int b, size_t w) {
+  return static_cast<uint32_t>(b * 0x9E3779B1u + w * 2654435761u);
+}
 
 }  // namespace
 
@@ -172,8 +183,10 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
 
   if (o.report) {
     FILE* f = std::fopen(o.report, "w");
-    std::fprintf(f, "expected_device_bytes %llu\nexpected_allocations %llu\nexpected_vmm_bytes %llu\n",
-                 static_cast<unsigned long long>(expected_bytes), static_cast<unsigned long long>(expected_allocs),
+    std::fprintf(f,
+                 "expected_device_bytes %llu\nexpected_allocations %llu\nexpected_vmm_bytes %llu\n",
+                 static_cast<unsigned long long>(expected_bytes),
+                 static_cast<unsigned long long>(expected_allocs),
                  static_cast<unsigned long long>(expected_vmm));
     std::fclose(f);
   }
@@ -185,7 +198,8 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
     workers.emplace_back([&] {
       CHECK(CALL(d, cuCtxSetCurrent, ctx));
       do {  // at least once, however short the run
-        CHECK(CALL(d, cuLaunchKernel_ptsz, scale, 8, 1, 1, 128, 1, 1, 0, nullptr, scale_args, nullptr));
+        CHECK(CALL(d, cuLaunchKernel_ptsz, scale, 8, 1, 1, 128, 1, 1, 0, nullptr, scale_args,
+                   nullptr));
         usleep(300);
       } while (!stop.load());
       CHECK(CALL(d, cuStreamSynchronize_ptsz, nullptr));
@@ -246,11 +260,14 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
   if (o.report) {
     FILE* f = std::fopen(o.report, "a");
     for (int i = 0; i < kFnCount; ++i)
-      if (g_counts[i].load()) std::fprintf(f, "calls.%s %llu\n", kFnNames[i], static_cast<unsigned long long>(g_counts[i].load()));
+      if (g_counts[i].load())
+        std::fprintf(f, "calls.%s %llu\n", kFnNames[i],
+                     static_cast<unsigned long long>(g_counts[i].load()));
     std::fprintf(f, "content_errors %d\n", bad);
     std::fclose(f);
   }
-  if (bad) std::fprintf(stderr, "workload: %d device memory regions differ from what was written\n", bad);
+  if (bad)
+    std::fprintf(stderr, "workload: %d device memory regions differ from what was written\n", bad);
   return bad ? 3 : 0;
 }
 

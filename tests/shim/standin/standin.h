@@ -25,9 +25,9 @@ namespace gandiva::standin {
 
 // Counters shared with tests through GD_STANDIN_COUNTERS (a mapped file).
 struct Counters {
-  std::atomic<uint64_t> launches;        // kernel launches executed (graph nodes included)
-  std::atomic<uint64_t> device_bytes;    // device memory in use (plain + physical)
-  std::atomic<uint64_t> physical_live;   // physical (cuMemCreate) pieces alive
+  std::atomic<uint64_t> launches;       // kernel launches executed (graph nodes included)
+  std::atomic<uint64_t> device_bytes;   // device memory in use (plain + physical)
+  std::atomic<uint64_t> physical_live;  // physical (cuMemCreate) pieces alive
 };
 Counters& GetCounters();
 

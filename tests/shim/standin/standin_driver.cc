@@ -135,12 +135,23 @@ GD_STANDIN_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
 GD_STANDIN_EXPORT CUresult cuDeviceGetAttribute(int* value, CUdevice_attribute attr, CUdevice d) {
   if (!value || d != 0) return CUDA_ERROR_INVALID_VALUE;
   switch (attr) {
-    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: *value = 1; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *value = 8; break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *value = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 108; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *value = 1024; break;
-    default: *value = 0;
+    case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+      *value = 1;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+      *value = 8;
+      break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+      *value = 0;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+      *value = 108;
+      break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = 1024;
+      break;
+    default:
+      *value = 0;
   }
   return CUDA_SUCCESS;
 }
@@ -152,7 +163,9 @@ GD_STANDIN_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice d) 
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; }
+GD_STANDIN_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) {
+  return d == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
 
 GD_STANDIN_EXPORT CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int, CUdevice d) {
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
@@ -162,7 +175,8 @@ GD_STANDIN_EXPORT CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int, CUdevice
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams*, unsigned int flags, CUdevice d) {
+GD_STANDIN_EXPORT CUresult cuCtxCreate_v4(CUcontext* ctx, CUctxCreateParams*, unsigned int flags,
+                                          CUdevice d) {
   return cuCtxCreate_v2(ctx, flags, d);
 }
 
@@ -232,7 +246,8 @@ namespace {
 #undef GD_STANDIN
 
 const ProcEntry kProcTable[] = {
-#define GD_STANDIN(name, pfn) {#name, gandiva::shim::ParsePfnName(#pfn), reinterpret_cast<void*>(&::name)},
+#define GD_STANDIN(name, pfn) \
+  {#name, gandiva::shim::ParsePfnName(#pfn), reinterpret_cast<void*>(&::name)},
 #include "standin_functions.def"
 #undef GD_STANDIN
 };
@@ -252,19 +267,22 @@ CUresult Lookup(const char* symbol, void** pfn, int version, cuuint64_t flags,
   }
   *pfn = best ? best->fn : nullptr;
   if (status) {
-    *status = best ? CU_GET_PROC_ADDRESS_SUCCESS
-                   : any_version ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    *status = best          ? CU_GET_PROC_ADDRESS_SUCCESS
+              : any_version ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                            : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   }
   return best ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
 }  // namespace
 
-GD_STANDIN_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+GD_STANDIN_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
+                                               cuuint64_t flags,
                                                CUdriverProcAddressQueryResult* status) {
   return Lookup(symbol, pfn, version, flags, status);
 }
 
-GD_STANDIN_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+GD_STANDIN_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version,
+                                            cuuint64_t flags) {
   return Lookup(symbol, pfn, version, flags, nullptr);
 }

@@ -33,10 +33,12 @@ __attribute__((destructor)) void WriteReport() {
   if (!path || !*path) return;
   FILE* f = std::fopen(path, "w");
   if (!f) return;
-  std::fprintf(f, "launches %llu\n", static_cast<unsigned long long>(GetCounters().launches.load()));
+  std::fprintf(f, "launches %llu\n",
+               static_cast<unsigned long long>(GetCounters().launches.load()));
   for (Module* m : g_modules)
     for (Function* fn : m->functions)
-      std::fprintf(f, "kernel.%s %llu\n", fn->name.c_str(), static_cast<unsigned long long>(fn->launches.load()));
+      std::fprintf(f, "kernel.%s %llu\n", fn->name.c_str(),
+                   static_cast<unsigned long long>(fn->launches.load()));
   std::fclose(f);
 }
 
@@ -91,7 +93,9 @@ GD_STANDIN_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image)
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) { return cuModuleLoadData(module, fatbin); }
+GD_STANDIN_EXPORT CUresult cuModuleLoadFatBinary(CUmodule* module, const void* fatbin) {
+  return cuModuleLoadData(module, fatbin);
+}
 
 GD_STANDIN_EXPORT CUresult cuModuleLoad(CUmodule* module, const char* path) {
   std::ifstream in(path ? path : "", std::ios::binary);
@@ -104,7 +108,8 @@ GD_STANDIN_EXPORT CUresult cuModuleLoad(CUmodule* module, const char* path) {
 GD_STANDIN_EXPORT CUresult cuModuleUnload(CUmodule module) {
   std::lock_guard<std::mutex> lock(GlobalMutex());
   // Functions stay valid for the report; the module is only forgotten.
-  return g_modules.count(reinterpret_cast<Module*>(module)) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return g_modules.count(reinterpret_cast<Module*>(module)) ? CUDA_SUCCESS
+                                                            : CUDA_ERROR_INVALID_HANDLE;
 }
 
 GD_STANDIN_EXPORT CUresult cuModuleGetFunction(CUfunction* fn, CUmodule module, const char* name) {
@@ -120,10 +125,11 @@ GD_STANDIN_EXPORT CUresult cuModuleGetFunction(CUfunction* fn, CUmodule module, 
 
 // ---- Launches.
 
-static CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                       CUstream hs) {
+static CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, CUstream hs) {
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  if (gx * gy * gz == 0 || bx * by * bz == 0 || bx * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
+  if (gx * gy * gz == 0 || bx * by * bz == 0 || bx * by * bz > 1024)
+    return CUDA_ERROR_INVALID_VALUE;
   Stream* s = ResolveStream(hs);
   auto* fn = reinterpret_cast<Function*>(f);
   if (s->capturing) {
@@ -135,22 +141,26 @@ static CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                          unsigned by, unsigned bz, unsigned, CUstream s, void**, void**) {
+GD_STANDIN_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                          unsigned bx, unsigned by, unsigned bz, unsigned,
+                                          CUstream s, void**, void**) {
   return Launch(f, gx, gy, gz, bx, by, bz, s);
 }
 
-GD_STANDIN_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                               unsigned by, unsigned bz, unsigned sh, CUstream s, void** p, void** e) {
+GD_STANDIN_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                               unsigned bx, unsigned by, unsigned bz, unsigned sh,
+                                               CUstream s, void** p, void** e) {
   return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sh, s, p, e);
 }
 
 GD_STANDIN_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void**, void**) {
   if (!c) return CUDA_ERROR_INVALID_VALUE;
-  return Launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ, c->hStream);
+  return Launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                c->hStream);
 }
 
-GD_STANDIN_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** p, void** e) {
+GD_STANDIN_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** p,
+                                                 void** e) {
   return cuLaunchKernelEx(c, f, p, e);
 }
 
@@ -186,7 +196,9 @@ GD_STANDIN_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMo
   st->capturing = true;
   return CUDA_SUCCESS;
 }
-GD_STANDIN_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) { return cuStreamBeginCapture_v2(s, m); }
+GD_STANDIN_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) {
+  return cuStreamBeginCapture_v2(s, m);
+}
 
 GD_STANDIN_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* graph) {
   Stream* st = ResolveStream(s);
@@ -196,9 +208,12 @@ GD_STANDIN_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* graph) {
   st->capture = nullptr;
   return CUDA_SUCCESS;
 }
-GD_STANDIN_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) { return cuStreamEndCapture(s, g); }
+GD_STANDIN_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
+  return cuStreamEndCapture(s, g);
+}
 
-GD_STANDIN_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long) {
+GD_STANDIN_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
+                                                       unsigned long long) {
   if (!exec || !graph) return CUDA_ERROR_INVALID_VALUE;
   *exec = reinterpret_cast<CUgraphExec>(new Graph(*reinterpret_cast<Graph*>(graph)));
   return CUDA_SUCCESS;
@@ -211,7 +226,9 @@ GD_STANDIN_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
   Enqueue(ResolveStream(s), KernelNs() * g->kernels.size());
   return CUDA_SUCCESS;
 }
-GD_STANDIN_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s) { return cuGraphLaunch(exec, s); }
+GD_STANDIN_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s) {
+  return cuGraphLaunch(exec, s);
+}
 
 GD_STANDIN_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   delete reinterpret_cast<Graph*>(exec);

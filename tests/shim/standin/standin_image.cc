@@ -13,9 +13,12 @@ constexpr uint32_t kFatbinMagic = 0xBA55ED50;
 constexpr uint32_t kFatbinWrapperMagic = 0x466243b1;
 
 bool ElfKernels(const unsigned char* p, size_t limit, std::vector<std::string>* names) {
-  if (limit < sizeof(Elf64_Ehdr) || std::memcmp(p, ELFMAG, SELFMAG) != 0 || p[EI_CLASS] != ELFCLASS64) return false;
+  if (limit < sizeof(Elf64_Ehdr) || std::memcmp(p, ELFMAG, SELFMAG) != 0 ||
+      p[EI_CLASS] != ELFCLASS64)
+    return false;
   const auto* eh = reinterpret_cast<const Elf64_Ehdr*>(p);
-  if (eh->e_shoff == 0 || eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) > limit) return false;
+  if (eh->e_shoff == 0 || eh->e_shoff + uint64_t{eh->e_shnum} * sizeof(Elf64_Shdr) > limit)
+    return false;
   const auto* sh = reinterpret_cast<const Elf64_Shdr*>(p + eh->e_shoff);
   bool any = false;
   for (int i = 0; i < eh->e_shnum; ++i) {
@@ -63,7 +66,8 @@ bool KernelNamesInImage(const void* image, std::vector<std::string>* names) {
     bool any = false;
     const size_t total = header + size;
     for (size_t off = header; off + 4 <= total; ++off)
-      if (std::memcmp(p + off, ELFMAG, SELFMAG) == 0) any |= ElfKernels(p + off, total - off, names);
+      if (std::memcmp(p + off, ELFMAG, SELFMAG) == 0)
+        any |= ElfKernels(p + off, total - off, names);
     return any;
   }
   if (std::memcmp(p, ELFMAG, SELFMAG) == 0) return ElfKernels(p, SIZE_MAX / 2, names);

@@ -29,10 +29,10 @@ struct Mapping {
   Physical* physical;
 };
 
-std::map<CUdeviceptr, size_t> g_plain;        // cuMemAlloc / pitch / async
-std::map<CUdeviceptr, size_t> g_reserved;     // cuMemAddressReserve
-std::map<CUdeviceptr, Mapping> g_mapped;      // cuMemMap
-std::map<void*, size_t> g_host;               // cuMemHostAlloc
+std::map<CUdeviceptr, size_t> g_plain;     // cuMemAlloc / pitch / async
+std::map<CUdeviceptr, size_t> g_reserved;  // cuMemAddressReserve
+std::map<CUdeviceptr, Mapping> g_mapped;   // cuMemMap
+std::map<void*, size_t> g_host;            // cuMemHostAlloc
 
 size_t DeviceMemory() {
   const char* v = std::getenv("GD_STANDIN_DEVICE_MEM");
@@ -103,7 +103,8 @@ GD_STANDIN_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   const size_t size = PageRound(bytes);
   if (!Reserve(size)) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
   if (p == MAP_FAILED) {
     Unreserve(size);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -114,9 +115,10 @@ GD_STANDIN_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
-                                              unsigned int elem) {
-  if (!pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16)) return CUDA_ERROR_INVALID_VALUE;
+GD_STANDIN_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width,
+                                              size_t height, unsigned int elem) {
+  if (!pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
+    return CUDA_ERROR_INVALID_VALUE;
   *pitch = (width + 511) & ~size_t{511};
   return cuMemAlloc_v2(dptr, *pitch * height);
 }
@@ -137,10 +139,16 @@ GD_STANDIN_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream) { return cuMemAlloc_v2(dptr, bytes); }
-GD_STANDIN_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream s) { return cuMemAllocAsync(dptr, bytes, s); }
+GD_STANDIN_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream) {
+  return cuMemAlloc_v2(dptr, bytes);
+}
+GD_STANDIN_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream s) {
+  return cuMemAllocAsync(dptr, bytes, s);
+}
 GD_STANDIN_EXPORT CUresult cuMemFreeAsync(CUdeviceptr ptr, CUstream) { return cuMemFree_v2(ptr); }
-GD_STANDIN_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr ptr, CUstream s) { return cuMemFreeAsync(ptr, s); }
+GD_STANDIN_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr ptr, CUstream s) {
+  return cuMemFreeAsync(ptr, s);
+}
 
 GD_STANDIN_EXPORT CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int) {
   if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -152,7 +160,9 @@ GD_STANDIN_EXPORT CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int) 
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t bytes) { return cuMemHostAlloc(p, bytes, 0); }
+GD_STANDIN_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
+  return cuMemHostAlloc(p, bytes, 0);
+}
 
 GD_STANDIN_EXPORT CUresult cuMemFreeHost(void* p) {
   size_t size;
@@ -169,7 +179,8 @@ GD_STANDIN_EXPORT CUresult cuMemFreeHost(void* p) {
 
 // ---- Copies and memsets: host memcpy after checking the device side is mapped.
 
-static CUresult CopyChecked(void* dst, const void* src, size_t n, CUdeviceptr dcheck, CUdeviceptr scheck) {
+static CUresult CopyChecked(void* dst, const void* src, size_t n, CUdeviceptr dcheck,
+                            CUdeviceptr scheck) {
   if (dcheck && !DeviceRangeOk(dcheck, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (scheck && !DeviceRangeOk(scheck, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   std::memcpy(dst, src, n);
@@ -180,47 +191,75 @@ GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, siz
   WaitStream(ResolveStream(nullptr));
   return CopyChecked(reinterpret_cast<void*>(dst), src, n, dst, 0);
 }
-GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) { return cuMemcpyHtoD_v2(dst, src, n); }
+GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) {
+  return cuMemcpyHtoD_v2(dst, src, n);
+}
 
 GD_STANDIN_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
   WaitStream(ResolveStream(nullptr));
   return CopyChecked(dst, reinterpret_cast<const void*>(src), n, 0, src);
 }
-GD_STANDIN_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) { return cuMemcpyDtoH_v2(dst, src, n); }
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) {
+  return cuMemcpyDtoH_v2(dst, src, n);
+}
 
 GD_STANDIN_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   return CopyChecked(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n, dst, src);
 }
-GD_STANDIN_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { return cuMemcpyDtoD_v2(dst, src, n); }
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return cuMemcpyDtoD_v2(dst, src, n);
+}
 
-GD_STANDIN_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream) {
+GD_STANDIN_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n,
+                                                CUstream) {
   return CopyChecked(reinterpret_cast<void*>(dst), src, n, dst, 0);
 }
-GD_STANDIN_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n, CUstream s) { return cuMemcpyHtoDAsync_v2(dst, src, n, s); }
+GD_STANDIN_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n,
+                                                     CUstream s) {
+  return cuMemcpyHtoDAsync_v2(dst, src, n, s);
+}
 
 GD_STANDIN_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream) {
   return CopyChecked(dst, reinterpret_cast<const void*>(src), n, 0, src);
 }
-GD_STANDIN_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n, CUstream s) { return cuMemcpyDtoHAsync_v2(dst, src, n, s); }
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n,
+                                                     CUstream s) {
+  return cuMemcpyDtoHAsync_v2(dst, src, n, s);
+}
 
-GD_STANDIN_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) { return cuMemcpyDtoD_v2(dst, src, n); }
-GD_STANDIN_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return cuMemcpyDtoDAsync_v2(dst, src, n, s); }
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                                CUstream) {
+  return cuMemcpyDtoD_v2(dst, src, n);
+}
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                                     CUstream s) {
+  return cuMemcpyDtoDAsync_v2(dst, src, n, s);
+}
 
 // Unified addressing: either side may be host or device memory.
 GD_STANDIN_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   return CUDA_SUCCESS;
 }
-GD_STANDIN_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { return cuMemcpy(dst, src, n); }
-GD_STANDIN_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) { return cuMemcpy(dst, src, n); }
-GD_STANDIN_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return cuMemcpyAsync(dst, src, n, s); }
+GD_STANDIN_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return cuMemcpy(dst, src, n);
+}
+GD_STANDIN_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) {
+  return cuMemcpy(dst, src, n);
+}
+GD_STANDIN_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                              CUstream s) {
+  return cuMemcpyAsync(dst, src, n, s);
+}
 
 GD_STANDIN_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
   if (!DeviceRangeOk(dst, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   std::memset(reinterpret_cast<void*>(dst), v, n);
   return CUDA_SUCCESS;
 }
-GD_STANDIN_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v, size_t n) { return cuMemsetD8_v2(dst, v, n); }
+GD_STANDIN_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v, size_t n) {
+  return cuMemsetD8_v2(dst, v, n);
+}
 
 GD_STANDIN_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n) {
   if (!DeviceRangeOk(dst, n * 4)) return CUDA_ERROR_ILLEGAL_ADDRESS;
@@ -228,7 +267,9 @@ GD_STANDIN_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_
   for (size_t i = 0; i < n; ++i) p[i] = v;
   return CUDA_SUCCESS;
 }
-GD_STANDIN_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int v, size_t n) { return cuMemsetD32_v2(dst, v, n); }
+GD_STANDIN_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int v, size_t n) {
+  return cuMemsetD32_v2(dst, v, n);
+}
 
 // ---- Virtual memory management.
 
@@ -240,8 +281,8 @@ GD_STANDIN_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemA
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr,
-                                               unsigned long long) {
+GD_STANDIN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment,
+                                               CUdeviceptr, unsigned long long) {
   if (!ptr || size == 0 || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
   if (alignment < kGranularity) alignment = kGranularity;
   const size_t span = size + alignment;
@@ -250,7 +291,8 @@ GD_STANDIN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, si
   const uintptr_t base = reinterpret_cast<uintptr_t>(p);
   const uintptr_t aligned = (base + alignment - 1) / alignment * alignment;
   if (aligned > base) munmap(p, aligned - base);
-  if (aligned + size < base + span) munmap(reinterpret_cast<void*>(aligned + size), base + span - aligned - size);
+  if (aligned + size < base + span)
+    munmap(reinterpret_cast<void*>(aligned + size), base + span - aligned - size);
   std::lock_guard<std::mutex> lock(GlobalMutex());
   *ptr = aligned;
   g_reserved[aligned] = size;
@@ -262,7 +304,8 @@ GD_STANDIN_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
   auto it = g_reserved.find(ptr);
   if (it == g_reserved.end() || it->second != size) return CUDA_ERROR_INVALID_VALUE;
   auto m = g_mapped.lower_bound(ptr);
-  if (m != g_mapped.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;  // still mapped
+  if (m != g_mapped.end() && m->first < ptr + size)
+    return CUDA_ERROR_INVALID_VALUE;  // still mapped
   munmap(reinterpret_cast<void*>(ptr), size);
   g_reserved.erase(it);
   return CUDA_SUCCESS;
@@ -272,7 +315,8 @@ GD_STANDIN_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, siz
                                        const CUmemAllocationProp* prop, unsigned long long flags) {
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!handle || !prop || flags || size == 0 || size % kGranularity ||
-      prop->type != CU_MEM_ALLOCATION_TYPE_PINNED || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+      prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
     return CUDA_ERROR_INVALID_VALUE;
   if (!Reserve(size)) return CUDA_ERROR_OUT_OF_MEMORY;
   int fd = memfd_create("gd-standin-physical", MFD_CLOEXEC);
@@ -296,17 +340,20 @@ GD_STANDIN_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
-                                    unsigned long long flags) {
+GD_STANDIN_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                    CUmemGenericAllocationHandle handle, unsigned long long flags) {
   auto* p = reinterpret_cast<Physical*>(handle);
-  if (!p || flags || offset + size > p->size || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
+  if (!p || flags || offset + size > p->size || size % kGranularity)
+    return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(GlobalMutex());
   if (!InRange(g_reserved, ptr, size)) return CUDA_ERROR_INVALID_VALUE;
   auto m = g_mapped.lower_bound(ptr);
   if (m != g_mapped.end() && m->first < ptr + size) return CUDA_ERROR_INVALID_VALUE;
-  if (m != g_mapped.begin() && std::prev(m)->first + std::prev(m)->second.size > ptr) return CUDA_ERROR_INVALID_VALUE;
+  if (m != g_mapped.begin() && std::prev(m)->first + std::prev(m)->second.size > ptr)
+    return CUDA_ERROR_INVALID_VALUE;
   // No access until cuMemSetAccess, as on the device.
-  void* at = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_SHARED | MAP_FIXED, p->fd, static_cast<off_t>(offset));
+  void* at = mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_SHARED | MAP_FIXED, p->fd,
+                  static_cast<off_t>(offset));
   if (at == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   ++p->mappings;
   g_mapped[ptr] = Mapping{size, p};
@@ -318,7 +365,8 @@ GD_STANDIN_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   auto it = g_mapped.find(ptr);
   if (it == g_mapped.end() || it->second.size != size) return CUDA_ERROR_INVALID_VALUE;
   // Back to a bare reservation: the contents are gone from this range.
-  mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   Physical* p = it->second.physical;
   g_mapped.erase(it);
   --p->mappings;
@@ -326,11 +374,13 @@ GD_STANDIN_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
   return CUDA_SUCCESS;
 }
 
-GD_STANDIN_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+GD_STANDIN_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
+                                          size_t count) {
   if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
   if (!DeviceRangeOk(ptr, size)) return CUDA_ERROR_INVALID_VALUE;
   const int prot = desc[0].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
                    : desc[0].flags == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
-                                                                        : PROT_NONE;
-  return mprotect(reinterpret_cast<void*>(ptr), size, prot) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+                                                                       : PROT_NONE;
+  return mprotect(reinterpret_cast<void*>(ptr), size, prot) == 0 ? CUDA_SUCCESS
+                                                                 : CUDA_ERROR_INVALID_VALUE;
 }

@@ -16,9 +16,9 @@ void Write(Level level, const char* file, int line, const char* fmt, ...)
 
 }  // namespace gandiva::log
 
-#define GD_LOG(level, ...)                                                      \
-  do {                                                                          \
-    if (::gandiva::log::level <= ::gandiva::log::CurrentLevel())                \
+#define GD_LOG(level, ...)                                                           \
+  do {                                                                               \
+    if (::gandiva::log::level <= ::gandiva::log::CurrentLevel())                     \
       ::gandiva::log::Write(::gandiva::log::level, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 

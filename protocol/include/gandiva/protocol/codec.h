@@ -3,10 +3,9 @@
 #ifndef GANDIVA_PROTOCOL_CODEC_H_
 #define GANDIVA_PROTOCOL_CODEC_H_
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "gandiva/protocol/schema.h"
 #include "gandiva/status.h"
@@ -17,7 +16,7 @@ using Json = nlohmann::json;
 
 struct Request {
   MessageType type;
-  Json body;            // the validated fields (without "v" and "type")
+  Json body;  // the validated fields (without "v" and "type")
   // Bulk bytes sent as a second frame (migration chunks), else empty. Points into
   // the received frame: valid only while the request is being handled.
   std::string_view payload;

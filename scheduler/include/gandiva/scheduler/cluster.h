@@ -41,7 +41,7 @@ class Cluster {
   virtual std::span<const GpuId> gpus(JobId job) const = 0;  // empty unless running
   virtual int group_of(JobId job) const = 0;                 // kNoGroup unless running
   virtual GroupView group(int group) const = 0;
-  virtual int group_of_gpu(GpuId gpu) const = 0;              // kNoGroup if free
+  virtual int group_of_gpu(GpuId gpu) const = 0;  // kNoGroup if free
 
   // ---- Measured progress (what gandivad's profiler reports) ----
   // GPU-seconds of service received: GPUs x time actually executing.

@@ -15,7 +15,7 @@ namespace gandiva::sched {
 class PerfModel {
  public:
   // The table's GPU classes, in column order.
-  static constexpr int kNumClasses = 3;  // k80, p100, v100
+  static constexpr int kNumClasses = 3;                  // k80, p100, v100
   static int ClassIndex(const std::string& perf_class);  // -1 if unknown
 
   // Parses the JSON table. Errors: not_found (file), data_loss (malformed).
@@ -45,15 +45,17 @@ class PerfModel {
   static int Bucket(int num_gpus);  // 1,2,3-4,5+ -> 0,1,2,3
 
  private:
-  double& AloneRef(int cls, int type, int b) { return alone_[(cls * 4 + b) * names_.size() + type]; }
+  double& AloneRef(int cls, int type, int b) {
+    return alone_[(cls * 4 + b) * names_.size() + type];
+  }
   size_t PairIndex(int cls, int b, int type, int partner) const {
     return ((static_cast<size_t>(cls) * 4 + b) * names_.size() + type) * names_.size() + partner;
   }
 
   bool neutral_ = false;
   std::vector<std::string> names_;
-  std::vector<double> alone_;   // [cls][bucket][type]
-  std::vector<float> packed_;   // [cls][bucket][type][partner]: my steps/s packed
+  std::vector<double> alone_;  // [cls][bucket][type]
+  std::vector<float> packed_;  // [cls][bucket][type][partner]: my steps/s packed
   std::vector<std::vector<int>> types_by_bucket_;
 };
 

@@ -18,7 +18,8 @@ int FreeOfTypes(const FreeIndex& free, uint64_t type_mask);
 // n GPUs on the fewest possible machines (Topology::MinMachines), best fit:
 // the machine with the fewest free GPUs that still holds the gang. nullopt if
 // no such placement exists right now.
-std::optional<std::vector<GpuId>> FindConsolidated(const FreeIndex& free, int n, uint64_t type_mask);
+std::optional<std::vector<GpuId>> FindConsolidated(const FreeIndex& free, int n,
+                                                   uint64_t type_mask);
 // n GPUs anywhere, taking the emptiest machines first; nullopt if too few free.
 std::optional<std::vector<GpuId>> FindSpread(const FreeIndex& free, int n, uint64_t type_mask);
 // The free GPUs of one machine, lowest first, at most n.

@@ -17,9 +17,9 @@ namespace gandiva::sched {
 
 // Counters a policy keeps about its own decisions (the cluster counts the rest).
 struct PolicyStats {
-  int64_t packs = 0;           // groups switched to (or started in) pack mode
-  int64_t unpacks = 0;         // pack trials undone because they measured worse
-  int64_t time_slices = 0;     // jobs started onto busy GPUs in slice mode
+  int64_t packs = 0;        // groups switched to (or started in) pack mode
+  int64_t unpacks = 0;      // pack trials undone because they measured worse
+  int64_t time_slices = 0;  // jobs started onto busy GPUs in slice mode
   int64_t grows = 0;
   int64_t shrinks = 0;
 };
@@ -57,10 +57,10 @@ struct PolicyOptions {
   // its executed time goes back to the top queue (0 = off).
   double las_starve_factor = 0;
   // Gandiva introspection.
-  double gandiva_interval = 60;   // seconds between introspection rounds
-  int gandiva_max_share = 2;      // jobs time-sliced/packed on one GPU set
-  double pack_gain = 1.05;        // keep a pack only if the pair's summed rate beats this
-  double grow_gain = 1.2;         // keep a grow only if the rate rises by this factor
+  double gandiva_interval = 60;  // seconds between introspection rounds
+  int gandiva_max_share = 2;     // jobs time-sliced/packed on one GPU set
+  double pack_gain = 1.05;       // keep a pack only if the pair's summed rate beats this
+  double grow_gain = 1.2;        // keep a grow only if the rate rises by this factor
   bool gandiva_grow = true;
   bool gandiva_migrate = true;
   // Reserve-and-pack: jobs with at least this many GPUs go to high-end machines.

@@ -19,19 +19,19 @@ struct SizeClass {
 struct Report {
   std::string policy;
   int64_t jobs = 0;
-  double avg_jct = 0, median_jct = 0, p99_jct = 0;        // seconds
-  double avg_queue = 0, p99_queue = 0;                    // first start - submit
-  double makespan = 0;                                    // last finish - first submit
-  double util_allocated = 0, util_effective = 0;          // over the makespan
-  double window_allocated = 0, window_effective = 0;      // first to last submission
+  double avg_jct = 0, median_jct = 0, p99_jct = 0;    // seconds
+  double avg_queue = 0, p99_queue = 0;                // first start - submit
+  double makespan = 0;                                // last finish - first submit
+  double util_allocated = 0, util_effective = 0;      // over the makespan
+  double window_allocated = 0, window_effective = 0;  // first to last submission
   int64_t preemptions = 0, migrations = 0, packs = 0, unpacks = 0, time_slices = 0, resizes = 0;
   // Finish-time fairness: rho = JCT / duration alone (1 = as if alone, no wait).
   double ftf_mean = 0, ftf_p99 = 0, ftf_max = 0;
   double frac_ftf_over_2 = 0;  // share of jobs finishing more than 2x later than alone
   std::vector<SizeClass> by_size;
   int64_t events = 0;
-  double sim_seconds = 0;      // wall time of the run; filled by the caller, 0 in tests
-  SimResult result;            // raw per-job records and the utilisation series
+  double sim_seconds = 0;  // wall time of the run; filled by the caller, 0 in tests
+  SimResult result;        // raw per-job records and the utilisation series
 };
 
 Report MakeReport(const std::string& policy, SimResult result);

@@ -21,24 +21,24 @@
 namespace gandiva::sched {
 
 struct SimConfig {
-  uint64_t seed = 1;              // job types for jobs whose trace has none
-  double spread_factor = 0.75;    // rate of a gang spread over more machines than needed
-  double slice_seconds = 60;      // time-slice length when jobs take turns
-  double switch_seconds = 0.5;    // suspend+resume at a slice boundary (memory stays resident)
-  double preempt_seconds = 10;    // stall on restart after a preemption (checkpoint + restore)
-  double migrate_fixed_seconds = 2;    // warm-up + control round trips of a migration
-  double state_gb_per_gpu = 4;         // checkpoint size per GPU of the job
-  double migrate_gb_per_second = 1.25; // network bandwidth for checkpoint transfer
-  std::string ref_perf_class = "p100"; // class on which trace durations were measured
-  int max_util_points = 1000;     // utilisation series is coarsened to stay below this
-  bool check_invariants = false;  // verify the allocation after every instant (tests)
-  double max_sim_seconds = 1e10;  // stop (error) if simulated time passes this
+  uint64_t seed = 1;                 // job types for jobs whose trace has none
+  double spread_factor = 0.75;       // rate of a gang spread over more machines than needed
+  double slice_seconds = 60;         // time-slice length when jobs take turns
+  double switch_seconds = 0.5;       // suspend+resume at a slice boundary (memory stays resident)
+  double preempt_seconds = 10;       // stall on restart after a preemption (checkpoint + restore)
+  double migrate_fixed_seconds = 2;  // warm-up + control round trips of a migration
+  double state_gb_per_gpu = 4;       // checkpoint size per GPU of the job
+  double migrate_gb_per_second = 1.25;  // network bandwidth for checkpoint transfer
+  std::string ref_perf_class = "p100";  // class on which trace durations were measured
+  int max_util_points = 1000;           // utilisation series is coarsened to stay below this
+  bool check_invariants = false;        // verify the allocation after every instant (tests)
+  double max_sim_seconds = 1e10;        // stop (error) if simulated time passes this
 };
 
 // One job's life, for the report.
 struct JobRecord {
   double submit = 0, first_start = -1, finish = -1;
-  double duration = 0;   // alone, consolidated, reference class
+  double duration = 0;  // alone, consolidated, reference class
   int num_gpus = 0;
   int preemptions = 0, migrations = 0;
 };
@@ -58,7 +58,7 @@ struct SimResult {
   // where a long tail of a few jobs does not dilute the averages.
   double window_seconds = 0, window_allocated_gpu_seconds = 0, window_effective_gpu_seconds = 0;
   int total_gpus = 0;
-  int64_t events = 0;        // events processed (arrivals, finishes, stall ends, wake-ups)
+  int64_t events = 0;  // events processed (arrivals, finishes, stall ends, wake-ups)
   int64_t schedule_calls = 0;
   int64_t preemptions = 0, migrations = 0, resizes = 0;
   PolicyStats policy;
@@ -72,7 +72,7 @@ struct SimJobSpec {
 // Interns vc/user, resolves job_type (or assigns one from seed) and gpu_type.
 // Errors: invalid_argument naming the job for an unknown job type / GPU type.
 StatusOr<std::vector<SimJobSpec>> BuildJobs(const Trace& trace, const Topology& topo,
-                                             const PerfModel& perf, uint64_t seed);
+                                            const PerfModel& perf, uint64_t seed);
 
 class SimCluster : public Cluster {
  public:
@@ -114,12 +114,12 @@ class SimCluster : public Cluster {
  private:
   struct Job {
     JobInfo info;
-    double work = 0;          // seconds of progress needed at rate 1
-    double done = 0;          // progress as of last_update
+    double work = 0;  // seconds of progress needed at rate 1
+    double done = 0;  // progress as of last_update
     double last_update = 0;
-    double rate = 0;          // progress per second once any stall is over
-    double time_share = 0;    // fraction of wall time executing (slicing)
-    double base_rate = 1;     // locality x GPU class x size scaling
+    double rate = 0;        // progress per second once any stall is over
+    double time_share = 0;  // fraction of wall time executing (slicing)
+    double base_rate = 1;   // locality x GPU class x size scaling
     double stall_until = 0;
     double attained = 0, run_time = 0;  // as of last_update
     double pending_since = 0;
@@ -148,13 +148,13 @@ class SimCluster : public Cluster {
     }
   };
 
-  void Advance(Job& job);           // brings progress up to now_
-  void Reschedule(JobId j);         // recompute rate, push finish/stall events
+  void Advance(Job& job);    // brings progress up to now_
+  void Reschedule(JobId j);  // recompute rate, push finish/stall events
   void RecomputeGroup(int g);
   double ComputeBaseRate(const Job& job, std::span<const GpuId> gpus) const;
   double PackedFactor(const Job& job, const Group& group) const;
   int NewGroup(std::span<const GpuId> gpus);
-  void LeaveGroup(JobId j);         // frees the group's GPUs when it empties
+  void LeaveGroup(JobId j);  // frees the group's GPUs when it empties
   void SetContribution(JobId j, double value);
   void AccumulateUtil(double t);
   void Push(double t, EventKind kind, JobId j, uint32_t version);
@@ -163,7 +163,7 @@ class SimCluster : public Cluster {
   const PerfModel* perf_;
   SimConfig config_;
   int ref_class_ = 1;
-  std::vector<int> type_class_;     // topology GPU type -> perf class
+  std::vector<int> type_class_;  // topology GPU type -> perf class
   std::vector<Job> jobs_;
   std::vector<Group> groups_;
   std::vector<int> free_groups_;

@@ -13,7 +13,7 @@ namespace gandiva::sched {
 
 struct Machine {
   std::string name;
-  int gpu_type = 0;   // index into Topology::gpu_types()
+  int gpu_type = 0;  // index into Topology::gpu_types()
   GpuId first_gpu = 0;
   int num_gpus = 0;
 };
@@ -22,7 +22,7 @@ struct GpuType {
   std::string name;        // as in the machine list: "12GB", "V100", ...
   std::string perf_class;  // co-location table column: "k80", "p100" or "v100"
   double mem_gb = 0;
-  bool high_end = false;   // the best class in this cluster (reserve-and-pack keeps these)
+  bool high_end = false;  // the best class in this cluster (reserve-and-pack keeps these)
 };
 
 class Topology {

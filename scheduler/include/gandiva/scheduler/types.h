@@ -8,8 +8,8 @@
 
 namespace gandiva::sched {
 
-using JobId = int32_t;   // dense, 0..N-1 in submission order
-using GpuId = int32_t;   // dense index into Topology::gpus()
+using JobId = int32_t;  // dense, 0..N-1 in submission order
+using GpuId = int32_t;  // dense index into Topology::gpus()
 inline constexpr int kNoGroup = -1;
 
 // What is known about a job when it is submitted. Nothing here is the future:

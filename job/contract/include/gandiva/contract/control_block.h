@@ -51,16 +51,16 @@ inline constexpr size_t kTransferErrorSize = 256;
 enum Phase : uint32_t {
   kPhaseStarting = 0,  // process up, no boundary yet
   kPhaseRunning = 1,
-  kPhaseParked = 2,    // parked at a boundary; issues no work
-  kPhaseExited = 3,    // detached cleanly
+  kPhaseParked = 2,  // parked at a boundary; issues no work
+  kPhaseExited = 3,  // detached cleanly
 };
 
 // Iteration profile written at every boundary.
 struct ProfileRing {
-  std::atomic<uint64_t> iterations;        // boundaries passed with a measured iteration
-  std::atomic<uint64_t> last_boundary_ns;  // CLOCK_MONOTONIC of the latest boundary
-  std::atomic<uint64_t> ewma_ns;           // EWMA of iteration time, alpha = 1/8
-  std::atomic<uint64_t> total_ns;          // sum of all iteration times
+  std::atomic<uint64_t> iterations;                 // boundaries passed with a measured iteration
+  std::atomic<uint64_t> last_boundary_ns;           // CLOCK_MONOTONIC of the latest boundary
+  std::atomic<uint64_t> ewma_ns;                    // EWMA of iteration time, alpha = 1/8
+  std::atomic<uint64_t> total_ns;                   // sum of all iteration times
   std::atomic<uint64_t> ring_ns[kProfileRingSize];  // iteration i at [i % size]
 };
 
@@ -80,22 +80,22 @@ struct alignas(64) ControlBlock {
 
   // Job -> controller.
   alignas(64) std::atomic<uint32_t> phase;
-  std::atomic<uint32_t> fail_open;        // 1 once the job resumed itself on an expired lease
+  std::atomic<uint32_t> fail_open;  // 1 once the job resumed itself on an expired lease
   std::atomic<int32_t> pid;
   std::atomic<uint64_t> park_count;
-  std::atomic<uint64_t> parked_at_ns;     // when the job last parked
-  std::atomic<uint64_t> resumed_at_ns;    // when the job last left a park
+  std::atomic<uint64_t> parked_at_ns;   // when the job last parked
+  std::atomic<uint64_t> resumed_at_ns;  // when the job last left a park
   std::atomic<uint64_t> parked_total_ns;
 
   // Iteration profiler.
   alignas(64) ProfileRing profile;
 
   // Device side, written by the CUDA shim (zero for CPU jobs).
-  alignas(64) std::atomic<uint64_t> device_bytes;        // live tracked device memory
-  std::atomic<uint64_t> device_allocations;              // live tracked allocations
-  std::atomic<uint64_t> auto_boundaries;                 // boundaries the shim inferred
-  std::atomic<uint32_t> auto_boundary_confidence_pct;    // detector confidence, 0..100
-  std::atomic<uint32_t> boundary_source;                 // 0 none, 1 explicit, 2 inferred
+  alignas(64) std::atomic<uint64_t> device_bytes;      // live tracked device memory
+  std::atomic<uint64_t> device_allocations;            // live tracked allocations
+  std::atomic<uint64_t> auto_boundaries;               // boundaries the shim inferred
+  std::atomic<uint32_t> auto_boundary_confidence_pct;  // detector confidence, 0..100
+  std::atomic<uint32_t> boundary_source;               // 0 none, 1 explicit, 2 inferred
   std::atomic<uint32_t> swap_request;   // controller -> job, see SwapRequest; acted on while parked
   std::atomic<uint32_t> swap_state;     // job -> controller, see SwapState
   std::atomic<uint64_t> swapped_bytes;  // device bytes currently held on the host
@@ -105,9 +105,9 @@ struct alignas(64) ControlBlock {
   // job writes the rest.
   alignas(64) char transfer_target[kTransferTargetSize];  // "file:/abs/path" or "unix:/abs/socket"
   std::atomic<uint32_t> transfer_state;
-  std::atomic<uint32_t> transfers;        // transfers completed or failed so far
-  std::atomic<uint64_t> transfer_bytes;   // bytes of the last transfer
-  std::atomic<uint64_t> transfer_ns;      // duration of the last transfer
+  std::atomic<uint32_t> transfers;       // transfers completed or failed so far
+  std::atomic<uint64_t> transfer_bytes;  // bytes of the last transfer
+  std::atomic<uint64_t> transfer_ns;     // duration of the last transfer
   char transfer_error[kTransferErrorSize];
 
   // Set by a migration's destination controller while this process is only a

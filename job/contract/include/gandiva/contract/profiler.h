@@ -16,10 +16,11 @@ inline void RecordIteration(ProfileRing* p, uint64_t iteration_ns, uint64_t now_
   p->ring_ns[i % kProfileRingSize].store(iteration_ns, std::memory_order_relaxed);
   const uint64_t ewma = p->ewma_ns.load(std::memory_order_relaxed);
   // alpha = 1/8; the first sample seeds it.
-  const uint64_t next = i == 0 ? iteration_ns
-                               : static_cast<uint64_t>(static_cast<int64_t>(ewma) +
-                                                       (static_cast<int64_t>(iteration_ns) -
-                                                        static_cast<int64_t>(ewma)) / 8);
+  const uint64_t next =
+      i == 0 ? iteration_ns
+             : static_cast<uint64_t>(
+                   static_cast<int64_t>(ewma) +
+                   (static_cast<int64_t>(iteration_ns) - static_cast<int64_t>(ewma)) / 8);
   p->ewma_ns.store(next, std::memory_order_relaxed);
   p->total_ns.store(p->total_ns.load(std::memory_order_relaxed) + iteration_ns,
                     std::memory_order_relaxed);
@@ -29,9 +30,9 @@ inline void RecordIteration(ProfileRing* p, uint64_t iteration_ns, uint64_t now_
 
 struct IterationStats {
   uint64_t iterations = 0;
-  double mean_ms = 0;   // over all iterations
+  double mean_ms = 0;  // over all iterations
   double ewma_ms = 0;
-  double p50_ms = 0;    // over the last kProfileRingSize iterations
+  double p50_ms = 0;  // over the last kProfileRingSize iterations
   double p99_ms = 0;
   double iterations_per_s = 0;  // from the EWMA: the current rate when running
   uint64_t last_boundary_ns = 0;

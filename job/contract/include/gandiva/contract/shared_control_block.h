@@ -7,16 +7,17 @@
 #include <memory>
 #include <string>
 
-#include "gandiva/status.h"
 #include "gandiva/contract/control_block.h"
+#include "gandiva/status.h"
 
 namespace gandiva::runtime {
 
 class SharedControlBlock {
  public:
   // Creates (or replaces) the named block, initialised for `job_id`. Owner-only (0600).
-  static StatusOr<std::unique_ptr<SharedControlBlock>> Create(const std::string& name, uint64_t job_id,
-                                                              uint64_t lease_ns, const std::string& node);
+  static StatusOr<std::unique_ptr<SharedControlBlock>> Create(const std::string& name,
+                                                              uint64_t job_id, uint64_t lease_ns,
+                                                              const std::string& node);
   // Opens an existing block and checks its magic and version.
   static StatusOr<std::unique_ptr<SharedControlBlock>> Open(const std::string& name);
   // Unlinks the name; existing mappings stay valid until unmapped.
