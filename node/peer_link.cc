@@ -3,6 +3,8 @@
 
 #include <zmq.hpp>
 
+#include "gandiva/protocol/zmq_socket.h"
+
 namespace gandiva::controller {
 
 struct PeerLink::Impl {
@@ -12,16 +14,8 @@ struct PeerLink::Impl {
 
 PeerLink::PeerLink(std::string endpoint, protocol::CurveClientKeys keys, int timeout_ms)
     : endpoint_(std::move(endpoint)), timeout_ms_(timeout_ms), impl_(std::make_unique<Impl>()) {
-  auto& s = impl_->sock;
-  s.set(zmq::sockopt::linger, 0);
-  s.set(zmq::sockopt::sndtimeo, timeout_ms);
-  s.set(zmq::sockopt::rcvtimeo, timeout_ms);
-  if (keys.enabled()) {
-    s.set(zmq::sockopt::curve_serverkey, keys.server_public_key);
-    s.set(zmq::sockopt::curve_publickey, keys.client.public_key);
-    s.set(zmq::sockopt::curve_secretkey, keys.client.secret_key);
-  }
-  s.connect(endpoint_);
+  protocol::ConfigureClientSocket(impl_->sock, timeout_ms, keys);
+  impl_->sock.connect(endpoint_);
 }
 
 PeerLink::~PeerLink() = default;

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <zmq.hpp>
 
+#include "gandiva/protocol/zmq_socket.h"
+
 namespace gandiva {
 
 std::string DefaultEndpoint() {
@@ -36,14 +38,7 @@ StatusOr<std::string> ApiClient::CallRaw(const std::string& bytes) {
   }
   try {
     zmq::socket_t sock(impl_->ctx, zmq::socket_type::req);
-    sock.set(zmq::sockopt::linger, 0);
-    sock.set(zmq::sockopt::sndtimeo, timeout_ms_);
-    sock.set(zmq::sockopt::rcvtimeo, timeout_ms_);
-    if (curve_.enabled()) {
-      sock.set(zmq::sockopt::curve_serverkey, curve_.server_public_key);
-      sock.set(zmq::sockopt::curve_publickey, curve_.client.public_key);
-      sock.set(zmq::sockopt::curve_secretkey, curve_.client.secret_key);
-    }
+    ConfigureClientSocket(sock, timeout_ms_, curve_);
     sock.connect(endpoint_);
     if (!sock.send(zmq::buffer(bytes), zmq::send_flags::none))
       return Unavailable("gandivad at " + endpoint_ + " does not accept requests");
