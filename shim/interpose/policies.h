@@ -27,7 +27,7 @@ inline uint64_t Token(T handle) {
 inline void FeedLaunch(HookId id, uint64_t token) {
   ThreadSlot* s = CurrentThreadSlot();
   CountCall(s, id);
-  if (__builtin_expect(!s->shared, 1)) s->detector.OnLaunch(token);
+  if (__builtin_expect(!s->shared && !s->serving_park, 1)) s->detector.OnLaunch(token);
 }
 
 struct Attach {

@@ -328,14 +328,18 @@ TEST_F(ShimCheckpoint, RegisteredStateCopiesDeviceMemoryWhileParked) {
   StartProgram(App(reference, 60, 0, {"--device-state"}), own_state, /*managed=*/false);
   ASSERT_EQ(Wait(), 0);
 
-  StartProgram(App(out, 60, 5, {"--device-state"}), own_state);
+  StartProgram(App(out, 60, 5, {"--device-state", "--worker"}), own_state);
   ParkAt(cb_, 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));  // launches past the gate land
+  const uint64_t launches = counters_->launches.load();
   const std::string ckpt = dir_ + ".ckpt/state.gdck";
   ASSERT_TRUE(runtime::RequestTransfer(cb_, runtime::kRequestCheckpoint, ("file:" + ckpt).c_str()));
   ASSERT_EQ(runtime::WaitForTransfer(cb_, 10'000'000'000ull), runtime::kTransferDone)
       << "the checkpoint did not finish (the save's device copies were gated?): "
       << cb_->transfer_error;
   ASSERT_TRUE(Exists(ckpt));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(counters_->launches.load(), launches) << "the worker thread launched while parked";
   kill(pid_, SIGKILL);
   Wait();
   ASSERT_FALSE(Exists(out)) << "the program finished before it was killed";

@@ -13,6 +13,7 @@
 //                      own, saved and loaded through the driver the way torch.save and
 //                      load_state_dict do (cuMemcpyDtoHAsync + cuStreamSynchronize, then
 //                      cuMemcpyDtoH; cuMemcpyHtoD): on the boundary thread, while parked
+//   --worker           a second thread launching kernels (that change nothing) until the end
 //   --lazy-at N        allocate one more buffer after N iterations (past the first
 //                      boundary), as a caching allocator grows during training
 //   --result PATH      JSON: iterations, start_iteration, digest, buffers
@@ -20,12 +21,14 @@
 #include <cuda.h>  // maps cuMemAlloc to cuMemAlloc_v2 etc., as any -lcuda program
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gandiva/gandiva.h"
@@ -111,6 +114,7 @@ int main(int argc, char** argv) {
   size_t first_bytes = 1u << 20;
   bool device_state = false;
   int64_t lazy_at = -1;
+  bool worker = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
@@ -124,6 +128,8 @@ int main(int argc, char** argv) {
       first_bytes = std::strtoull(next(), nullptr, 0);
     else if (a == "--device-state")
       device_state = true;
+    else if (a == "--worker")
+      worker = true;
     else if (a == "--lazy-at")
       lazy_at = std::atoll(next());
     else if (a == "--result")
@@ -191,6 +197,17 @@ int main(int argc, char** argv) {
   float one = 1.0f;
   void* args[] = {&bufs[0].ptr, &one, &zero};  // n = 0: a real GPU changes nothing either
   std::vector<uint8_t> scratch;
+  std::atomic<bool> stop{false};
+  std::thread launcher;
+  if (worker) {
+    launcher = std::thread([&] {
+      CHECK(cuCtxSetCurrent(ctx));
+      while (!stop.load()) {
+        CHECK(cuLaunchKernel(scale, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+        usleep(300);
+      }
+    });
+  }
   while (state.iteration < iterations) {
     if (state.iteration == lazy_at) {  // grows past the first boundary; never freed
       alloc(2u << 20);
@@ -205,6 +222,8 @@ int main(int argc, char** argv) {
     gd_boundary();
     if (sleep_ms) usleep(sleep_ms * 1000);
   }
+  stop.store(true);
+  if (launcher.joinable()) launcher.join();
 
   uint64_t digest = 1469598103934665603ull;
   std::string per_buffer;
