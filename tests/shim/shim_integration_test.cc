@@ -219,6 +219,22 @@ TEST_P(ShimRun, SeesEveryHookedCallAndFindsEveryIteration) {
   EXPECT_EQ(cb_->device_bytes.load(), 0u);
 }
 
+// Finding 5 (H100): start-up traffic (every weight copied to the device and waited
+// for, a small kernel now and then) is no iteration: the inferred count must equal
+// the loop's iterations (the first may be missed), not iterations + copies.
+TEST_P(ShimRun, StartupCopiesAreNotIterations) {
+  constexpr int kIterations = 60;
+  Start({"--iterations", std::to_string(kIterations), "--startup-copies", "100"});
+  ASSERT_EQ(Wait(), 0);
+  auto shim = ShimReport();
+  EXPECT_GE(shim["boundaries"], static_cast<uint64_t>(kIterations - 1));
+  EXPECT_LE(shim["boundaries"], static_cast<uint64_t>(kIterations));
+  EXPECT_GE(cb_->auto_boundaries.load(), static_cast<uint64_t>(kIterations - 1));
+  EXPECT_LE(cb_->auto_boundaries.load(), static_cast<uint64_t>(kIterations));
+  // Iteration times come from the loop only (the profile has no start-up entries).
+  EXPECT_LE(cb_->profile.iterations.load(), static_cast<uint64_t>(kIterations));
+}
+
 // Suspend parks every issuing thread (main and workers): the stand-in sees no launch
 // while parked. The memory table is exact while the job runs.
 TEST_P(ShimRun, SuspendParksEveryIssuingThread) {
