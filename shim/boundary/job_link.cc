@@ -96,6 +96,7 @@ void GateSlow() {
 }
 
 void CaptureGate() {
+  if (t_serving_park) return;  // inside the park: nothing to wait for
   ControlBlock* cb = JobControlBlock();
   if (!cb || cb->request.load(std::memory_order_acquire) == runtime::kRequestRun) return;
   JobRuntime& rt = JobRuntime::Get();
