@@ -69,8 +69,9 @@ extern "C" GD_SHIM_EXPORT void* dlsym(void* handle, const char* name) {
 }
 
 // Park hooks for copies of the job runtime outside the shim (libgandiva.so, the
-// Python extension): their explicit boundaries swap device memory too.
+// Python extension): their explicit boundaries swap device memory too, and the
+// thread serving their parks (checkpoints: torch.save's copies) is not gated.
 extern "C" GD_SHIM_EXPORT const gandiva::runtime::ParkHooks* gandiva_shim_park_hooks() {
-  static const gandiva::runtime::ParkHooks hooks = gandiva::shim::SwapParkHooks();
+  static const gandiva::runtime::ParkHooks hooks = gandiva::shim::ParkHooks();
   return &hooks;
 }

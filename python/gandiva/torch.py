@@ -19,6 +19,7 @@ the iteration counter the state keeps (it survives a restore):
 
 import functools
 import io
+import os
 import random
 import sys
 
@@ -58,6 +59,8 @@ def attach(optimizer):
     if getattr(optimizer, "_gandiva_attached", False):
         raise RuntimeError("gandiva.torch.attach: this optimizer is attached already")
     optimizer._gandiva_attached = True
+    if getattr(optimizer, "_gandiva_state", None) is not None:
+        _leave_raw_device_memory_out()  # CUDA may have started since register()
     _gandiva.boundary()
 
     register = getattr(optimizer, "register_step_post_hook", None)
@@ -179,6 +182,25 @@ class TrainingState:
             self.optimizer._gandiva_state = None
 
 
+# The CUDA shim's raw device-memory section (shim/memory/device_checkpoint.cc).
+_SHIM_DEVICE_SECTION = "cuda.device_memory"
+
+
+def _leave_raw_device_memory_out():
+    """The registered state carries the model and optimizer (torch.save copies
+    their tensors to the host), so the shim's raw copy of every device
+    allocation is not needed, and it cannot be restored anyway: PyTorch's
+    caching allocator grows during training, and a restoring process matches
+    allocations at its first boundary (the shim refuses such a checkpoint).
+    Unregister it if the shim registered it already (CUDA initialised), and
+    tell a shim that registers it later not to."""
+    os.environ["GANDIVA_SHIM_CHECKPOINT"] = "0"
+    try:
+        _gandiva.unregister_state(_SHIM_DEVICE_SECTION)
+    except KeyError:
+        pass
+
+
 def register(model=None, optimizer=None, generators=(), extra=None, name="torch"):
     """Registers a training job's state as the checkpoint section `name` and
     returns the TrainingState. Call it before attach(optimizer): a process
@@ -190,6 +212,7 @@ def register(model=None, optimizer=None, generators=(), extra=None, name="torch"
                            "whose first boundary is where a restoring process loads its state")
     state = TrainingState(name, model, optimizer, generators, extra)
     _gandiva.register_state(name, state._save, state._load)
+    _leave_raw_device_memory_out()
     if optimizer is not None:
         optimizer._gandiva_state = state
     return state

@@ -46,6 +46,26 @@ bool ExplicitMarksPresent(ControlBlock* cb) {
   return explicit_marks;
 }
 
+// The thread serving the current park, for threads without a slot of their own (the
+// overflow slot is shared, so its flag cannot say which thread serves).
+thread_local bool t_serving_park __attribute__((tls_model("initial-exec"))) = false;
+
+void ServePark(bool serving) {
+  t_serving_park = serving;
+  ThreadSlot* s = CurrentThreadSlot();
+  if (!s->shared) s->serving_park = serving;
+}
+
+void OnParkedHook(ControlBlock* cb) {
+  ServePark(true);
+  SwapParkHooks().on_parked(cb);
+}
+
+void OnResumingHook(ControlBlock* cb) {
+  SwapParkHooks().on_resuming(cb);
+  ServePark(false);
+}
+
 void DriveBoundary(ControlBlock* cb) {
   JobRuntime::Get().Boundary();
   g_expected_iterations = cb->profile.iterations.load(std::memory_order_acquire);
@@ -57,7 +77,7 @@ constinit std::atomic<std::atomic<uint32_t>*> g_gate_phase{&g_not_parked};
 
 void AttachJob() {
   JobRuntime& rt = JobRuntime::Get();
-  rt.SetParkHooks(SwapParkHooks());
+  rt.SetParkHooks(ParkHooks());
   ControlBlock* cb = rt.control_block();
   g_cb.store(cb, std::memory_order_release);
   g_gate_phase.store(&cb->phase, std::memory_order_release);
@@ -68,9 +88,15 @@ void AttachJob() {
 
 ControlBlock* JobControlBlock() { return g_cb.load(std::memory_order_acquire); }
 
-void GateSlow() { JobRuntime::Get().GateWait(); }
+runtime::ParkHooks ParkHooks() { return runtime::ParkHooks{&OnParkedHook, &OnResumingHook}; }
+
+void GateSlow() {
+  if (t_serving_park) return;  // the park's own work: waiting would wait for itself
+  JobRuntime::Get().GateWait();
+}
 
 void CaptureGate() {
+  if (t_serving_park) return;  // inside the park: nothing to wait for
   ControlBlock* cb = JobControlBlock();
   if (!cb || cb->request.load(std::memory_order_acquire) == runtime::kRequestRun) return;
   JobRuntime& rt = JobRuntime::Get();
@@ -99,7 +125,8 @@ void CaptureGate() {
 }
 
 void OnHostSync(ThreadSlot* slot, uint32_t kind) {
-  if (slot->shared) return;
+  // A sync inside a park (a save function's copy) is no boundary: it would park again.
+  if (slot->shared || slot->serving_park || t_serving_park) return;
   if (!slot->detector.OnSync(kind)) return;
   ThreadSlot* owner = g_owner.load(std::memory_order_acquire);
   if (owner == nullptr && g_owner.compare_exchange_strong(owner, slot)) owner = slot;

@@ -10,6 +10,7 @@
 
 #include "boundary/thread_state.h"
 #include "gandiva/contract/control_block.h"
+#include "gandiva/runtime/job_runtime.h"
 #include "interpose/driver.h"
 
 namespace gandiva::shim {
@@ -25,6 +26,8 @@ void AttachJob();
 // The control block, or nullptr before AttachJob.
 runtime::ControlBlock* JobControlBlock();
 
+// Parks the calling thread while the job is parked, unless it is the thread serving
+// the park (see ParkHooks below).
 void GateSlow();
 // Parks the calling thread while the job is parked (suspended or swapping).
 inline void Gate() {
@@ -34,6 +37,15 @@ inline void Gate() {
           0))
     GateSlow();
 }
+
+// The park hooks every copy of the job runtime in the process runs (the shim's own,
+// and through gandiva_shim_park_hooks libgandiva.so's and the Python extension's).
+// Between on_parked and on_resuming the boundary thread serves the park: swap, and
+// checkpoints and restores the controller asks for, whose registered save and load
+// functions copy device memory (torch.save: cuMemcpyDtoHAsync). That thread is never
+// gated (it would wait for itself) and its calls stay out of the boundary detector;
+// every other thread stays gated.
+runtime::ParkHooks ParkHooks();
 
 // Before a stream capture starts: a capture contains no host sync, hence no boundary,
 // so none may start while a suspend is pending (see job_link.cc for the rule).

@@ -10,8 +10,10 @@ bool PeriodDetector::OnSync(uint32_t kind) {
   const uint64_t i = segments_++;
   hash_[i % kHistory] = h;
   launches_[i % kHistory] = segment_launches_;
+  work_[i % kHistory] = segment_work_;
   segment_hash_ = 0;
   segment_launches_ = 0;
+  segment_work_ = 0;
 
   // Run lengths for every candidate period, also while locked (to re-lock quickly).
   for (int p = 1; p <= kMaxPeriod; ++p) {
@@ -51,10 +53,13 @@ bool PeriodDetector::WindowMatches(uint64_t end) const {
 
 void PeriodDetector::TryLock() {
   for (int p = 1; p <= kMaxPeriod; ++p) {
-    if (run_[p] >= (kLockRepeats - 1) * p) {
-      Lock(p);
-      return;
-    }
+    if (run_[p] < (kLockRepeats - 1) * p) continue;
+    // The shortest repeating period decides: without device work it is start-up
+    // traffic (weights copied in), and so is every multiple of it.
+    uint32_t work = 0;
+    for (int k = 1; k <= p; ++k) work += work_[(segments_ - k) % kHistory];
+    if (work >= kMinKernelWork) Lock(p);
+    return;
   }
 }
 

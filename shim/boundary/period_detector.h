@@ -8,6 +8,12 @@
 // the detector locks; a sync is then a boundary when the last `period` segments equal
 // the locked pattern, rotated so that the period starts with its heaviest segment
 // (a training step: the sync before the forward pass's burst of launches).
+// A period must hold device work: at least kMinKernelWork of kernel launches (a
+// graph launch counts as kMinKernelWork), else it is start-up traffic, not a loop:
+// a framework loading a model copies every weight to the device and waits for it
+// (torch's .cuda(): a copy + a stream sync, ~100 identical "periods" of 0.03 ms),
+// with a small initialisation kernel now and then. Such a pattern is never locked
+// onto, nor any multiple of it (the shortest repeating period decides).
 // Thread-safety: none; one thread owns a detector.
 #ifndef GANDIVA_SHIM_PERIOD_DETECTOR_H_
 #define GANDIVA_SHIM_PERIOD_DETECTOR_H_
@@ -18,17 +24,21 @@ namespace gandiva::shim {
 
 class PeriodDetector {
  public:
-  static constexpr int kMaxPeriod = 64;         // segments per iteration we can find
-  static constexpr int kLockRepeats = 3;        // identical periods needed to lock
-  static constexpr int kHistory = 256;          // segments remembered (>= repeats * max period)
-  static constexpr int kConfidenceWindow = 16;  // boundaries the confidence looks back on
+  static constexpr int kMaxPeriod = 64;          // segments per iteration we can find
+  static constexpr int kLockRepeats = 3;         // identical periods needed to lock
+  static constexpr int kHistory = 256;           // segments remembered (>= repeats * max period)
+  static constexpr int kConfidenceWindow = 16;   // boundaries the confidence looks back on
+  static constexpr uint32_t kMinKernelWork = 2;  // kernel launches a period must hold
+  static constexpr uint32_t kGraphWork = kMinKernelWork;  // a graph launch: many kernels
 
   constexpr PeriodDetector() = default;
 
-  // One launch (token: the kernel or graph handle, or a constant per kind of copy).
-  void OnLaunch(uint64_t token) {
+  // One launch (token: the kernel or graph handle, or a constant per kind of copy);
+  // `kernel_work`: 1 for a kernel, kGraphWork for a graph, 0 for a copy or memset.
+  void OnLaunch(uint64_t token, uint32_t kernel_work = 1) {
     segment_hash_ = Mix(segment_hash_ ^ token);
     ++segment_launches_;
+    segment_work_ += kernel_work;
   }
 
   // A host-blocking sync of `kind`; returns true if it is an iteration boundary.
@@ -60,9 +70,11 @@ class PeriodDetector {
 
   uint64_t segment_hash_ = 0;
   uint32_t segment_launches_ = 0;
+  uint32_t segment_work_ = 0;
   uint64_t segments_ = 0;  // closed segments so far
   uint64_t hash_[kHistory] = {};
   uint32_t launches_[kHistory] = {};
+  uint32_t work_[kHistory] = {};       // kernel work per segment
   uint16_t run_[kMaxPeriod + 1] = {};  // run_[p]: recent segments equal to the one p earlier
 
   int period_ = 0;

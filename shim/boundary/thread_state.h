@@ -21,6 +21,9 @@ struct alignas(64) ThreadSlot {
   PeriodDetector detector;
   bool shared = false;  // the overflow slot: counters are RMW, no detector
   bool in_use = false;
+  // Set while this thread serves a park (park hooks, a checkpoint or restore): its
+  // calls then are the runtime's, not the training loop's, and stay out of its detector.
+  bool serving_park = false;
 };
 
 ThreadSlot* ClaimThreadSlot();

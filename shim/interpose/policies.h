@@ -24,11 +24,17 @@ inline uint64_t Token(T handle) {
   return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(handle));
 }
 
-inline void FeedLaunch(HookId id, uint64_t token) {
+// kernel_work: what the launch weighs for the detector (a kernel 1, a graph more, a copy 0).
+inline void FeedLaunch(HookId id, uint64_t token, uint32_t kernel_work) {
   ThreadSlot* s = CurrentThreadSlot();
   CountCall(s, id);
-  if (__builtin_expect(!s->shared, 1)) s->detector.OnLaunch(token);
+  if (__builtin_expect(!s->shared && !s->serving_park, 1)) s->detector.OnLaunch(token, kernel_work);
 }
+
+template <HookId Id>
+inline constexpr uint32_t kKernelWork =
+    Id == HookId::cuGraphLaunch || Id == HookId::cuGraphLaunch_ptsz ? PeriodDetector::kGraphWork
+                                                                    : 1;
 
 struct Attach {
   template <HookId Id, typename... A>
@@ -42,7 +48,7 @@ struct Launch {  // first argument: the kernel or graph
   template <HookId Id, typename F, typename... A>
   static CUresult Run(F f, A... a) {
     Gate();
-    FeedLaunch(Id, Token(f));
+    FeedLaunch(Id, Token(f), kKernelWork<Id>);
     return Real<Id>::Get()(f, a...);
   }
 };
@@ -51,7 +57,7 @@ struct LaunchEx {  // (config, kernel, ...)
   template <HookId Id, typename C, typename F, typename... A>
   static CUresult Run(C config, F f, A... a) {
     Gate();
-    FeedLaunch(Id, Token(f));
+    FeedLaunch(Id, Token(f), 1);
     return Real<Id>::Get()(config, f, a...);
   }
 };
@@ -60,7 +66,7 @@ struct Issue {  // copies and memsets: the kind of call is the token, not its si
   template <HookId Id, typename... A>
   static CUresult Run(A... a) {
     Gate();
-    FeedLaunch(Id, 0x155e00000000ull | HookTraits<Id>::kKind);
+    FeedLaunch(Id, 0x155e00000000ull | HookTraits<Id>::kKind, 0);  // no device work of its own
     return Real<Id>::Get()(a...);
   }
 };

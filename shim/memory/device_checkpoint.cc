@@ -241,15 +241,32 @@ Status LoadTable(std::map<CUdeviceptr, Allocation>& table, checkpoint::SectionRe
 
 }  // namespace
 
-Status SaveDeviceMemory(checkpoint::SectionWriter& w) {
-  if (!DriverLoaded() || !DriverHandle())
-    return FailedPrecondition("the CUDA driver is not loaded");
+Status CheckDeviceMemory() {
   if (const uint64_t physical = MemoryTracker::Get().PhysicalBytes(); physical != 0)
     return FailedPrecondition(
         std::to_string(physical) +
         " bytes of device memory were made with cuMemCreate by the program itself; "
-        "the shim cannot checkpoint them (GANDIVA_SHIM_CHECKPOINT=0 leaves device "
-        "memory out of checkpoints)");
+        "the shim cannot checkpoint them. Register the job's state instead "
+        "(gandiva.torch.register(model, optimizer) in Python, gd_register_state in C/C++) "
+        "and leave raw device memory out of checkpoints with GANDIVA_SHIM_CHECKPOINT=0");
+  // A new process restores at its first boundary, with the allocations it has made by
+  // then, matched by rank: if the live ones differ from those at this process's first
+  // boundary, the checkpoint could never be restored. Say so now, not after writing it.
+  const MemoryTracker::Drift d = MemoryTracker::Get().DriftSinceFirstBoundary();
+  if (d.made_after == 0 && d.freed_after == 0) return Status::Ok();
+  // Short enough for the control block's transfer_error (what `gandiva checkpoint` shows).
+  return FailedPrecondition(
+      std::to_string(d.made_after) + " of " + std::to_string(d.live) +
+      " device allocations made after the first iteration boundary, " +
+      std::to_string(d.freed_after) +
+      " freed since: not restorable. Register state: "
+      "gandiva.torch.register, or gd_register_state + GANDIVA_SHIM_CHECKPOINT=0");
+}
+
+Status SaveDeviceMemory(checkpoint::SectionWriter& w) {
+  if (!DriverLoaded() || !DriverHandle())
+    return FailedPrecondition("the CUDA driver is not loaded");
+  GD_RETURN_IF_ERROR(CheckDeviceMemory());  // again: a program may call gd_checkpoint itself
   return MemoryTracker::Get().WithTable(
       [&w](std::map<CUdeviceptr, Allocation>& table) { return SaveTable(table, w); });
 }
@@ -265,7 +282,8 @@ void RegisterDeviceCheckpoint() {
   if (const char* v = std::getenv("GANDIVA_SHIM_CHECKPOINT"); v && std::strcmp(v, "0") == 0) return;
   const Status s = checkpoint::RegisterState(
       kDeviceSectionName, [](checkpoint::SectionWriter& w) { return SaveDeviceMemory(w); },
-      [](checkpoint::SectionReader& r) { return LoadDeviceMemory(r); });
+      [](checkpoint::SectionReader& r) { return LoadDeviceMemory(r); },
+      [] { return CheckDeviceMemory(); });
   if (!s.ok())
     GD_LOG(kWarn, "shim: device memory stays out of checkpoints: %s", s.ToString().c_str());
 }

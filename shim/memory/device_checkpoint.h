@@ -20,6 +20,12 @@ inline constexpr const char* kDeviceSectionName = "cuda.device_memory";
 // libgandiva.so and the Python extension use). Off with GANDIVA_SHIM_CHECKPOINT=0.
 void RegisterDeviceCheckpoint();
 
+// OK when a checkpoint of the device memory could be restored: the live allocations
+// are those the job had at its first iteration boundary (nothing made or freed
+// since) and none was mapped by the program itself. Else FailedPrecondition saying
+// what to register instead. Runs before the checkpoint's target is opened.
+Status CheckDeviceMemory();
+
 // Synchronises every context, then writes a table of all tracked allocations in
 // allocation order followed by their bytes, copied device->host in chunks through
 // the real driver. Fails (nothing is hidden) if the program mapped physical memory

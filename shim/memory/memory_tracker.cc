@@ -108,9 +108,7 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
         a.ctx = ctx;
         a.device = device;
         a.kind = AllocKind::kVmm;
-        a.seq = next_seq_++;
-        live_[va] = a;
-        PublishLocked();
+        InsertLocked(a);
         *dptr = va;
         return CUDA_SUCCESS;
       }
@@ -127,9 +125,7 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
     a.ctx = ctx;
     a.device = device;
     a.kind = AllocKind::kPlain;
-    a.seq = next_seq_++;
-    live_[*dptr] = a;
-    PublishLocked();
+    InsertLocked(a);
   }
   return r;
 }
@@ -141,15 +137,11 @@ CUresult MemoryTracker::Free(CUdeviceptr ptr) {
     auto it = live_.find(ptr);
     if (it == live_.end() || it->second.kind != AllocKind::kVmm) {
       const CUresult r = Real<HookId::cuMemFree_v2>::Get()(ptr);
-      if (r == CUDA_SUCCESS && it != live_.end()) {
-        live_.erase(it);
-        PublishLocked();
-      }
+      if (r == CUDA_SUCCESS && it != live_.end()) EraseLocked(it);
       return r;
     }
     a = it->second;
-    live_.erase(it);
-    PublishLocked();
+    EraseLocked(it);
   }
   // cuMemFree synchronises implicitly; unmapping memory still in use must not be faster.
   Real<HookId::cuCtxSynchronize>::Get()();
@@ -171,10 +163,7 @@ CUresult MemoryTracker::FreeAsync(CUdeviceptr ptr, CUstream stream,
     auto it = live_.find(ptr);
     if (it == live_.end() || it->second.kind != AllocKind::kVmm) {
       const CUresult r = real(ptr, stream);
-      if (r == CUDA_SUCCESS && it != live_.end()) {
-        live_.erase(it);
-        PublishLocked();
-      }
+      if (r == CUDA_SUCCESS && it != live_.end()) EraseLocked(it);
       return r;
     }
   }
@@ -192,14 +181,49 @@ void MemoryTracker::Track(CUdeviceptr ptr, size_t size, AllocKind kind, CUstream
   if (Extras().cuCtxGetCurrent) Extras().cuCtxGetCurrent(&a.ctx);
   if (Extras().cuCtxGetDevice) Extras().cuCtxGetDevice(&a.device);
   std::lock_guard<std::mutex> lock(mu_);
-  a.seq = next_seq_++;
-  live_[ptr] = a;
-  PublishLocked();
+  InsertLocked(a);
 }
 
 void MemoryTracker::Untrack(CUdeviceptr ptr) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (live_.erase(ptr)) PublishLocked();
+  if (auto it = live_.find(ptr); it != live_.end()) EraseLocked(it);
+}
+
+namespace {
+
+// The job has passed its first iteration boundary (explicit or inferred, in any copy
+// of the runtime): the phase leaves "starting" there and never returns to it.
+bool PastFirstBoundary() {
+  const runtime::ControlBlock* cb = JobControlBlock();
+  return cb && cb->phase.load(std::memory_order_acquire) != runtime::kPhaseStarting;
+}
+
+}  // namespace
+
+void MemoryTracker::InsertLocked(Allocation a) {
+  a.seq = next_seq_++;
+  a.after_first_boundary = PastFirstBoundary();
+  live_[a.ptr] = a;
+  PublishLocked();
+}
+
+void MemoryTracker::EraseLocked(std::map<CUdeviceptr, Allocation>::iterator it) {
+  if (!it->second.after_first_boundary && PastFirstBoundary()) ++freed_after_first_boundary_;
+  live_.erase(it);
+  PublishLocked();
+}
+
+MemoryTracker::Drift MemoryTracker::DriftSinceFirstBoundary() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Drift d;
+  d.live = live_.size();
+  d.freed_after = freed_after_first_boundary_;
+  for (const auto& [ptr, a] : live_) {
+    if (!a.after_first_boundary) continue;
+    ++d.made_after;
+    d.made_after_bytes += a.size;
+  }
+  return d;
 }
 
 void MemoryTracker::TrackPhysical(CUmemGenericAllocationHandle handle, size_t size) {

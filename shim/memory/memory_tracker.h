@@ -36,6 +36,9 @@ struct Allocation {
   // Order of creation among this process's allocations (checkpoints match
   // allocations between processes by their rank in this order).
   uint64_t seq = 0;
+  // Made after the job's first iteration boundary: a new process, which restores a
+  // checkpoint at its first boundary, would not have made it yet.
+  bool after_first_boundary = false;
   // Swap state (kVmm only).
   bool swapped = false;
   void* host = nullptr;
@@ -69,6 +72,16 @@ class MemoryTracker {
   // Bytes of physical memory the program made itself with cuMemCreate.
   uint64_t PhysicalBytes();
 
+  // How the live allocations differ from those at the job's first iteration
+  // boundary (where a new process restores a checkpoint): made since, or freed since.
+  struct Drift {
+    uint64_t live = 0;
+    uint64_t made_after = 0;        // live allocations made after the first boundary
+    uint64_t made_after_bytes = 0;  // their bytes
+    uint64_t freed_after = 0;       // allocations from before it, freed after it
+  };
+  Drift DriftSinceFirstBoundary();
+
   // Maps fresh physical memory at [va, va+size) on `device` (create, map, set access,
   // release the handle so that unmapping frees it). Used by Alloc and by swap-in.
   static CUresult MapPhysical(CUdeviceptr va, size_t size, CUdevice device);
@@ -87,11 +100,15 @@ class MemoryTracker {
   size_t Granularity(CUdevice device);
   MemoryTotals TotalsLocked() const;
   void PublishLocked();
+  // Every allocation enters and leaves the table through these (drift bookkeeping).
+  void InsertLocked(Allocation a);
+  void EraseLocked(std::map<CUdeviceptr, Allocation>::iterator it);
 
   std::mutex mu_;
   std::map<CUdeviceptr, Allocation> live_;
   std::map<CUmemGenericAllocationHandle, size_t> physical_;
   uint64_t next_seq_ = 0;
+  uint64_t freed_after_first_boundary_ = 0;
   bool vmm_enabled_ = true;
   size_t vmm_min_bytes_ = 1 << 20;
   size_t granularity_[16] = {};

@@ -118,6 +118,30 @@ def test_attach_uses_step_hooks_where_torch_has_them():
         gandiva.torch.attach(opt)  # twice on one optimizer would mark two boundaries per step
 
 
+def test_register_leaves_the_shims_raw_device_memory_out():
+    # Under the CUDA shim, the section "cuda.device_memory" (a raw copy of every device
+    # allocation) is registered at CUDA start-up. A registered torch job carries its
+    # tensors itself, and PyTorch's growing caching allocator makes the raw copy
+    # unrestorable (the shim refuses it), so register() and attach() take it out.
+    r = run_python("""
+        import os, torch, gandiva, gandiva.torch
+        gandiva.register_state("cuda.device_memory", lambda: b"", lambda d: None)
+        model = torch.nn.Linear(4, 1)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        gandiva.torch.register(model, opt)
+        print(os.environ.get("GANDIVA_SHIM_CHECKPOINT"))
+        gandiva.register_state("cuda.device_memory", lambda: b"", lambda d: None)  # CUDA later
+        gandiva.torch.attach(opt)
+        try:
+            gandiva.unregister_state("cuda.device_memory")
+            print("still registered")
+        except KeyError:
+            print("left out")
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["0", "left", "out"]
+
+
 def test_client_without_daemon_raises_unavailable(tmp_path):
     client = gandiva.Client(f"ipc://{tmp_path}/none.sock", timeout_ms=500)
     with pytest.raises(gandiva.GandivaError) as e:

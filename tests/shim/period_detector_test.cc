@@ -9,6 +9,8 @@ namespace gandiva::shim {
 namespace {
 
 // One iteration: for each segment, its launch tokens then a sync of `kind`.
+// Tokens from kCopy up are copies (no kernel work), as the shim's Issue hooks feed them.
+constexpr uint64_t kCopy = 0x155e00000000ull;
 struct Segment {
   std::vector<uint64_t> launches;
   uint32_t kind;
@@ -20,7 +22,7 @@ int Feed(PeriodDetector* d, const std::vector<Segment>& loop, int iterations,
   int fired = 0;
   for (int it = 0; it < iterations; ++it) {
     for (size_t s = 0; s < loop.size(); ++s) {
-      for (uint64_t t : loop[s].launches) d->OnLaunch(t);
+      for (uint64_t t : loop[s].launches) d->OnLaunch(t, t >= kCopy ? 0 : 1);
       if (d->OnSync(loop[s].kind)) {
         ++fired;
         if (at) at->push_back(static_cast<int>(s));
@@ -90,6 +92,44 @@ TEST(PeriodDetectorTest, RelocksOnANewLoopWithoutDoubleCounting) {
   Feed(&d, {{{5, 6}, 7}, {{8}, 9}}, 10);  // evaluation loop: different period
   EXPECT_TRUE(d.locked());
   EXPECT_EQ(d.period(), 2);
+  EXPECT_EQ(d.boundaries(), 20u);
+}
+
+// H100, finding 5: a framework loading a model copies each weight to the device and
+// waits for it (torch's .cuda(): a copy, a stream sync). ~100 identical periods of
+// one copy each are no iterations: the count must be the training loop's alone.
+TEST(PeriodDetectorTest, WeightCopiesAtStartupAreNoIterations) {
+  PeriodDetector d;
+  Feed(&d, {{{kCopy | 1}, 3}}, 100);
+  EXPECT_FALSE(d.locked());
+  EXPECT_EQ(d.boundaries(), 0u);
+  Feed(&d, {{{1, 2, 3, 4}, 7}, {{kCopy | 2}, 5}}, 60);
+  EXPECT_EQ(d.period(), 2);
+  EXPECT_EQ(d.boundaries(), 60u);
+}
+
+// The same with a small initialisation kernel after every 8th copy: one kernel per
+// 8 segments is still start-up, and so is any multiple of that pattern.
+TEST(PeriodDetectorTest, StartupWithAKernelNowAndThenIsNoLoop) {
+  PeriodDetector d;
+  std::vector<Segment> startup(8, Segment{{kCopy | 1}, 3});
+  startup[0].launches.insert(startup[0].launches.begin(), 99);
+  Feed(&d, startup, 12);
+  EXPECT_FALSE(d.locked());
+  EXPECT_EQ(d.boundaries(), 0u);
+  Feed(&d, {{{1, 2, 3}, 7}}, 40);
+  EXPECT_EQ(d.boundaries(), 40u);
+}
+
+// A CUDA-graph training step is one launch per iteration, but a heavy one.
+TEST(PeriodDetectorTest, OneGraphLaunchPerIterationIsALoop) {
+  PeriodDetector d;
+  for (int it = 0; it < 20; ++it) {
+    d.OnLaunch(kCopy | 1, 0);  // the batch, copied in
+    d.OnLaunch(0x6a, PeriodDetector::kGraphWork);
+    d.OnSync(7);
+  }
+  EXPECT_TRUE(d.locked());
   EXPECT_EQ(d.boundaries(), 20u);
 }
 

@@ -42,7 +42,7 @@ StateRegistry& StateRegistry::Global() {
   return *registry;
 }
 
-Status StateRegistry::Register(std::string name, SaveFn save, LoadFn load) {
+Status StateRegistry::Register(std::string name, SaveFn save, LoadFn load, CheckFn check) {
   if (name.empty() || name.size() > kMaxSectionName)
     return InvalidArgument("state name must be 1.." + std::to_string(kMaxSectionName) +
                            " bytes, got " + std::to_string(name.size()));
@@ -51,8 +51,8 @@ Status StateRegistry::Register(std::string name, SaveFn save, LoadFn load) {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& e : entries_)
     if (e->name == name) return AlreadyExists("state '" + name + "' is registered already");
-  entries_.push_back(
-      std::make_shared<StateEntry>(StateEntry{std::move(name), std::move(save), std::move(load)}));
+  entries_.push_back(std::make_shared<StateEntry>(
+      StateEntry{std::move(name), std::move(save), std::move(load), std::move(check)}));
   return Status::Ok();
 }
 
@@ -77,6 +77,15 @@ std::vector<std::string> StateRegistry::Names() const {
   std::vector<std::string> names;
   for (const auto& e : entries_) names.push_back(e->name);
   return names;
+}
+
+Status CheckSaveable(const std::vector<std::shared_ptr<const StateEntry>>& entries) {
+  for (const auto& e : entries) {
+    if (!e->check) continue;
+    if (Status s = e->check(); !s.ok())
+      return Status(s.code(), "section '" + e->name + "': " + s.message());
+  }
+  return Status::Ok();
 }
 
 }  // namespace gandiva::checkpoint

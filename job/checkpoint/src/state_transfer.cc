@@ -46,6 +46,7 @@ Status SaveState(const std::string& target, uint64_t* bytes) {
   *bytes = 0;
   std::lock_guard<std::mutex> lock(TransferMutex());
   const auto entries = StateRegistry::Global().Snapshot();
+  GD_RETURN_IF_ERROR(CheckSaveable(entries));  // refused before the target is opened
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Sink> sink, OpenSink(target));
   return WriteStream(sink.get(), entries, MakeMetadata(entries), bytes);
 }

@@ -9,17 +9,26 @@
 //   --iterations N     (default 100)
 //   --sleep-ms M       host time per iteration (default 0)
 //   --first-bytes S    size of the first buffer (default 1 MiB: VMM-backed)
+//   --device-state     also register the buffers' contents as a section of the program's
+//                      own, saved and loaded through the driver the way torch.save and
+//                      load_state_dict do (cuMemcpyDtoHAsync + cuStreamSynchronize, then
+//                      cuMemcpyDtoH; cuMemcpyHtoD): on the boundary thread, while parked
+//   --worker           a second thread launching kernels (that change nothing) until the end
+//   --lazy-at N        allocate one more buffer after N iterations (past the first
+//                      boundary), as a caching allocator grows during training
 //   --result PATH      JSON: iterations, start_iteration, digest, buffers
 // Exit: 0 ok, 2 a driver call failed, 4 bad arguments.
 #include <cuda.h>  // maps cuMemAlloc to cuMemAlloc_v2 etc., as any -lcuda program
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gandiva/gandiva.h"
@@ -50,6 +59,34 @@ int LoadLoop(void* user, gd_reader* r) {
   return gd_read(r, user, sizeof(LoopState)) == sizeof(LoopState) ? 0 : -1;
 }
 
+// The buffers' contents as registered state (--device-state).
+std::vector<Buffer>* g_state_buffers = nullptr;
+
+int SaveDevice(void*, gd_writer* w) {
+  std::vector<uint8_t> host;
+  for (const Buffer& b : *g_state_buffers) {
+    host.resize(b.size);
+    // As torch's storage.cpu(): an async copy on the stream, then a stream sync;
+    // then a synchronous copy of the first bytes again (as a .item() would).
+    if (cuMemcpyDtoHAsync(host.data(), b.ptr, b.size, nullptr) != CUDA_SUCCESS) return -1;
+    if (cuStreamSynchronize(nullptr) != CUDA_SUCCESS) return -1;
+    uint8_t first = 0;
+    if (cuMemcpyDtoH(&first, b.ptr, 1) != CUDA_SUCCESS || first != host[0]) return -1;
+    if (gd_write(w, host.data(), host.size()) != 0) return -1;
+  }
+  return 0;
+}
+
+int LoadDevice(void*, gd_reader* r) {
+  std::vector<uint8_t> host;
+  for (const Buffer& b : *g_state_buffers) {
+    host.resize(b.size);
+    if (gd_read(r, host.data(), b.size) != static_cast<long long>(b.size)) return -1;
+    if (cuMemcpyHtoD(b.ptr, host.data(), b.size) != CUDA_SUCCESS) return -1;
+  }
+  return 0;
+}
+
 uint64_t Fnv1a(const uint8_t* p, size_t n, uint64_t h = 1469598103934665603ull) {
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
@@ -75,6 +112,9 @@ int main(int argc, char** argv) {
   int64_t iterations = 100;
   int sleep_ms = 0;
   size_t first_bytes = 1u << 20;
+  bool device_state = false;
+  int64_t lazy_at = -1;
+  bool worker = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? argv[++i] : ""; };
@@ -86,6 +126,12 @@ int main(int argc, char** argv) {
       sleep_ms = std::atoi(next());
     else if (a == "--first-bytes")
       first_bytes = std::strtoull(next(), nullptr, 0);
+    else if (a == "--device-state")
+      device_state = true;
+    else if (a == "--worker")
+      worker = true;
+    else if (a == "--lazy-at")
+      lazy_at = std::atoll(next());
     else if (a == "--result")
       result = next();
     else
@@ -141,6 +187,9 @@ int main(int argc, char** argv) {
 
   LoopState state;
   if (gd_register_state("ckpt_app.loop", &SaveLoop, &LoadLoop, &state) != 0) return 2;
+  g_state_buffers = &bufs;
+  if (device_state && gd_register_state("ckpt_app.device", &SaveDevice, &LoadDevice, nullptr) != 0)
+    return 2;
   gd_boundary();  // a restore (gandiva run --restore, or a migration) happens here
   const int64_t start_iteration = state.iteration;
 
@@ -148,7 +197,23 @@ int main(int argc, char** argv) {
   float one = 1.0f;
   void* args[] = {&bufs[0].ptr, &one, &zero};  // n = 0: a real GPU changes nothing either
   std::vector<uint8_t> scratch;
+  std::atomic<bool> stop{false};
+  std::thread launcher;
+  if (worker) {
+    launcher = std::thread([&] {
+      CHECK(cuCtxSetCurrent(ctx));
+      while (!stop.load()) {
+        CHECK(cuLaunchKernel(scale, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
+        usleep(300);
+      }
+    });
+  }
   while (state.iteration < iterations) {
+    if (state.iteration == lazy_at) {  // grows past the first boundary; never freed
+      alloc(2u << 20);
+      std::vector<uint8_t> zeros(bufs.back().size, 0);
+      CHECK(cuMemcpyHtoD(bufs.back().ptr, zeros.data(), zeros.size()));
+    }
     CHECK(cuLaunchKernel(scale, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr));
     for (size_t b = 0; b < bufs.size(); ++b)
       Step(bufs[b], static_cast<int>(b), state.iteration, &scratch);
@@ -157,6 +222,8 @@ int main(int argc, char** argv) {
     gd_boundary();
     if (sleep_ms) usleep(sleep_ms * 1000);
   }
+  stop.store(true);
+  if (launcher.joinable()) launcher.join();
 
   uint64_t digest = 1469598103934665603ull;
   std::string per_buffer;

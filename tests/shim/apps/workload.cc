@@ -7,6 +7,8 @@
 //   --buffers B        cuMemAlloc buffers (default 4), sizes around --buffer-bytes
 //   --buffer-bytes S   (default 3 MiB + 1234)
 //   --graph            also capture two kernels into a graph launched every iteration
+//   --startup-copies C before the loop, C weight-sized copies to the device, each waited
+//                      for (as torch's .cuda() does), with a small kernel after every 8th
 //   --report PATH      writes expected totals at set-up, call counts at the end
 // Exit: 0 ok, 2 a driver call failed, 3 device memory contents were wrong at the end.
 #include "workload.h"
@@ -57,6 +59,7 @@ struct Options {
   int buffers = 4;
   size_t buffer_bytes = (3u << 20) + 1234;
   bool graph = false;
+  int startup_copies = 0;
   const char* report = nullptr;
 };
 
@@ -81,6 +84,8 @@ Options Parse(int argc, char** argv) {
       o.buffer_bytes = std::strtoull(next(), nullptr, 0);
     else if (a == "--graph")
       o.graph = true;
+    else if (a == "--startup-copies")
+      o.startup_copies = std::atoi(next());
     else if (a == "--report")
       o.report = next();
   }
@@ -140,6 +145,14 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
   CHECK(CALL(d, cuMemAllocPitch_v2, &pitched, &pitch, 1000, 16, 4));
   expected_bytes += step_bytes + 4 + pitch * 16;
   expected_allocs += 3;
+  // The kernels' own buffer: they really run on a GPU, and must not touch the
+  // patterned buffers (x * 1.0f is not x for every bit pattern: NaNs).
+  constexpr int kWorkFloats = 4096;
+  CUdeviceptr work;
+  CHECK(CALL(d, cuMemAlloc_v2, &work, kWorkFloats * 4));
+  CHECK(CALL(d, cuMemsetD32_v2, work, 0, kWorkFloats));
+  expected_bytes += kWorkFloats * 4;
+  expected_allocs += 1;
   CUdeviceptr scratch;  // stream-ordered, freed before the loop
   CHECK(CALL(d, cuMemAllocAsync, &scratch, 65536, nullptr));
   CHECK(CALL(d, cuMemFreeAsync, scratch, nullptr));
@@ -167,17 +180,35 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
   CUevent mid;
   CHECK(CALL(d, cuStreamCreate, &side, 0));
   CHECK(CALL(d, cuEventCreate, &mid, 0));
-  int n = static_cast<int>(sizes.empty() ? 0 : sizes[0] / 4);
+  // One kernelParams array per kernel, matching its signature (apps/kernels.cu): the
+  // driver reads as many pointers as the kernel has parameters, with their sizes.
+  int n = kWorkFloats;
   float a = 1.0f;
-  void* scale_args[] = {&bufs[0], &a, &n};
+  void* scale_args[] = {&work, &a, &n};        // gd_scale(float* x, float a, int n)
+  void* axpy_args[] = {&work, &work, &a, &n};  // gd_axpy(float* y, const float* x, float a, int n)
+  void* reduce_args[] = {&work, &loss, &n};    // gd_reduce(const float* x, float* out, int n)
   CUgraphExec graph_exec = nullptr;
   if (o.graph) {
     CUgraph graph;
     CHECK(CALL(d, cuStreamBeginCapture_v2, side, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CHECK(CALL(d, cuLaunchKernel, scale, 4, 1, 1, 128, 1, 1, 0, side, scale_args, nullptr));
-    CHECK(CALL(d, cuLaunchKernel, reduce, 1, 1, 1, 32, 1, 1, 0, side, scale_args, nullptr));
+    CHECK(CALL(d, cuLaunchKernel, reduce, 1, 1, 1, 32, 1, 1, 0, side, reduce_args, nullptr));
     CHECK(CALL(d, cuStreamEndCapture, side, &graph));
     CHECK(CALL(d, cuGraphInstantiateWithFlags, &graph_exec, graph, 0));
+  }
+  // Start-up traffic as a framework loading a model makes: every weight copied to the
+  // device and waited for (torch's .cuda(): cudaMemcpyAsync + cudaStreamSynchronize),
+  // a small initialisation kernel now and then. None of it is an iteration.
+  if (o.startup_copies > 0 && o.buffers > 0 && sizes[0] > 4096) {
+    std::vector<uint32_t> weights(sizes[0] / 4);
+    for (size_t w = 0; w < weights.size(); ++w) weights[w] = Pattern(0, w);
+    for (int c = 0; c < o.startup_copies; ++c) {
+      const size_t off = (static_cast<size_t>(c) * 4096) % (sizes[0] - 4096) & ~size_t{3};
+      CHECK(CALL(d, cuMemcpyHtoDAsync_v2, bufs[0] + off, weights.data() + off / 4, 4096, nullptr));
+      CHECK(CALL(d, cuStreamSynchronize, nullptr));
+      if (c % 8 == 7)
+        CHECK(CALL(d, cuLaunchKernel, scale, 1, 1, 1, 32, 1, 1, 0, nullptr, scale_args, nullptr));
+    }
   }
   CHECK(CALL(d, cuCtxSynchronize));
 
@@ -209,15 +240,15 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
   // The loop: [K launches, Ex launch, graph, event sync] [step write, loss read-back].
   for (int it = 0; it < o.iterations; ++it) {
     for (int k = 0; k < o.kernels; ++k) {
-      CUfunction f = k % 2 ? axpy : scale;
-      CHECK(CALL(d, cuLaunchKernel, f, 16, 1, 1, 256, 1, 1, 0, nullptr, scale_args, nullptr));
+      CHECK(CALL(d, cuLaunchKernel, k % 2 ? axpy : scale, 16, 1, 1, 256, 1, 1, 0, nullptr,
+                 k % 2 ? axpy_args : scale_args, nullptr));
     }
     CUlaunchConfig config;
     std::memset(&config, 0, sizeof(config));
     config.gridDimX = config.gridDimY = config.gridDimZ = 1;
     config.blockDimX = 32;
     config.blockDimY = config.blockDimZ = 1;
-    CHECK(CALL(d, cuLaunchKernelEx, &config, reduce, scale_args, nullptr));
+    CHECK(CALL(d, cuLaunchKernelEx, &config, reduce, reduce_args, nullptr));
     if (graph_exec) CHECK(CALL(d, cuGraphLaunch, graph_exec, side));
     CHECK(CALL(d, cuEventRecord, mid, nullptr));
     CHECK(CALL(d, cuEventSynchronize, mid));
@@ -256,6 +287,7 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
   CHECK(CALL(d, cuMemFree_v2, steps));
   CHECK(CALL(d, cuMemFree_v2, loss));
   CHECK(CALL(d, cuMemFree_v2, pitched));
+  CHECK(CALL(d, cuMemFree_v2, work));
 
   if (o.report) {
     FILE* f = std::fopen(o.report, "a");

@@ -13,7 +13,10 @@ fi
 report=$(mktemp)
 GANDIVA_SHIM_REPORT=$report LD_PRELOAD=$shim "$python" "$script" 60 || exit 1
 cat "$report"
-launches=$(sed -n 's/^calls.cuLaunchKernel\(_ptsz\)\? //p' "$report" | awk '{s+=$1} END {print s+0}')
+# torch 2.11 issues ~30 % of its launches through cuLaunchKernelEx: count every launch
+# entry point the shim hooks (cuLaunchKernel, cuLaunchKernelEx, cooperative, _ptsz).
+launches=$(sed -n 's/^calls.cuLaunch\(Cooperative\)\?Kernel\(Ex\)\?\(_ptsz\)\? //p' "$report" |
+  awk '{s+=$1} END {print s+0}')
 boundaries=$(sed -n 's/^boundaries //p' "$report")
 [ "$launches" -gt 1000 ] || { echo "too few launches seen: $launches"; exit 1; }
 # Warm-up iterations (cuDNN/cuBLAS autotuning) may differ; the rest must be found.

@@ -37,9 +37,24 @@ struct Stream {
   struct Graph* capture = nullptr;
 };
 
-struct Function {
+// A kernel parameter as the image describes it (offset and size in the param buffer).
+struct KernelParam {
+  uint16_t offset = 0;
+  uint16_t size = 0;
+};
+
+// A kernel in an image: its name and, for ELF images, its parameter layout.
+struct KernelInfo {
   std::string name;
+  bool params_known = false;
+  std::vector<KernelParam> params;  // by ordinal
+  int param_bytes = 0;              // size of the whole parameter buffer
+};
+
+struct Function {
+  KernelInfo info;
   std::atomic<uint64_t> launches{0};
+  int max_dynamic_shared = 48 << 10;  // cuFuncSetAttribute raises it (opt-in)
 };
 
 struct Module {
@@ -48,6 +63,7 @@ struct Module {
 
 struct Graph {
   std::vector<Function*> kernels;  // captured launches, replayed by cuGraphLaunch
+  bool faults = false;             // a captured launch touches memory outside the device's
 };
 
 struct Event {
@@ -64,8 +80,15 @@ void WaitAllStreams();
 // range must fail, as on a GPU, instead of reading stale host memory).
 bool DeviceRangeOk(CUdeviceptr ptr, size_t n);
 
-// Kernel names in a cubin (ELF), fatbin or PTX image; false if unreadable.
-bool KernelNamesInImage(const void* image, std::vector<std::string>* names);
+// Kernels in a cubin (ELF), fatbin or PTX image; false if unreadable.
+bool KernelsInImage(const void* image, std::vector<KernelInfo>* kernels);
+
+// The calling thread's current context (null if none).
+CUcontext CurrentContext();
+// A device fault (e.g. a kernel's pointer argument outside device memory): the
+// context's sticky error, returned by every later synchronisation, as on a GPU.
+void SetStickyError(CUresult e);
+CUresult StickyError();
 
 std::mutex& GlobalMutex();
 bool Initialized();

@@ -228,7 +228,7 @@ GD_STANDIN_EXPORT CUresult cuCtxGetDevice(CUdevice* d) {
 GD_STANDIN_EXPORT CUresult cuCtxSynchronize() {
   if (!CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
   WaitAllStreams();
-  return CUDA_SUCCESS;
+  return StickyError();
 }
 
 GD_STANDIN_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {

@@ -181,6 +181,7 @@ GD_STANDIN_EXPORT CUresult cuMemFreeHost(void* p) {
 
 static CUresult CopyChecked(void* dst, const void* src, size_t n, CUdeviceptr dcheck,
                             CUdeviceptr scheck) {
+  if (const CUresult sticky = StickyError(); sticky != CUDA_SUCCESS) return sticky;
   if (dcheck && !DeviceRangeOk(dcheck, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (scheck && !DeviceRangeOk(scheck, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   std::memcpy(dst, src, n);

@@ -49,11 +49,15 @@ class SectionReader {
 
 using SaveFn = std::function<Status(SectionWriter&)>;
 using LoadFn = std::function<Status(SectionReader&)>;
+// Optional: says whether the section can be saved now, so that a checkpoint which
+// could not be restored is refused before its target is opened or a byte written.
+using CheckFn = std::function<Status()>;
 
 struct StateEntry {
   std::string name;
   SaveFn save;
   LoadFn load;
+  CheckFn check;  // may be empty
 };
 
 class StateRegistry {
@@ -64,7 +68,7 @@ class StateRegistry {
   static StateRegistry& Global();
 
   // Names are 1..256 bytes; AlreadyExists if taken.
-  Status Register(std::string name, SaveFn save, LoadFn load);
+  Status Register(std::string name, SaveFn save, LoadFn load, CheckFn check = nullptr);
   // NotFound if no state has that name.
   Status Unregister(const std::string& name);
   // The entries in registration order. An entry stays alive while a
@@ -83,9 +87,14 @@ class StateRegistry {
 };
 
 // Shorthands on the global registry.
-inline Status RegisterState(std::string name, SaveFn save, LoadFn load) {
-  return StateRegistry::Global().Register(std::move(name), std::move(save), std::move(load));
+inline Status RegisterState(std::string name, SaveFn save, LoadFn load, CheckFn check = nullptr) {
+  return StateRegistry::Global().Register(std::move(name), std::move(save), std::move(load),
+                                          std::move(check));
 }
+
+// Runs every entry's check, in order; the first failure names its section. SaveState
+// calls it before it opens the target.
+Status CheckSaveable(const std::vector<std::shared_ptr<const StateEntry>>& entries);
 inline Status UnregisterState(const std::string& name) {
   return StateRegistry::Global().Unregister(name);
 }
