@@ -12,12 +12,12 @@
 #include <filesystem>
 #include <thread>
 
-#include "api_server.h"
-#include "controller.h"
-#include "devices.h"
+#include "api/api_server.h"
+#include "devices/devices.h"
 #include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
 #include "gandiva/protocol/client.h"
+#include "node.h"
 
 namespace gandiva::controller {
 namespace {
@@ -43,7 +43,7 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --daemonize        detach into the background once the API is up; prints the pid
 )";
 
-Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOptions* api) {
+Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api) {
   GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
   if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
     return InvalidArgument("--slice-ms must be 50..250");
@@ -89,7 +89,7 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
   if (flags.Has("peers")) {
     GD_ASSIGN_OR_RETURN(opts->peers, ReadPeers(flags.Get("peers")));
   }
-  opts->fault = flags.Get("fault", "");
+  GD_ASSIGN_OR_RETURN(opts->fault, ParsePeerFault(flags.Get("fault", "")));
   GD_ASSIGN_OR_RETURN(long long peer_timeout, flags.GetInt("peer-timeout-ms", 20000));
   if (peer_timeout < 100 || peer_timeout > 600000)
     return InvalidArgument("--peer-timeout-ms must be 100..600000");
@@ -147,7 +147,7 @@ int RunDaemon(const std::vector<std::string>& args) {
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
 
-  ControllerOptions opts;
+  NodeOptions opts;
   ApiServerOptions api_options;
   if (Status s = ParseOptions(flags, &opts, &api_options); !s.ok()) {
     std::fprintf(stderr, "gandivad: %s\n", s.message().c_str());
@@ -182,13 +182,15 @@ int RunDaemon(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  Controller controller(opts);
-  ApiServer server(&controller, api_options);
+  Node node(opts);
+  ApiServer server(
+      [&node](Call call, Reply reply) { node.Handle(std::move(call), std::move(reply)); },
+      api_options);
   if (Status s = server.Bind(); !s.ok()) {
     GD_LOG(kError, "%s", s.message().c_str());
     return 1;
   }
-  if (Status s = controller.Start(); !s.ok()) {
+  if (Status s = node.Start(); !s.ok()) {
     GD_LOG(kError, "%s", s.message().c_str());
     return 1;
   }
@@ -211,7 +213,7 @@ int RunDaemon(const std::vector<std::string>& args) {
     stop.store(true);
   });
   server.Run(stop);
-  controller.Stop();  // resumes every parked job first
+  node.Stop();  // resumes every parked job first
   signal_thread.join();
   GD_LOG(kInfo, "stopped");
   return 0;
