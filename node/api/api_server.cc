@@ -52,7 +52,9 @@ class ApiServer::Outbox {
 };
 
 struct ApiServer::Impl {
-  zmq::context_t ctx{1};
+  // Two I/O threads: the local endpoint's own, and the TCP endpoint's, so that
+  // decrypting a migration's chunks (CURVE) never delays a local `gandiva ps`.
+  zmq::context_t ctx{2};
   zmq::socket_t local{ctx, zmq::socket_type::router};
   std::optional<zmq::socket_t> remote;
   std::unique_ptr<ZapAuthenticator> zap;
@@ -84,6 +86,7 @@ Status ApiServer::Bind() {
       unlink(path.c_str());
     }
     impl_->local.set(zmq::sockopt::linger, 0);
+    impl_->local.set(zmq::sockopt::affinity, uint64_t{1});  // I/O thread 1
     impl_->local.bind(ep);
     chmod(path.c_str(), 0600);
     impl_->ipc_path = path;
@@ -96,6 +99,7 @@ Status ApiServer::Bind() {
       impl_->remote.emplace(impl_->ctx, zmq::socket_type::router);
       zmq::socket_t& r = *impl_->remote;
       r.set(zmq::sockopt::linger, 0);
+      r.set(zmq::sockopt::affinity, uint64_t{2});  // I/O thread 2
       r.set(zmq::sockopt::curve_server, 1);
       r.set(zmq::sockopt::curve_secretkey, options_.server_keys.secret_key);
       r.set(zmq::sockopt::zap_domain, "gandiva");

@@ -106,6 +106,7 @@ def test_list_jobs_answers_within_100ms_during_a_1gib_migration(nodes, tmp_path)
     for node, p in zip((a, b), pollers):
         worst = max(p.latencies_ms)
         print(f"node {node.name}: {len(p.latencies_ms)} list_jobs, max {worst:.1f} ms, "
+              f"slowest {[round(x, 1) for x in sorted(p.latencies_ms)[-5:]]}, "
               f"downtime {op['downtime_ms']:.0f} ms", file=sys.stderr)
         assert not p.errors, f"node {node.name}: {p.errors[:3]}"
         assert len(p.latencies_ms) >= 10, f"node {node.name}: too few replies to judge"
