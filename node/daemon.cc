@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
 #include "api/api_server.h"
@@ -105,14 +106,8 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   return Status::Ok();
 }
 
-}  // namespace
-
-int RunDaemon(const std::vector<std::string>& args) {
-  log::SetTag("gandivad");
-  Flags flags(
-      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
-      {"daemonize", "help"});
+// Checks the command line and sets the log level; an exit code if the daemon must not start.
+std::optional<int> CheckCommandLine(Flags& flags, const std::vector<std::string>& args) {
   if (Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "gandivad: %s\n%s", s.message().c_str(), kUsage);
     return 2;
@@ -139,6 +134,85 @@ int RunDaemon(const std::vector<std::string>& args) {
     std::fprintf(stderr, "gandivad: --log must be error, warn, info or debug\n");
     return 2;
   }
+  return std::nullopt;
+}
+
+// Detaches into the background before any thread exists. In the child it
+// returns nullopt and sets *ready_fd, to be written once the API is up; the
+// parent waits for that and returns its exit code.
+std::optional<int> Daemonize(int* ready_fd) {
+  int ready_pipe[2] = {-1, -1};
+  if (pipe(ready_pipe) != 0) return 1;
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid > 0) {
+    close(ready_pipe[1]);
+    char ok = 0;
+    const bool up = read(ready_pipe[0], &ok, 1) == 1 && ok == 'y';
+    if (up) std::printf("%d\n", pid);
+    return up ? 0 : 1;
+  }
+  close(ready_pipe[0]);
+  setsid();
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  *ready_fd = ready_pipe[1];
+  return std::nullopt;
+}
+
+// Runs the node and its API until a stop signal; signals go to one thread that
+// asks everything to stop.
+int Serve(const NodeOptions& opts, const ApiServerOptions& api_options, int ready_fd) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  Node node(opts);
+  ApiServer server(
+      [&node](Call call, Reply reply) { node.Handle(std::move(call), std::move(reply)); },
+      api_options);
+  auto failed = [](const Status& s) {
+    if (!s.ok()) GD_LOG(kError, "%s", s.message().c_str());
+    return !s.ok();
+  };
+  if (failed(server.Bind()) || failed(node.Start())) return 1;
+  std::string names;
+  for (const auto& d : opts.devices) names += (names.empty() ? "" : ",") + d.name;
+  GD_LOG(kInfo, "node %s up: devices %s, slice %llu ms, lease %llu ms", opts.node.c_str(),
+         names.c_str(), static_cast<unsigned long long>(opts.slice_ms),
+         static_cast<unsigned long long>(opts.lease_ms));
+  if (ready_fd >= 0) {
+    ssize_t ignored = write(ready_fd, "y", 1);
+    (void)ignored;
+    close(ready_fd);
+  }
+  std::atomic<bool> stop{false};
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    GD_LOG(kInfo, "signal %d: stopping", sig);
+    stop.store(true);
+  });
+  server.Run(stop);
+  node.Stop();  // resumes every parked job first
+  signal_thread.join();
+  GD_LOG(kInfo, "stopped");
+  return 0;
+}
+
+}  // namespace
+
+int RunDaemon(const std::vector<std::string>& args) {
+  log::SetTag("gandivad");
+  Flags flags(
+      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
+       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
+      {"daemonize", "help"});
+  if (auto code = CheckCommandLine(flags, args)) return *code;
 
   // Migration moves state in 4 MiB chunks that ZeroMQ and CURVE allocate and
   // free per message. Past glibc's mmap threshold each would be a fresh mapping,
@@ -153,70 +227,10 @@ int RunDaemon(const std::vector<std::string>& args) {
     std::fprintf(stderr, "gandivad: %s\n", s.message().c_str());
     return 2;
   }
-
-  // Daemonize before any thread exists; the parent returns once the API is up.
-  int ready_pipe[2] = {-1, -1};
-  if (flags.Has("daemonize")) {
-    if (pipe(ready_pipe) != 0) return 1;
-    pid_t pid = fork();
-    if (pid < 0) return 1;
-    if (pid > 0) {
-      close(ready_pipe[1]);
-      char ok = 0;
-      const bool up = read(ready_pipe[0], &ok, 1) == 1 && ok == 'y';
-      if (up) std::printf("%d\n", pid);
-      return up ? 0 : 1;
-    }
-    close(ready_pipe[0]);
-    setsid();
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
-  }
-
-  // Signals go to one thread that asks everything to stop.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
-
-  Node node(opts);
-  ApiServer server(
-      [&node](Call call, Reply reply) { node.Handle(std::move(call), std::move(reply)); },
-      api_options);
-  if (Status s = server.Bind(); !s.ok()) {
-    GD_LOG(kError, "%s", s.message().c_str());
-    return 1;
-  }
-  if (Status s = node.Start(); !s.ok()) {
-    GD_LOG(kError, "%s", s.message().c_str());
-    return 1;
-  }
-  std::string names;
-  for (const auto& d : opts.devices) names += (names.empty() ? "" : ",") + d.name;
-  GD_LOG(kInfo, "node %s up: devices %s, slice %llu ms, lease %llu ms", opts.node.c_str(),
-         names.c_str(), static_cast<unsigned long long>(opts.slice_ms),
-         static_cast<unsigned long long>(opts.lease_ms));
-  if (ready_pipe[1] >= 0) {
-    ssize_t ignored = write(ready_pipe[1], "y", 1);
-    (void)ignored;
-    close(ready_pipe[1]);
-  }
-
-  std::atomic<bool> stop{false};
-  std::thread signal_thread([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    GD_LOG(kInfo, "signal %d: stopping", sig);
-    stop.store(true);
-  });
-  server.Run(stop);
-  node.Stop();  // resumes every parked job first
-  signal_thread.join();
-  GD_LOG(kInfo, "stopped");
-  return 0;
+  int ready_fd = -1;
+  if (flags.Has("daemonize"))
+    if (auto parent_exit = Daemonize(&ready_fd)) return *parent_exit;
+  return Serve(opts, api_options, ready_fd);
 }
 
 }  // namespace gandiva::controller

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import BUILD, GANDIVA
-from nodes import Node
+from nodes import Node, wait_for
 
 SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
 STATE_MIB = 1024
@@ -47,16 +47,6 @@ class Poller(threading.Thread):
                 self.errors.append(repr(e))
             self.latencies_ms.append((time.monotonic() - t0) * 1e3)
             time.sleep(0.01)
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture
