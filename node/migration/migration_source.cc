@@ -18,24 +18,13 @@ namespace {
 constexpr size_t kChunkBytes = 4 << 20;  // one frame on the wire
 constexpr int kWindow = 4;               // chunks in flight to the destination
 
+// The operation's step while the source is in each state (kDone: none).
 OperationStep StepOf(MigrationSource::State state) {
-  switch (state) {
-    case MigrationSource::State::kPreparing:
-      return OperationStep::kPreparing;
-    case MigrationSource::State::kWarming:
-      return OperationStep::kWarming;
-    case MigrationSource::State::kParking:
-      return OperationStep::kParking;
-    case MigrationSource::State::kStreaming:
-      return OperationStep::kStreaming;
-    case MigrationSource::State::kRestoring:
-      return OperationStep::kRestoring;
-    case MigrationSource::State::kSwitching:
-      return OperationStep::kSwitching;
-    case MigrationSource::State::kDone:
-      break;
-  }
-  return OperationStep::kNone;
+  constexpr OperationStep kSteps[] = {OperationStep::kPreparing, OperationStep::kWarming,
+                                      OperationStep::kParking,   OperationStep::kStreaming,
+                                      OperationStep::kRestoring, OperationStep::kSwitching,
+                                      OperationStep::kNone};
+  return kSteps[static_cast<size_t>(state)];
 }
 }  // namespace
 
@@ -72,23 +61,11 @@ Status MigrationSource::Run() {
 }
 
 StatusOr<MigrationSource::State> MigrationSource::RunStep(State state) {
-  switch (state) {
-    case State::kPreparing:
-      return Prepare();
-    case State::kWarming:
-      return Warm();
-    case State::kParking:
-      return Park();
-    case State::kStreaming:
-      return Stream();
-    case State::kRestoring:
-      return Restore();
-    case State::kSwitching:
-      return Switch();
-    case State::kDone:
-      break;
-  }
-  return State::kDone;
+  using Step = StatusOr<State> (MigrationSource::*)();
+  constexpr Step kSteps[] = {&MigrationSource::Prepare, &MigrationSource::Warm,
+                             &MigrationSource::Park,    &MigrationSource::Stream,
+                             &MigrationSource::Restore, &MigrationSource::Switch};
+  return (this->*kSteps[static_cast<size_t>(state)])();
 }
 
 Status MigrationSource::Fail(State state, const Status& why) {

@@ -1,44 +1,23 @@
-// Wire names of operation kinds, states and steps.
+// Wire names of operation kinds, states and steps (indexed by the enums' values).
 #include "migration/operation.h"
 
 namespace gandiva::controller {
+
+namespace {
+constexpr const char* kStateNames[] = {"running", "done", "failed"};
+constexpr const char* kStepNames[] = {"",        "parking",   "writing",   "preparing",
+                                      "warming", "streaming", "restoring", "switching"};
+static_assert(std::size(kStepNames) == static_cast<size_t>(OperationStep::kSwitching) + 1);
+}  // namespace
 
 const char* OperationKindName(OperationKind kind) {
   return kind == OperationKind::kCheckpoint ? "checkpoint" : "migrate";
 }
 
 const char* OperationStateName(OperationState state) {
-  switch (state) {
-    case OperationState::kRunning:
-      return "running";
-    case OperationState::kDone:
-      return "done";
-    case OperationState::kFailed:
-      return "failed";
-  }
-  return "?";
+  return kStateNames[static_cast<size_t>(state)];
 }
 
-const char* OperationStepName(OperationStep step) {
-  switch (step) {
-    case OperationStep::kNone:
-      return "";
-    case OperationStep::kParking:
-      return "parking";
-    case OperationStep::kWriting:
-      return "writing";
-    case OperationStep::kPreparing:
-      return "preparing";
-    case OperationStep::kWarming:
-      return "warming";
-    case OperationStep::kStreaming:
-      return "streaming";
-    case OperationStep::kRestoring:
-      return "restoring";
-    case OperationStep::kSwitching:
-      return "switching";
-  }
-  return "?";
-}
+const char* OperationStepName(OperationStep step) { return kStepNames[static_cast<size_t>(step)]; }
 
 }  // namespace gandiva::controller

@@ -4,7 +4,9 @@
 #ifndef GANDIVA_NODE_MIGRATION_OPERATION_H_
 #define GANDIVA_NODE_MIGRATION_OPERATION_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 namespace gandiva::controller {
