@@ -10,14 +10,15 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <thread>
 
-#include "api_server.h"
-#include "controller.h"
-#include "devices.h"
+#include "api/api_server.h"
+#include "devices/devices.h"
 #include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
 #include "gandiva/protocol/client.h"
+#include "node.h"
 
 namespace gandiva::controller {
 namespace {
@@ -43,7 +44,7 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --daemonize        detach into the background once the API is up; prints the pid
 )";
 
-Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOptions* api) {
+Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api) {
   GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
   if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
     return InvalidArgument("--slice-ms must be 50..250");
@@ -89,7 +90,7 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
   if (flags.Has("peers")) {
     GD_ASSIGN_OR_RETURN(opts->peers, ReadPeers(flags.Get("peers")));
   }
-  opts->fault = flags.Get("fault", "");
+  GD_ASSIGN_OR_RETURN(opts->fault, ParsePeerFault(flags.Get("fault", "")));
   GD_ASSIGN_OR_RETURN(long long peer_timeout, flags.GetInt("peer-timeout-ms", 20000));
   if (peer_timeout < 100 || peer_timeout > 600000)
     return InvalidArgument("--peer-timeout-ms must be 100..600000");
@@ -105,14 +106,8 @@ Status ParseOptions(const Flags& flags, ControllerOptions* opts, ApiServerOption
   return Status::Ok();
 }
 
-}  // namespace
-
-int RunDaemon(const std::vector<std::string>& args) {
-  log::SetTag("gandivad");
-  Flags flags(
-      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
-      {"daemonize", "help"});
+// Checks the command line and sets the log level; an exit code if the daemon must not start.
+std::optional<int> CheckCommandLine(Flags& flags, const std::vector<std::string>& args) {
   if (Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "gandivad: %s\n%s", s.message().c_str(), kUsage);
     return 2;
@@ -139,41 +134,35 @@ int RunDaemon(const std::vector<std::string>& args) {
     std::fprintf(stderr, "gandivad: --log must be error, warn, info or debug\n");
     return 2;
   }
+  return std::nullopt;
+}
 
-  // Migration moves state in 4 MiB chunks that ZeroMQ and CURVE allocate and
-  // free per message. Past glibc's mmap threshold each would be a fresh mapping,
-  // page-faulted in and unmapped again (about a third of a GiB-sized transfer's
-  // CPU here); keep them in the heap and reuse warm memory instead.
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
-
-  ControllerOptions opts;
-  ApiServerOptions api_options;
-  if (Status s = ParseOptions(flags, &opts, &api_options); !s.ok()) {
-    std::fprintf(stderr, "gandivad: %s\n", s.message().c_str());
-    return 2;
-  }
-
-  // Daemonize before any thread exists; the parent returns once the API is up.
+// Detaches into the background before any thread exists. In the child it
+// returns nullopt and sets *ready_fd, to be written once the API is up; the
+// parent waits for that and returns its exit code.
+std::optional<int> Daemonize(int* ready_fd) {
   int ready_pipe[2] = {-1, -1};
-  if (flags.Has("daemonize")) {
-    if (pipe(ready_pipe) != 0) return 1;
-    pid_t pid = fork();
-    if (pid < 0) return 1;
-    if (pid > 0) {
-      close(ready_pipe[1]);
-      char ok = 0;
-      const bool up = read(ready_pipe[0], &ok, 1) == 1 && ok == 'y';
-      if (up) std::printf("%d\n", pid);
-      return up ? 0 : 1;
-    }
-    close(ready_pipe[0]);
-    setsid();
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, 0);
+  if (pipe(ready_pipe) != 0) return 1;
+  pid_t pid = fork();
+  if (pid < 0) return 1;
+  if (pid > 0) {
+    close(ready_pipe[1]);
+    char ok = 0;
+    const bool up = read(ready_pipe[0], &ok, 1) == 1 && ok == 'y';
+    if (up) std::printf("%d\n", pid);
+    return up ? 0 : 1;
   }
+  close(ready_pipe[0]);
+  setsid();
+  int devnull = open("/dev/null", O_RDONLY);
+  if (devnull >= 0) dup2(devnull, 0);
+  *ready_fd = ready_pipe[1];
+  return std::nullopt;
+}
 
-  // Signals go to one thread that asks everything to stop.
+// Runs the node and its API until a stop signal; signals go to one thread that
+// asks everything to stop.
+int Serve(const NodeOptions& opts, const ApiServerOptions& api_options, int ready_fd) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -182,27 +171,25 @@ int RunDaemon(const std::vector<std::string>& args) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  Controller controller(opts);
-  ApiServer server(&controller, api_options);
-  if (Status s = server.Bind(); !s.ok()) {
-    GD_LOG(kError, "%s", s.message().c_str());
-    return 1;
-  }
-  if (Status s = controller.Start(); !s.ok()) {
-    GD_LOG(kError, "%s", s.message().c_str());
-    return 1;
-  }
+  Node node(opts);
+  ApiServer server(
+      [&node](Call call, Reply reply) { node.Handle(std::move(call), std::move(reply)); },
+      api_options);
+  auto failed = [](const Status& s) {
+    if (!s.ok()) GD_LOG(kError, "%s", s.message().c_str());
+    return !s.ok();
+  };
+  if (failed(server.Bind()) || failed(node.Start())) return 1;
   std::string names;
   for (const auto& d : opts.devices) names += (names.empty() ? "" : ",") + d.name;
   GD_LOG(kInfo, "node %s up: devices %s, slice %llu ms, lease %llu ms", opts.node.c_str(),
          names.c_str(), static_cast<unsigned long long>(opts.slice_ms),
          static_cast<unsigned long long>(opts.lease_ms));
-  if (ready_pipe[1] >= 0) {
-    ssize_t ignored = write(ready_pipe[1], "y", 1);
+  if (ready_fd >= 0) {
+    ssize_t ignored = write(ready_fd, "y", 1);
     (void)ignored;
-    close(ready_pipe[1]);
+    close(ready_fd);
   }
-
   std::atomic<bool> stop{false};
   std::thread signal_thread([&] {
     int sig = 0;
@@ -211,10 +198,39 @@ int RunDaemon(const std::vector<std::string>& args) {
     stop.store(true);
   });
   server.Run(stop);
-  controller.Stop();  // resumes every parked job first
+  node.Stop();  // resumes every parked job first
   signal_thread.join();
   GD_LOG(kInfo, "stopped");
   return 0;
+}
+
+}  // namespace
+
+int RunDaemon(const std::vector<std::string>& args) {
+  log::SetTag("gandivad");
+  Flags flags(
+      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
+       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
+      {"daemonize", "help"});
+  if (auto code = CheckCommandLine(flags, args)) return *code;
+
+  // Migration moves state in 4 MiB chunks that ZeroMQ and CURVE allocate and
+  // free per message. Past glibc's mmap threshold each would be a fresh mapping,
+  // page-faulted in and unmapped again (about a third of a GiB-sized transfer's
+  // CPU here); keep them in the heap and reuse warm memory instead.
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+
+  NodeOptions opts;
+  ApiServerOptions api_options;
+  if (Status s = ParseOptions(flags, &opts, &api_options); !s.ok()) {
+    std::fprintf(stderr, "gandivad: %s\n", s.message().c_str());
+    return 2;
+  }
+  int ready_fd = -1;
+  if (flags.Has("daemonize"))
+    if (auto parent_exit = Daemonize(&ready_fd)) return *parent_exit;
+  return Serve(opts, api_options, ready_fd);
 }
 
 }  // namespace gandiva::controller

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from conftest import CNN_EXAMPLE, MLP_EXAMPLE, PYTHON, BUILD
-from nodes import Node, Proxy, delete_netns, make_netns_pair, netns_available
+from nodes import Node, Proxy, delete_netns, make_netns_pair, netns_available, wait_for
 
 CNN_ITERATIONS = 400
 
@@ -36,16 +36,6 @@ def same_training(a, b):
     assert len(a["losses"]) == len(b["losses"])
     assert a["losses"] == b["losses"], "loss history differs"
     assert a["parameters_sha256"] == b["parameters_sha256"], "final parameters differ"
-
-
-def wait_for(predicate, timeout=60, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

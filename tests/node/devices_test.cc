@@ -1,5 +1,5 @@
 // Device specs from the command line.
-#include "devices.h"
+#include "devices/devices.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The per-device time slicer, driven by a fake clock: no sleeps.
-#include "slicer.h"
+#include "devices/slicer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,68 @@
+// The API dispatch: a decoded request goes to the handler registered for its
+// type, and the handler's result becomes the one reply the client gets.
+//
+// A handler answers through a Reply, at once on the API thread or later from a
+// worker (a migration step that waits on a job or a peer): the API thread never
+// waits. Handlers that answer at once are registered with OnSync.
+//
+// Thread-safety: handlers are registered before the server starts; Dispatch is
+// then read-only and may run on any thread. A Reply may be completed from any thread.
+#ifndef GANDIVA_NODE_API_DISPATCHER_H_
+#define GANDIVA_NODE_API_DISPATCHER_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "gandiva/protocol/codec.h"
+#include "gandiva/status.h"
+
+namespace gandiva::controller {
+
+using Json = protocol::Json;
+
+// One request. `payload_owner` keeps request.payload (a migration chunk) valid
+// for as long as a copy of the call lives, so a worker can use it without a copy.
+struct Call {
+  protocol::Request request;
+  std::shared_ptr<const void> payload_owner;
+  const Json& body() const { return request.body; }
+};
+
+// Sends the reply to one request. Copyable; the first completion wins and later
+// ones are ignored. If every copy is dropped unanswered, the client gets an
+// internal error rather than no reply at all.
+class Reply {
+ public:
+  using Send = std::function<void(const StatusOr<Json>&)>;
+  explicit Reply(Send send);
+  void operator()(const StatusOr<Json>& result) const;
+  bool done() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+// A request's optional "env" object as a map; every value must be a string.
+StatusOr<std::map<std::string, std::string>> EnvFromRequest(const Json& req);
+
+class Dispatcher {
+ public:
+  using Handler = std::function<void(Call call, Reply reply)>;
+  using SyncHandler = std::function<StatusOr<Json>(const Call& call)>;
+
+  void On(protocol::MessageType type, Handler handler);
+  void OnSync(protocol::MessageType type, SyncHandler handler);
+  // Runs the type's handler. An unknown type, or a handler that throws (a bug),
+  // gets an error reply; the daemon carries on.
+  void Dispatch(Call call, Reply reply) const;
+
+ private:
+  std::map<protocol::MessageType, Handler> handlers_;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_API_DISPATCHER_H_

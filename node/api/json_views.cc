@@ -1,0 +1,85 @@
+// Job, operation and device records as reply fields; see node_handlers.h.
+#include "api/node_handlers.h"
+#include "gandiva/common/clock.h"
+#include "gandiva/contract/profiler.h"
+
+namespace gandiva::controller {
+
+using runtime::ControlBlock;
+
+Json OperationToJson(const std::optional<Operation>& op) {
+  if (!op) return nullptr;
+  return Json{{"kind", OperationKindName(op->kind)},
+              {"state", OperationStateName(op->state)},
+              {"step", OperationStepName(op->step)},
+              {"error", op->error},
+              {"target", op->target},
+              {"bytes", op->bytes},
+              {"downtime_ms", op->downtime_ms},
+              {"to_job", op->to_job},
+              {"duration_s", op->finished_ns ? (op->finished_ns - op->started_ns) / 1e9 : 0.0}};
+}
+
+namespace {
+const char* BoundarySourceName(uint32_t source) {
+  return source == 2 ? "inferred" : source == 1 ? "explicit" : "none";
+}
+const char* SwapStateName(uint32_t state) {
+  return state == runtime::kSwapSwappedOut ? "swapped_out"
+         : state == runtime::kSwapFailed   ? "swap_failed"
+                                           : "resident";
+}
+}  // namespace
+
+Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
+               const std::optional<Operation>& operation) {
+  const ControlBlock* cb = job.cb();
+  auto stats = runtime::ReadIterationStats(cb->profile);
+  const uint64_t now = MonotonicNowNs();
+  const uint64_t end = job.ended ? job.ended_ns : now;
+  return Json{{"id", job.id},
+              {"name", job.name},
+              {"device", job.device},
+              {"state", JobStateName(job.State())},
+              {"held", held},
+              {"weight", job.weight},
+              {"pid", job.pid},
+              {"command", job.command},
+              {"iterations", stats.iterations},
+              {"mean_ms", stats.mean_ms},
+              {"ewma_ms", stats.ewma_ms},
+              {"p50_ms", stats.p50_ms},
+              {"p99_ms", stats.p99_ms},
+              {"iterations_per_s", stats.iterations_per_s},
+              {"slices", usage.slices},
+              {"swaps", usage.swaps},
+              {"swapped_bytes", cb->swapped_bytes.load()},
+              {"parks", cb->park_count.load()},
+              {"device_time_s", usage.DeviceTimeAt(now) / 1e9},
+              {"wall_time_s", (end - job.registered_ns) / 1e9},
+              {"device_bytes", cb->device_bytes.load()},
+              {"device_allocations", cb->device_allocations.load()},
+              {"auto_boundaries", cb->auto_boundaries.load()},
+              {"boundary_source", BoundarySourceName(cb->boundary_source.load())},
+              {"swap_state", SwapStateName(cb->swap_state.load())},
+              {"fail_open", cb->fail_open.load() != 0},
+              {"exit_code", job.exit_code},
+              {"migrated_from", job.migrated_from},
+              {"operation", OperationToJson(operation)}};
+}
+
+Json DeviceToJson(const DeviceSnapshot& d) {
+  return Json{{"name", d.info.name},
+              {"kind", d.info.kind},
+              {"model", d.info.model},
+              {"memory_bytes", d.info.memory_bytes},
+              {"resident_bytes", d.resident_bytes},
+              {"capacity", d.info.capacity},
+              {"slice_ms", d.slice_ms},
+              {"jobs", d.jobs},
+              {"running", d.running},
+              {"switches", d.switch_count},
+              {"mean_handover_ms", d.mean_handover_ms}};
+}
+
+}  // namespace gandiva::controller

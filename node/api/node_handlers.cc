@@ -1,0 +1,180 @@
+// The job and device handlers; see node_handlers.h.
+#include "api/node_handlers.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "gandiva/common/units.h"
+#include "node.h"
+
+namespace gandiva::controller {
+
+using protocol::MessageType;
+
+namespace {
+
+Json JobJson(Node& node, const Job& job) {
+  return JobToJson(job, node.JobHeld(job), node.UsageOf(job), node.migrator().OperationOf(job.id));
+}
+
+StatusOr<Json> ListJobs(Node& node, const Json& req) {
+  Json list = Json::array();
+  if (req.contains("job")) {
+    auto job = node.jobs().Find(req["job"].get<uint64_t>());
+    if (!job.ok()) return NotFound("no job " + req["job"].dump());
+    list.push_back(JobJson(node, *job));
+  } else {
+    for (const Job& job : node.jobs().All()) list.push_back(JobJson(node, job));
+  }
+  return Json{{"jobs", list}};
+}
+
+StatusOr<Json> RegisterJob(Node& node, const Json& req) {
+  NewJob n;
+  n.command = req.at("command").get<std::vector<std::string>>();
+  n.name = req.value("name", "");
+  n.device = req.value("device", "");
+  n.weight = req.value("weight", 1.0);
+  n.cwd = req.value("cwd", "");
+  GD_ASSIGN_OR_RETURN(n.env, EnvFromRequest(req));
+  GD_ASSIGN_OR_RETURN(Job job, node.Register(std::move(n)));
+  return Json{{"job", job.id},
+              {"name", job.name},
+              {"device", job.device},
+              {"device_kind", node.FindDevice(job.device)->info().kind},
+              {"control_block", job.block->name()},
+              {"lease_ms", node.options().lease_ms}};
+}
+
+StatusOr<Json> JobStarted(Node& node, const Json& req) {
+  GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
+  const int64_t pid = req.at("pid").get<int64_t>();
+  if (pid <= 0) return InvalidArgument("pid must be positive");
+  if (job.pid != 0) return FailedPrecondition("job " + std::to_string(job.id) + " already started");
+  if (req.contains("env")) {
+    GD_ASSIGN_OR_RETURN(auto env, EnvFromRequest(req));
+    GD_RETURN_IF_ERROR(node.jobs().UpdateLive(job.id, [&](Job& j) {
+      j.env = std::move(env);
+      return Status::Ok();
+    }));
+  }
+  GD_RETURN_IF_ERROR(node.SetProcess(job.id, static_cast<int>(pid), /*spawned=*/false));
+  return Json::object();
+}
+
+StatusOr<Json> JobExited(Node& node, const Json& req) {
+  const uint64_t id = req.at("job").get<uint64_t>();
+  GD_ASSIGN_OR_RETURN(Job job, node.jobs().Find(id));
+  const int code = req.at("exit_code").get<int>();
+  node.EndJob(id, code != 0, code);
+  GD_RETURN_IF_ERROR(node.jobs().SetExitCode(id, code));
+  return Json::object();
+}
+
+StatusOr<Json> Suspend(Node& node, const Json& req) {
+  GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
+  node.SetHeld(job.id, true);
+  return Json{{"state", JobStateName(job.State())}};
+}
+
+StatusOr<Json> Resume(Node& node, const Json& req) {
+  GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
+  if (!node.JobHeld(job))
+    return FailedPrecondition("job " + std::to_string(job.id) + " is not suspended");
+  if (auto op = node.migrator().OperationOf(job.id); op && op->state == OperationState::kRunning)
+    return FailedPrecondition("job " + std::to_string(job.id) + " is in a " +
+                              OperationKindName(op->kind) + "; it resumes when that ends");
+  node.SetHeld(job.id, false);
+  return Json{{"state", JobStateName(job.State())}};
+}
+
+StatusOr<Json> Kill(Node& node, const Json& req) {
+  GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
+  if (job.pid <= 0)
+    return FailedPrecondition("job " + std::to_string(job.id) + " has no process yet");
+  const int sig = req.value("signal", SIGTERM);
+  if (sig <= 0 || sig >= 65) return InvalidArgument("bad signal " + std::to_string(sig));
+  if (::kill(job.pid, sig) != 0) return NotFound("process " + std::to_string(job.pid) + " is gone");
+  return Json::object();
+}
+
+StatusOr<Json> SetSlice(Node& node, const Json& req) {
+  const std::string name = req.at("device").get<std::string>();
+  DeviceLoop* dev = node.FindDevice(name);
+  if (!dev) return NotFound("no device '" + name + "'");
+  const int64_t ms = req.at("ms").get<int64_t>();
+  if (ms < static_cast<int64_t>(kMinSliceMs) || ms > static_cast<int64_t>(kMaxSliceMs))
+    return InvalidArgument("slice must be " + std::to_string(kMinSliceMs) + ".." +
+                           std::to_string(kMaxSliceMs) + " ms, not " + std::to_string(ms));
+  dev->SetSlice(static_cast<uint64_t>(ms) * kMs);
+  return Json::object();
+}
+
+StatusOr<Json> SetWeight(Node& node, const Json& req) {
+  GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
+  GD_RETURN_IF_ERROR(node.SetWeight(job.id, req.at("weight").get<double>()));
+  return Json::object();
+}
+
+StatusOr<Json> AssignDevice(Node& node, const Json& req) {
+  GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
+  GD_RETURN_IF_ERROR(node.AssignDevice(job.id, req.at("device").get<std::string>()));
+  return Json::object();
+}
+
+StatusOr<Json> ListSwitches(Node& node, const Json& req) {
+  const std::string only = req.value("device", "");
+  if (!only.empty() && !node.FindDevice(only)) return NotFound("no device '" + only + "'");
+  const int64_t limit = std::max<int64_t>(req.value("limit", int64_t{1000}), 0);
+  Json list = Json::array();
+  for (DeviceLoop* dev : node.Devices()) {
+    if (!only.empty() && dev->info().name != only) continue;
+    for (const SwitchRecord& s : dev->Switches(static_cast<size_t>(limit)))
+      list.push_back({{"device", s.device},
+                      {"from", s.from},
+                      {"to", s.to},
+                      {"at_s", s.at_ns / 1e9},
+                      {"handover_ms", s.handover_ns / 1e6}});
+  }
+  return Json{{"switches", list}};
+}
+
+StatusOr<Json> ListDevices(Node& node) {
+  Json list = Json::array();
+  for (DeviceLoop* dev : node.Devices()) list.push_back(DeviceToJson(dev->Snapshot()));
+  return Json{{"devices", list}};
+}
+
+StatusOr<Json> Hello(Node& node) {
+  return Json{{"version", protocol::kProtocolVersion},
+              {"node", node.options().node},
+              {"pid", getpid()},
+              {"endpoint", node.options().endpoint}};
+}
+
+}  // namespace
+
+void RegisterNodeHandlers(Dispatcher& d, Node& node) {
+  using Fn = StatusOr<Json> (*)(Node&, const Json&);
+  const std::pair<MessageType, Fn> with_body[] = {
+      {MessageType::kListJobs, ListJobs},
+      {MessageType::kRegisterJob, RegisterJob},
+      {MessageType::kJobStarted, JobStarted},
+      {MessageType::kJobExited, JobExited},
+      {MessageType::kSuspend, Suspend},
+      {MessageType::kResume, Resume},
+      {MessageType::kKill, Kill},
+      {MessageType::kSetSlice, SetSlice},
+      {MessageType::kSetWeight, SetWeight},
+      {MessageType::kAssignDevice, AssignDevice},
+      {MessageType::kListSwitches, ListSwitches},
+  };
+  for (const auto& [type, fn] : with_body)
+    d.OnSync(type, [&node, fn](const Call& c) { return fn(node, c.body()); });
+  d.OnSync(MessageType::kHello, [&node](const Call&) { return Hello(node); });
+  d.OnSync(MessageType::kListDevices, [&node](const Call&) { return ListDevices(node); });
+}
+
+}  // namespace gandiva::controller

@@ -1,0 +1,29 @@
+// The API handlers of the node's jobs and devices (hello, list_jobs,
+// register_job, suspend, set_slice, ...): the wire boundary, where requests'
+// fields become calls on the Node and its components, and records, states and
+// kinds become reply fields with their wire names. Each answers at once.
+#ifndef GANDIVA_NODE_API_NODE_HANDLERS_H_
+#define GANDIVA_NODE_API_NODE_HANDLERS_H_
+
+#include <optional>
+
+#include "api/dispatcher.h"
+#include "devices/device_loop.h"
+#include "jobs/job.h"
+#include "migration/operation.h"
+
+namespace gandiva::controller {
+
+class Node;
+
+void RegisterNodeHandlers(Dispatcher& dispatcher, Node& node);
+
+// list_jobs' record of one job.
+Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
+               const std::optional<Operation>& operation);
+Json OperationToJson(const std::optional<Operation>& op);
+Json DeviceToJson(const DeviceSnapshot& device);
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_API_NODE_HANDLERS_H_

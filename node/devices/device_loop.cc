@@ -1,0 +1,256 @@
+// The per-device loop thread and its bookkeeping; see device_loop.h.
+#include "devices/device_loop.h"
+
+#include <algorithm>
+
+#include "gandiva/common/clock.h"
+#include "gandiva/common/futex.h"
+#include "gandiva/common/log.h"
+#include "gandiva/common/units.h"
+
+namespace gandiva::controller {
+
+using runtime::ControlBlock;
+
+namespace {
+// While waiting for a job to park, look up at least this often (exits, API changes).
+constexpr uint64_t kParkPollNs = 5 * kMs;
+}  // namespace
+
+DeviceLoop::DeviceLoop(DeviceInfo info, uint64_t slice_ns, size_t max_switch_records)
+    : info_(std::move(info)),
+      max_switch_records_(max_switch_records),
+      slicer_(slice_ns, info_.capacity) {}
+
+DeviceLoop::~DeviceLoop() { Stop(); }
+
+void DeviceLoop::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void DeviceLoop::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_.exchange(true)) return;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DeviceLoop::AddJob(uint64_t job, std::shared_ptr<ControlBlock> cb, double weight, bool held,
+                        DeviceUsage usage) {
+  std::lock_guard lock(mu_);
+  members_[job] = Member{std::move(cb), usage};
+  slicer_.AddJob(job, weight);
+  if (held) slicer_.Hold(job);
+  wake_.notify_all();
+}
+
+std::optional<DeviceMember> DeviceLoop::RemoveJob(uint64_t job) {
+  std::lock_guard lock(mu_);
+  auto it = members_.find(job);
+  if (it == members_.end()) return std::nullopt;
+  DeviceMember left{it->second.usage, slicer_.IsHeld(job)};
+  if (left.usage.running_since_ns) {
+    left.usage.device_time_ns = left.usage.DeviceTimeAt(MonotonicNowNs());
+    left.usage.running_since_ns = 0;
+  }
+  members_.erase(it);
+  slicer_.RemoveJob(job);
+  if (last_parked_job_ == job) last_parked_job_ = 0;
+  wake_.notify_all();
+  return left;
+}
+
+void DeviceLoop::SetHeld(uint64_t job, bool held) {
+  std::lock_guard lock(mu_);
+  if (held)
+    slicer_.Hold(job);
+  else
+    slicer_.Release(job);
+  wake_.notify_all();
+}
+
+bool DeviceLoop::IsHeld(uint64_t job) const {
+  std::lock_guard lock(mu_);
+  return slicer_.IsHeld(job);
+}
+
+void DeviceLoop::SetWeight(uint64_t job, double weight) {
+  std::lock_guard lock(mu_);
+  slicer_.SetWeight(job, weight);
+}
+
+void DeviceLoop::SetSlice(uint64_t slice_ns) {
+  std::lock_guard lock(mu_);
+  slicer_.SetSlice(slice_ns);
+  wake_.notify_all();
+}
+
+DeviceUsage DeviceLoop::Usage(uint64_t job) const {
+  std::lock_guard lock(mu_);
+  auto it = members_.find(job);
+  return it == members_.end() ? DeviceUsage{} : it->second.usage;
+}
+
+size_t DeviceLoop::size() const {
+  std::lock_guard lock(mu_);
+  return slicer_.size();
+}
+
+DeviceSnapshot DeviceLoop::Snapshot() {
+  std::lock_guard lock(mu_);
+  CompletePendingSwitch();
+  DeviceSnapshot s{
+      info_, slicer_.slice_ns() / kMs, {}, slicer_.Running(), ResidentBytes(), switch_count_, 0};
+  for (const auto& [id, m] : members_) s.jobs.push_back(id);
+  double handover_sum = 0;
+  for (const auto& r : switches_) handover_sum += r.handover_ns;
+  if (!switches_.empty()) s.mean_handover_ms = handover_sum / switches_.size() / 1e6;
+  return s;
+}
+
+std::vector<SwitchRecord> DeviceLoop::Switches(size_t limit) {
+  std::lock_guard lock(mu_);
+  CompletePendingSwitch();
+  const size_t start = switches_.size() > limit ? switches_.size() - limit : 0;
+  return std::vector<SwitchRecord>(switches_.begin() + start, switches_.end());
+}
+
+void DeviceLoop::CompletePendingSwitch() {
+  if (!pending_switch_) return;
+  SwitchRecord& s = *pending_switch_;
+  auto it = members_.find(s.to);
+  if (it == members_.end()) {
+    pending_switch_.reset();
+    return;
+  }
+  const uint64_t resumed = it->second.cb->resumed_at_ns.load(std::memory_order_acquire);
+  if (resumed < s.at_ns) return;  // not running yet
+  s.handover_ns = resumed - s.at_ns;
+  switches_.push_back(s);
+  ++switch_count_;
+  if (switches_.size() > max_switch_records_) switches_.pop_front();
+  GD_LOG(kDebug, "%s: job %llu -> job %llu in %.3f ms", info_.name.c_str(),
+         static_cast<unsigned long long>(s.from), static_cast<unsigned long long>(s.to),
+         s.handover_ns / 1e6);
+  pending_switch_.reset();
+}
+
+void DeviceLoop::Loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    CollectParked();
+    CompletePendingSwitch();
+    const uint64_t now = MonotonicNowNs();
+    for (const SliceAction& a : slicer_.Tick(now)) CarryOut(a, now);
+    Sleep(lock);
+  }
+}
+
+// Jobs that were asked to suspend and have parked.
+void DeviceLoop::CollectParked() {
+  for (uint64_t id : slicer_.Stopping()) {
+    Member& m = members_.at(id);
+    ControlBlock* cb = m.cb.get();
+    if (cb->phase.load(std::memory_order_acquire) != runtime::kPhaseParked) continue;
+    // Asked to leave the device's memory: parked only once the shim has copied it out.
+    if (cb->swap_request.load() == runtime::kSwapOut &&
+        cb->swap_state.load(std::memory_order_acquire) == runtime::kSwapResident)
+      continue;
+    if (cb->swap_request.load() == runtime::kSwapOut) {
+      cb->swap_request.store(runtime::kSwapNone);
+      if (cb->swap_state.load() == runtime::kSwapSwappedOut) {
+        ++m.usage.swaps;
+      } else {
+        GD_LOG(kWarn, "job %llu could not swap out; its memory stays on %s",
+               static_cast<unsigned long long>(id), info_.name.c_str());
+      }
+    }
+    const uint64_t parked_at = cb->parked_at_ns.load(std::memory_order_relaxed);
+    if (m.usage.running_since_ns) {
+      m.usage.device_time_ns +=
+          parked_at > m.usage.running_since_ns ? parked_at - m.usage.running_since_ns : 0;
+      m.usage.running_since_ns = 0;
+    }
+    slicer_.OnParked(id, parked_at);
+    last_parked_job_ = id;
+    last_parked_at_ns_ = parked_at;
+  }
+}
+
+void DeviceLoop::CarryOut(const SliceAction& a, uint64_t now) {
+  Member& m = members_.at(a.job);
+  ControlBlock* cb = m.cb.get();
+  if (a.kind == SliceAction::kSuspend) {
+    const bool swap_out = MustSwapOut(m);
+    if (swap_out) cb->swap_request.store(runtime::kSwapOut);
+    runtime::RequestSuspend(cb);
+    // The job next in line gets ready while this one finishes its iteration.
+    if (!swap_out && m.usage.running_since_ns != 0) PreWakeNext(m);
+    return;
+  }
+  CompletePendingSwitch();
+  // A job swapped out comes back into device memory before it runs (the shim does it).
+  if (cb->swap_state.load() == runtime::kSwapSwappedOut) cb->swap_request.store(runtime::kSwapIn);
+  runtime::RequestResume(cb);
+  ++m.usage.slices;
+  m.usage.running_since_ns = now;
+  if (last_parked_job_ != 0 && last_parked_job_ != a.job)
+    pending_switch_ = SwitchRecord{info_.name, last_parked_job_, a.job, last_parked_at_ns_, 0};
+  last_parked_job_ = 0;
+}
+
+// Sleeps until a stopping job parks, a slice ends, or someone wakes the loop.
+void DeviceLoop::Sleep(std::unique_lock<std::mutex>& lock) {
+  std::vector<uint64_t> stopping = slicer_.Stopping();
+  if (!stopping.empty()) {
+    std::shared_ptr<ControlBlock> cb = members_.at(stopping.front()).cb;
+    const uint32_t phase = cb->phase.load(std::memory_order_acquire);
+    lock.unlock();
+    if (phase != runtime::kPhaseParked) runtime::FutexWait(&cb->phase, phase, kParkPollNs);
+    lock.lock();
+    return;
+  }
+  uint64_t deadline = slicer_.NextDeadline();
+  if (pending_switch_) deadline = std::min(deadline, MonotonicNowNs() + kParkPollNs);
+  if (deadline == UINT64_MAX) {
+    wake_.wait_for(lock, std::chrono::seconds(1));
+  } else {
+    const uint64_t t = MonotonicNowNs();
+    if (deadline > t) wake_.wait_for(lock, std::chrono::nanoseconds(deadline - t));
+  }
+}
+
+void DeviceLoop::PreWakeNext(const Member& outgoing) {
+  // Worth a spinning core only when the outgoing job will park soon: within
+  // about one of its iterations, and short ones at that.
+  constexpr uint64_t kMaxSpinNs = 2 * kMs;
+  const uint64_t next = slicer_.NextWaiting();
+  if (next == 0) return;
+  const uint64_t iteration = outgoing.cb->profile.ewma_ns.load(std::memory_order_relaxed);
+  const uint64_t spin = iteration + iteration / 2 + 50'000;
+  if (iteration == 0 || spin > kMaxSpinNs) return;
+  runtime::PreWake(members_.at(next).cb.get(), spin);
+}
+
+uint64_t DeviceLoop::ResidentBytes() const {
+  uint64_t resident = 0;
+  for (const auto& [id, m] : members_) resident += m.cb->device_bytes.load();
+  return resident;
+}
+
+bool DeviceLoop::MustSwapOut(const Member& outgoing) const {
+  // Jobs time-sliced on one device keep their memory there while parked, as long
+  // as it fits. When it does not, the job leaving the device makes room for the
+  // one coming next (its memory goes to host, at the same device addresses).
+  if (info_.memory_bytes == 0 || outgoing.cb->pid.load() <= 0) return false;
+  if (outgoing.cb->device_bytes.load() == 0) return false;  // nothing to move (a CPU job)
+  const uint64_t resident = ResidentBytes();
+  if (resident == 0) return false;  // not a GPU job (or no tracked memory)
+  const uint64_t next = slicer_.NextWaiting();
+  const uint64_t incoming = next ? members_.at(next).cb->swapped_bytes.load() : 0;
+  return resident + incoming > info_.memory_bytes;
+}
+
+}  // namespace gandiva::controller

@@ -1,0 +1,123 @@
+// One device's time slicing, carried out: the Slicer's decisions turned into
+// suspend and resume requests on the jobs' control blocks, the hand-overs
+// recorded, device memory swapped when jobs do not fit together, and the next
+// job pre-woken when the outgoing one is about to park.
+//
+// Thread-safety: mu_ guards the slicer, the device's jobs and its switch
+// records; the loop thread holds it except while it sleeps on a job's phase
+// futex. Every public method takes mu_ briefly; none calls another component,
+// so a device loop is a leaf in the node's lock order. The loop keeps each
+// job's control block mapped (shared_ptr) and never looks into the job table.
+#ifndef GANDIVA_NODE_DEVICES_DEVICE_LOOP_H_
+#define GANDIVA_NODE_DEVICES_DEVICE_LOOP_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "devices/devices.h"
+#include "devices/slicer.h"
+#include "gandiva/contract/control_block.h"
+#include "jobs/job.h"
+
+namespace gandiva::controller {
+
+// One hand-over on a device: `from` parked at at_ns, `to` started running
+// handover_ns later.
+struct SwitchRecord {
+  std::string device;
+  uint64_t from = 0;
+  uint64_t to = 0;
+  uint64_t at_ns = 0;
+  uint64_t handover_ns = 0;
+};
+
+// A device's figures for list_devices.
+struct DeviceSnapshot {
+  DeviceInfo info;
+  uint64_t slice_ms = 0;
+  std::vector<uint64_t> jobs;
+  std::vector<uint64_t> running;
+  uint64_t resident_bytes = 0;
+  uint64_t switch_count = 0;
+  double mean_handover_ms = 0;
+};
+
+// A job leaving the device: what the loop measured of it and whether it was held.
+struct DeviceMember {
+  DeviceUsage usage;
+  bool held = false;
+};
+
+class DeviceLoop {
+ public:
+  DeviceLoop(DeviceInfo info, uint64_t slice_ns, size_t max_switch_records);
+  ~DeviceLoop();
+  DeviceLoop(const DeviceLoop&) = delete;
+  DeviceLoop& operator=(const DeviceLoop&) = delete;
+
+  void Start();
+  void Stop();
+
+  // The job joins the device: it parks at its next boundary, then queues (or
+  // stays parked when held). `usage` carries its figures over from another device.
+  void AddJob(uint64_t job, std::shared_ptr<runtime::ControlBlock> cb, double weight, bool held,
+              DeviceUsage usage = {});
+  // The job leaves the device; nullopt if it was not on it.
+  std::optional<DeviceMember> RemoveJob(uint64_t job);
+  void SetHeld(uint64_t job, bool held);
+  bool IsHeld(uint64_t job) const;
+  void SetWeight(uint64_t job, double weight);
+  void SetSlice(uint64_t slice_ns);
+  // The job's figures so far (zero if it is not on this device).
+  DeviceUsage Usage(uint64_t job) const;
+  size_t size() const;
+  DeviceSnapshot Snapshot();
+  // The latest `limit` hand-overs, oldest first.
+  std::vector<SwitchRecord> Switches(size_t limit);
+  const DeviceInfo& info() const { return info_; }
+
+ private:
+  struct Member {
+    std::shared_ptr<runtime::ControlBlock> cb;
+    DeviceUsage usage;
+  };
+  void Loop();
+  // All below: mu_ held.
+  void CollectParked();
+  void CarryOut(const SliceAction& action, uint64_t now);
+  void Sleep(std::unique_lock<std::mutex>& lock);
+  void CompletePendingSwitch();
+  uint64_t ResidentBytes() const;
+  // Lets the job next in line spin-wait for its resume (see runtime::PreWake).
+  void PreWakeNext(const Member& outgoing);
+  // Whether `outgoing`, being suspended, must take its memory off the device.
+  bool MustSwapOut(const Member& outgoing) const;
+
+  const DeviceInfo info_;
+  const size_t max_switch_records_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  Slicer slicer_;
+  std::map<uint64_t, Member> members_;
+  std::deque<SwitchRecord> switches_;
+  uint64_t switch_count_ = 0;
+  // The last park seen, and a resume that followed it whose start is not yet known.
+  uint64_t last_parked_job_ = 0;
+  uint64_t last_parked_at_ns_ = 0;
+  std::optional<SwitchRecord> pending_switch_;
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_DEVICES_DEVICE_LOOP_H_

@@ -1,0 +1,85 @@
+// The per-device time slicer: which jobs run on a device, and for how long.
+// A pure state machine with an injected clock: it never sleeps or touches a
+// process; its caller (DeviceLoop) carries out the actions it returns and tells
+// it when a job has parked. Unit-tested with a fake clock.
+//
+// Policy: round robin over the jobs parked and waiting, at most `capacity`
+// running at once. A job's slice is slice_ns x its weight; when it is up and
+// another job waits, the job is asked to suspend and its slice ends at its next
+// iteration boundary (when it parks). The next waiting job is resumed at once.
+// New jobs start by parking at their first boundary, then queue like the rest.
+// Held jobs (suspended by a user) are never resumed until released.
+#ifndef GANDIVA_NODE_DEVICES_SLICER_H_
+#define GANDIVA_NODE_DEVICES_SLICER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+namespace gandiva::controller {
+
+struct SliceAction {
+  enum Kind { kSuspend, kResume } kind;
+  uint64_t job;
+};
+
+class Slicer {
+ public:
+  enum class JobState { kRunning, kStopping, kWaiting, kHeld };
+
+  Slicer(uint64_t slice_ns, int capacity) : slice_ns_(slice_ns), capacity_(capacity) {}
+
+  // A new job; it is asked to park at its first boundary (returned by Tick).
+  void AddJob(uint64_t job, double weight);
+  // Forget the job (exited, or moved to another device).
+  void RemoveJob(uint64_t job);
+  bool HasJob(uint64_t job) const { return jobs_.count(job) != 0; }
+  void SetWeight(uint64_t job, double weight);
+  void SetSlice(uint64_t slice_ns) { slice_ns_ = slice_ns; }
+  uint64_t slice_ns() const { return slice_ns_; }
+  // Hold: keep the job parked (user suspend). Release: let it queue again.
+  void Hold(uint64_t job);
+  void Release(uint64_t job);
+  // Whether the job is held: parked for good, or to stay parked once it parks.
+  // The one record of a hold on the node (the API's `held`).
+  bool IsHeld(uint64_t job) const;
+
+  // The job acknowledged a suspend and parked at `now`.
+  void OnParked(uint64_t job, uint64_t now);
+
+  // Decides what to do at `now`: suspends for jobs whose slice is up (or that
+  // must park), resumes for waiting jobs while there is room.
+  std::vector<SliceAction> Tick(uint64_t now);
+
+  // When Tick next has something to do by itself (a slice ending), or UINT64_MAX.
+  uint64_t NextDeadline() const;
+
+  JobState state(uint64_t job) const { return jobs_.at(job).state; }
+  std::vector<uint64_t> Running() const;
+  // The job that runs next when a slot frees, or 0.
+  uint64_t NextWaiting() const { return queue_.empty() ? 0 : queue_.front(); }
+  // Jobs asked to suspend that have not parked yet.
+  std::vector<uint64_t> Stopping() const;
+  size_t size() const { return jobs_.size(); }
+
+ private:
+  struct Entry {
+    double weight = 1.0;
+    JobState state = JobState::kStopping;
+    bool suspend_sent = false;  // kStopping: the suspend action was returned already
+    bool hold_on_park = false;  // kStopping: stay held when it parks
+    uint64_t slice_start = 0;   // kRunning
+  };
+  uint64_t SliceOf(const Entry& e) const { return static_cast<uint64_t>(slice_ns_ * e.weight); }
+
+  uint64_t slice_ns_;
+  int capacity_;
+  std::map<uint64_t, Entry> jobs_;
+  std::deque<uint64_t> queue_;  // kWaiting jobs in round-robin order
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_DEVICES_SLICER_H_

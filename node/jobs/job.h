@@ -1,0 +1,75 @@
+// A job as the node knows it: identity, placement, its control block, how it
+// ended. Plain data; the JobTable owns the records and their lock.
+#ifndef GANDIVA_NODE_JOBS_JOB_H_
+#define GANDIVA_NODE_JOBS_JOB_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gandiva/contract/shared_control_block.h"
+
+namespace gandiva::controller {
+
+// The job's state as the API reports it. Live states are read off the control
+// block (what the job itself says); exited, failed and migrated are terminal.
+enum class JobState { kStarting, kRunning, kSuspending, kSuspended, kExited, kFailed, kMigrated };
+// The wire names ("running", ...): used only where a state crosses the wire.
+const char* JobStateName(JobState state);
+std::optional<JobState> JobStateFromName(std::string_view name);
+
+// The job's state read off a control block it has not left.
+JobState LiveJobState(const runtime::ControlBlock* cb);
+
+// What the device loops measure of a job. A device loop owns these figures
+// while the job is on its device; the job table keeps them once it has left.
+struct DeviceUsage {
+  uint64_t slices = 0;            // times the job was resumed to run a slice
+  uint64_t swaps = 0;             // times its device memory was swapped out to make room
+  uint64_t device_time_ns = 0;    // sum of its slices, resume to park
+  uint64_t running_since_ns = 0;  // resume time of the current slice; 0 when not running
+  // device_time_ns with the current slice counted up to `now`.
+  uint64_t DeviceTimeAt(uint64_t now) const {
+    return device_time_ns +
+           (running_since_ns && now > running_since_ns ? now - running_since_ns : 0);
+  }
+};
+
+// One job's record. Copyable: readers get snapshots, never pointers into the table.
+struct Job {
+  uint64_t id = 0;
+  std::string name;
+  std::string device;
+  double weight = 1.0;
+  std::vector<std::string> command;
+  std::string cwd;
+  std::map<std::string, std::string> env;
+  bool spawned = false;  // started by this daemon (a migration's destination): we reap it
+  int pid = 0;
+  std::shared_ptr<runtime::SharedControlBlock> block;
+
+  bool ended = false;
+  bool failed = false;
+  int exit_code = -1;  // -1: not known
+  uint64_t registered_ns = 0;
+  uint64_t ended_ns = 0;
+  DeviceUsage usage_at_end;  // its device figures, frozen when it ended
+
+  bool migrated = false;      // moved to another node; this copy is gone
+  std::string migrated_from;  // "node/job" when it arrived by migration
+
+  runtime::ControlBlock* cb() const { return block ? block->get() : nullptr; }
+  // The control block, kept mapped for as long as the returned pointer lives.
+  std::shared_ptr<runtime::ControlBlock> SharedCb() const {
+    return block ? std::shared_ptr<runtime::ControlBlock>(block, block->get()) : nullptr;
+  }
+  JobState State() const;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_JOBS_JOB_H_

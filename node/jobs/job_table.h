@@ -1,0 +1,67 @@
+// The node's job table: every job record, the registration ids, ending a job,
+// and the process fds (pidfds) through which the process monitor sees exits.
+//
+// Thread-safety: one lock, mu_, guards every record; each method takes it and
+// hands out copies, never pointers into the table. Nothing here calls another
+// component while holding mu_, so the table is a leaf in the node's lock order.
+// Records are never removed: an ended job stays listed with how it ended.
+#ifndef GANDIVA_NODE_JOBS_JOB_TABLE_H_
+#define GANDIVA_NODE_JOBS_JOB_TABLE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "gandiva/common/unique_fd.h"
+#include "gandiva/status.h"
+#include "jobs/job.h"
+
+namespace gandiva::controller {
+
+class JobTable {
+ public:
+  // The id the next registered job gets; ids start at 1 and are never reused.
+  uint64_t ReserveId();
+  void Insert(Job job);
+
+  // The job, or NotFound ("no job N").
+  StatusOr<Job> Find(uint64_t id) const;
+  // The job if it has not ended; NotFound, or FailedPrecondition ("job N has exited").
+  StatusOr<Job> Live(int64_t id) const;
+  std::vector<Job> All() const;
+  std::vector<Job> LiveJobs() const;
+  // Calls `fn` for each live job under the lock (for cheap stores such as the
+  // heartbeat, without copying records); `fn` must not call out.
+  void ForEachLive(const std::function<void(const Job&)>& fn) const;
+
+  // Changes a live job's record under the lock; `update` must not call out.
+  Status UpdateLive(uint64_t id, const std::function<Status(Job&)>& update);
+  // The job's process is `pid`, watched through `pidfd`, which the table owns from now on.
+  Status SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned);
+  // `gandiva run` reports how the process exited (also after the monitor ended the job).
+  Status SetExitCode(uint64_t id, int exit_code);
+
+  struct Ended {
+    Job job;
+    UniqueFd pidfd;  // the caller stops watching it, then lets it close
+  };
+  // Ends a live job: terminal state, its device figures frozen, its control
+  // block's name removed. nullopt if the job is unknown or had ended already.
+  std::optional<Ended> End(uint64_t id, bool failed, int exit_code, const DeviceUsage& usage);
+
+ private:
+  struct Entry {
+    Job job;
+    UniqueFd pidfd;
+  };
+  mutable std::mutex mu_;
+  std::map<uint64_t, Entry> jobs_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_JOBS_JOB_TABLE_H_

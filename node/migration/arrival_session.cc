@@ -1,0 +1,200 @@
+// The destination side of a migration; see arrival_session.h.
+#include "migration/arrival_session.h"
+
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "gandiva/common/clock.h"
+#include "gandiva/common/log.h"
+#include "migration/unix_socket.h"
+
+namespace gandiva::controller {
+
+using protocol::MessageType;
+
+ArrivalSession::ArrivalSession(JobHost* host, const MigrationTimeouts& timeouts,
+                               std::function<std::string(uint64_t job)> socket_path)
+    : host_(host), timeouts_(timeouts), socket_path_(std::move(socket_path)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ArrivalSession::~ArrivalSession() {
+  Cancel();
+  // The last reference may be a finished step's reply, dropped on the session's own thread.
+  if (thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();
+  else if (thread_.joinable())
+    thread_.join();
+}
+
+void ArrivalSession::Post(Call call, Reply reply) {
+  {
+    std::lock_guard lock(mu_);
+    if (!finished_) {
+      queue_.push_back({std::move(call), std::move(reply)});
+      wake_.notify_all();
+      return;
+    }
+  }
+  reply(FailedPrecondition("job is not receiving state"));
+}
+
+void ArrivalSession::Cancel() {
+  std::lock_guard lock(mu_);
+  cancelled_ = true;
+  wake_.notify_all();
+}
+
+ArrivalSession::State ArrivalSession::state() const {
+  std::lock_guard lock(mu_);
+  return state_;
+}
+
+bool ArrivalSession::finished() const {
+  std::lock_guard lock(mu_);
+  return finished_;
+}
+
+void ArrivalSession::SetState(State state) {
+  std::lock_guard lock(mu_);
+  state_ = state;
+}
+
+Status ArrivalSession::Expect(State state, const char* why) const {
+  std::lock_guard lock(mu_);
+  return state_ == state ? Status::Ok() : FailedPrecondition(why);
+}
+
+void ArrivalSession::Loop() {
+  for (;;) {
+    std::optional<Step> step;
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, std::chrono::seconds(1),
+                     [this] { return !queue_.empty() || cancelled_; });
+      if (cancelled_ || state_ == State::kRunning || state_ == State::kFailed) break;
+      if (!queue_.empty()) {
+        step.emplace(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+    }
+    if (step) {
+      step->reply(RunStep(step->call));
+    } else if (job_ != 0 && !host_->LiveJob(static_cast<int64_t>(job_)).ok()) {
+      SetState(State::kFailed);  // the copy died, or was killed by an abort
+    }
+  }
+  std::deque<Step> left;
+  {
+    std::lock_guard lock(mu_);
+    finished_ = true;
+    if (cancelled_) state_ = State::kAborted;
+    left.swap(queue_);
+  }
+  for (Step& s : left) s.reply(FailedPrecondition("the migration of this job has ended"));
+  incoming_.Reset();
+}
+
+StatusOr<Json> ArrivalSession::RunStep(const Call& call) {
+  if (call.request.type == MessageType::kMigratePrepare) return Prepare(call.body());
+  // Every later step is about a job that must still be alive.
+  GD_RETURN_IF_ERROR(host_->LiveJob(static_cast<int64_t>(job_)).status());
+  switch (call.request.type) {
+    case MessageType::kMigrateBegin:
+      return Begin();
+    case MessageType::kMigrateChunk:
+      return Chunk(call.body(), call.request.payload);
+    case MessageType::kMigrateCommit:
+      return Commit();
+    case MessageType::kMigrateStart:
+      return Start();
+    default:
+      return Unimplemented("not a step of a migration");
+  }
+}
+
+StatusOr<Json> ArrivalSession::Prepare(const Json& req) {
+  ArrivingJob job;
+  job.name = req.at("name").get<std::string>();
+  job.command = req.at("command").get<std::vector<std::string>>();
+  job.cwd = req.at("cwd").get<std::string>();
+  job.device = req.value("device", "");
+  if (req.contains("weight")) job.weight = req["weight"].get<double>();
+  job.migrated_from = req.at("source_node").get<std::string>() + "/" +
+                      std::to_string(req.at("source_job").get<uint64_t>());
+  auto env = EnvFromRequest(req);
+  if (env.ok()) job.env = std::move(*env);
+  StatusOr<Arrival> arrival = env.ok() ? host_->StartArrival(job) : env.status();
+  if (!arrival.ok()) {
+    SetState(State::kFailed);
+    return arrival.status();
+  }
+  job_ = arrival->job;
+  cb_ = arrival->cb;
+  SetState(State::kWarm);
+  return Json{{"job", job_}, {"log", arrival->log}};
+}
+
+StatusOr<Json> ArrivalSession::Begin() {
+  if (state() == State::kReceiving) return FailedPrecondition("job is already receiving state");
+  if (state() != State::kWarm || !host_->IsHeld(job_))
+    return FailedPrecondition("job is not arriving by migration");
+  if (cb_->phase.load() != runtime::kPhaseParked) return FailedPrecondition("job is not warm yet");
+  GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(socket_path_(job_)));
+  const std::string target = "unix:" + listener->path();
+  runtime::RequestTransfer(cb_.get(), runtime::kRequestRestore, target.c_str());
+  GD_ASSIGN_OR_RETURN(incoming_, listener->Accept(timeouts_.receive_accept_ms));
+  next_seq_ = 0;
+  SetState(State::kReceiving);
+  return Json::object();
+}
+
+StatusOr<Json> ArrivalSession::Chunk(const Json& req, std::string_view payload) {
+  GD_RETURN_IF_ERROR(Expect(State::kReceiving, "job is not receiving state"));
+  const uint64_t seq = req.at("seq").get<uint64_t>();
+  if (seq != next_seq_)
+    return InvalidArgument("chunk " + std::to_string(seq) + " out of order; expected " +
+                           std::to_string(next_seq_));
+  ++next_seq_;
+  GD_RETURN_IF_ERROR(
+      WriteAll(incoming_.get(), payload.data(), payload.size(), timeouts_.receive_write_ms));
+  return Json::object();
+}
+
+StatusOr<Json> ArrivalSession::Commit() {
+  GD_RETURN_IF_ERROR(Expect(State::kReceiving, "job is not receiving state"));
+  shutdown(incoming_.get(), SHUT_WR);  // end of stream
+  incoming_.Reset();
+  SetState(State::kLoading);
+  runtime::ControlBlock* cb = cb_.get();
+  auto transfer = runtime::kTransferBusy;
+  for (const uint64_t deadline = MonotonicNowNs() + timeouts_.load_ns;;) {
+    transfer = runtime::WaitForTransfer(cb, 100 * kMs);
+    if (transfer == runtime::kTransferDone || transfer == runtime::kTransferFailed) break;
+    {
+      std::lock_guard lock(mu_);
+      if (cancelled_) return Unavailable("the migration was aborted");
+    }
+    if (MonotonicNowNs() >= deadline) break;
+  }
+  if (transfer == runtime::kTransferDone) {
+    SetState(State::kLoaded);
+    return Json{{"bytes", cb->transfer_bytes.load()}};
+  }
+  if (transfer == runtime::kTransferFailed)
+    return DataLoss("the job could not load the state: " + std::string(cb->transfer_error));
+  return DeadlineExceeded("the job did not finish loading its state");
+}
+
+StatusOr<Json> ArrivalSession::Start() {
+  host_->SetHeld(job_, false);
+  cb_->exit_if_orphaned.store(0);  // it holds the job's state now: it is the job
+  // Reply once it runs (or has queued behind the device's other jobs).
+  runtime::WaitForPhase(cb_.get(), runtime::kPhaseRunning, timeouts_.start_ns);
+  SetState(State::kRunning);
+  return Json{{"state", cb_->phase.load() == runtime::kPhaseRunning ? "running" : "queued"}};
+}
+
+}  // namespace gandiva::controller

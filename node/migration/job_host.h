@@ -1,0 +1,72 @@
+// What the migrator needs of the rest of the node: the jobs it moves and the
+// holds that keep them parked. Node implements it over its job table and
+// device loops; the migrator's unit tests use a fake.
+//
+// Thread-safety: every method may be called from any migration worker or the
+// API thread, with no lock of the migrator held.
+#ifndef GANDIVA_NODE_MIGRATION_JOB_HOST_H_
+#define GANDIVA_NODE_MIGRATION_JOB_HOST_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gandiva/contract/control_block.h"
+#include "gandiva/status.h"
+
+namespace gandiva::controller {
+
+// A live job as a migration sees it.
+struct MovableJob {
+  uint64_t id = 0;
+  std::string name;
+  std::vector<std::string> command;
+  std::string cwd;
+  std::map<std::string, std::string> env;
+  double weight = 1.0;
+  int pid = 0;
+  std::shared_ptr<runtime::ControlBlock> cb;  // stays mapped while this lives
+};
+
+// A job arriving by migration, to be started here and held warm.
+struct ArrivingJob {
+  std::string name;
+  std::vector<std::string> command;
+  std::string cwd;
+  std::map<std::string, std::string> env;
+  std::string device;  // empty: the least loaded
+  std::optional<double> weight;
+  std::string migrated_from;  // "node/job"
+};
+
+struct Arrival {
+  uint64_t job = 0;
+  std::shared_ptr<runtime::ControlBlock> cb;
+  std::string log;  // where its output goes
+};
+
+class JobHost {
+ public:
+  virtual ~JobHost() = default;
+  // The job if it is live; the API's errors otherwise (NotFound, FailedPrecondition).
+  virtual StatusOr<MovableJob> LiveJob(int64_t job) = 0;
+  // Holds the job parked (it parks at its next boundary) or lets it queue again.
+  virtual void SetHeld(uint64_t job, bool held) = 0;
+  virtual bool IsHeld(uint64_t job) = 0;
+  // The job is leaving for another node: its coming exit is the move, not a failure.
+  virtual void MarkMigrated(uint64_t job) = 0;
+  // Ends the source's record of a job that has moved.
+  virtual void EndMigrated(uint64_t job) = 0;
+  // Registers and starts an arriving job, held at its first boundary; should
+  // this node go away before the state is in, the copy exits.
+  virtual StatusOr<Arrival> StartArrival(const ArrivingJob& job) = 0;
+  // Ends a job's process at once (SIGKILL); NotFound if the job is unknown.
+  virtual Status KillJob(uint64_t job) = 0;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_MIGRATION_JOB_HOST_H_

@@ -1,0 +1,181 @@
+// The source side of a migration; see migration_source.h.
+#include "migration/migration_source.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "gandiva/common/clock.h"
+#include "gandiva/common/futex.h"
+#include "gandiva/common/log.h"
+#include "migration/unix_socket.h"
+
+namespace gandiva::controller {
+
+using runtime::ControlBlock;
+
+namespace {
+constexpr size_t kChunkBytes = 4 << 20;  // one frame on the wire
+constexpr int kWindow = 4;               // chunks in flight to the destination
+
+// The operation's step while the source is in each state (kDone: none).
+OperationStep StepOf(MigrationSource::State state) {
+  constexpr OperationStep kSteps[] = {OperationStep::kPreparing, OperationStep::kWarming,
+                                      OperationStep::kParking,   OperationStep::kStreaming,
+                                      OperationStep::kRestoring, OperationStep::kSwitching,
+                                      OperationStep::kNone};
+  return kSteps[static_cast<size_t>(state)];
+}
+}  // namespace
+
+StatusOr<uint64_t> HoldAndPark(JobHost& host, const MovableJob& job, uint64_t timeout_ns,
+                               const std::atomic<bool>& stopping) {
+  const uint64_t asked = MonotonicNowNs();
+  host.SetHeld(job.id, true);
+  ControlBlock* cb = job.cb.get();
+  const uint64_t deadline = asked + timeout_ns;
+  for (;;) {
+    const uint32_t phase = cb->phase.load(std::memory_order_acquire);
+    if (phase == runtime::kPhaseParked) break;
+    if (phase == runtime::kPhaseExited) return FailedPrecondition("the job exited");
+    if (stopping) return Unavailable("the controller is stopping");
+    const uint64_t now = MonotonicNowNs();
+    if (now >= deadline) return DeadlineExceeded("the job reached no iteration boundary in time");
+    runtime::FutexWait(&cb->phase, phase, std::min<uint64_t>(deadline - now, 100 * kMs));
+  }
+  // Downtime starts when the job stopped training for us, not earlier if it was queued.
+  return std::max(cb->parked_at_ns.load(std::memory_order_relaxed), asked);
+}
+
+MigrationSource::MigrationSource(Context context, uint64_t job, std::string device)
+    : ctx_(std::move(context)), job_(job), device_(std::move(device)) {}
+
+Status MigrationSource::Run() {
+  for (State state = State::kPreparing; state != State::kDone;) {
+    ctx_.update([step = StepOf(state)](Operation& op) { op.step = step; });
+    StatusOr<State> next = RunStep(state);
+    if (!next.ok()) return Fail(state, next.status());
+    state = *next;
+  }
+  return Status::Ok();
+}
+
+StatusOr<MigrationSource::State> MigrationSource::RunStep(State state) {
+  using Step = StatusOr<State> (MigrationSource::*)();
+  constexpr Step kSteps[] = {&MigrationSource::Prepare, &MigrationSource::Warm,
+                             &MigrationSource::Park,    &MigrationSource::Stream,
+                             &MigrationSource::Restore, &MigrationSource::Switch};
+  return (this->*kSteps[static_cast<size_t>(state)])();
+}
+
+Status MigrationSource::Fail(State state, const Status& why) {
+  if (state >= State::kSwitching) return why;  // the source is gone; the state is there
+  if (remote_job_ != 0) {
+    Status aborted = ctx_.peer->Abort(remote_job_);
+    if (!aborted.ok())
+      GD_LOG(kWarn, "could not tell %s to drop job %llu: %s", ctx_.peer->name().c_str(),
+             (unsigned long long)remote_job_, aborted.ToString().c_str());
+  }
+  if (held_) ctx_.host->SetHeld(job_, false);  // the job trains on here, from where it stopped
+  return why;
+}
+
+// 1. The destination starts the job and lets it warm up to its first boundary.
+StatusOr<MigrationSource::State> MigrationSource::Prepare() {
+  auto job = ctx_.host->LiveJob(static_cast<int64_t>(job_));
+  if (!job.ok()) return FailedPrecondition("the job ended");
+  source_ = std::move(*job);
+  Json env = Json::object();
+  for (const auto& [k, v] : source_.env) env[k] = v;
+  Json prepare = {{"name", source_.name}, {"command", source_.command}, {"cwd", source_.cwd},
+                  {"env", env},           {"weight", source_.weight},   {"source_node", ctx_.node},
+                  {"source_job", job_}};
+  if (!device_.empty()) prepare["device"] = device_;
+  GD_ASSIGN_OR_RETURN(remote_job_, ctx_.peer->Prepare(prepare));
+  ctx_.update([rid = remote_job_](Operation& op) { op.to_job = rid; });
+  return State::kWarming;
+}
+
+StatusOr<MigrationSource::State> MigrationSource::Warm() {
+  for (const uint64_t deadline = MonotonicNowNs() + ctx_.timeouts->warm_ns;;) {
+    GD_ASSIGN_OR_RETURN(JobState state, ctx_.peer->JobStateOf(remote_job_));
+    if (state == JobState::kSuspended) return State::kParking;
+    if (state == JobState::kExited || state == JobState::kFailed)
+      return FailedPrecondition("the job's copy on " + ctx_.peer->name() + " " +
+                                JobStateName(state) + " while starting");
+    if (*ctx_.stopping || MonotonicNowNs() > deadline)
+      return DeadlineExceeded("the destination did not warm up");
+    usleep(ctx_.timeouts->warm_poll_ns / 1000);
+  }
+}
+
+// 2. Park the source at a boundary: downtime starts here.
+StatusOr<MigrationSource::State> MigrationSource::Park() {
+  held_ = true;
+  GD_ASSIGN_OR_RETURN(parked_at_ns_,
+                      HoldAndPark(*ctx_.host, source_, ctx_.timeouts->park_ns, *ctx_.stopping));
+  return State::kStreaming;
+}
+
+Status MigrationSource::ReadChunk(int fd, std::string& buf) {
+  buf.resize(kChunkBytes);
+  size_t filled = 0;
+  while (filled < kChunkBytes) {
+    GD_ASSIGN_OR_RETURN(size_t n, ReadSome(fd, buf.data() + filled, kChunkBytes - filled,
+                                           ctx_.timeouts->stream_ms));
+    if (n == 0) break;
+    filled += n;
+  }
+  buf.resize(filled);
+  return Status::Ok();
+}
+
+// 3. The source writes its state to us; we stream it on, kWindow chunks in flight.
+StatusOr<MigrationSource::State> MigrationSource::Stream() {
+  GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(ctx_.socket_path()));
+  ControlBlock* cb = source_.cb.get();
+  const std::string target = "unix:" + listener->path();
+  runtime::RequestTransfer(cb, runtime::kRequestCheckpoint, target.c_str());
+  GD_RETURN_IF_ERROR(ctx_.peer->Begin(remote_job_));
+  GD_ASSIGN_OR_RETURN(UniqueFd conn, listener->Accept(ctx_.timeouts->stream_ms));
+  std::string buf;
+  uint64_t bytes = 0;
+  for (uint64_t seq = 0;; ++seq) {
+    GD_RETURN_IF_ERROR(ReadChunk(conn.get(), buf));
+    if (buf.empty()) break;
+    GD_RETURN_IF_ERROR(ctx_.peer->SendChunk(remote_job_, seq, buf, kWindow));
+    bytes += buf.size();
+  }
+  GD_RETURN_IF_ERROR(ctx_.peer->Flush());
+  if (runtime::WaitForTransfer(cb, ctx_.timeouts->written_ns) != runtime::kTransferDone)
+    return Internal("the job could not write its state: " + std::string(cb->transfer_error));
+  ctx_.update([bytes](Operation& op) { op.bytes = bytes; });
+  return State::kRestoring;
+}
+
+// 4. The destination verifies every chunk and loads the state into the warm job.
+StatusOr<MigrationSource::State> MigrationSource::Restore() {
+  GD_RETURN_IF_ERROR(ctx_.peer->Commit(remote_job_).status());
+  return State::kSwitching;
+}
+
+// 5. The state is safe there: end the source, then let the destination run.
+//    Never both running: the source is gone before the copy starts.
+StatusOr<MigrationSource::State> MigrationSource::Switch() {
+  ctx_.host->MarkMigrated(job_);  // before the kill, so its exit reads as the move it is
+  // SIGKILL takes a parked, held process with it before it could run another
+  // instruction of training, so the destination may start at once; the source's
+  // teardown (~0.1 s for a large job) is off the downtime.
+  (void)ctx_.host->KillJob(job_);  // gone already is fine
+  Status started = ctx_.peer->Start(remote_job_);
+  const double downtime_ms = (MonotonicNowNs() - parked_at_ns_) / 1e6;
+  ctx_.host->EndMigrated(job_);
+  if (!started.ok())
+    return Status(started.code(), "the state is on " + ctx_.peer->name() + " (job " +
+                                      std::to_string(remote_job_) +
+                                      ", parked) but it did not start: " + started.message());
+  ctx_.update([downtime_ms](Operation& op) { op.downtime_ms = downtime_ms; });
+  return State::kDone;
+}
+
+}  // namespace gandiva::controller

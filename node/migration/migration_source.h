@@ -1,0 +1,79 @@
+// The source side of one migration, as an explicit state machine:
+//
+//   preparing -> warming -> parking -> streaming -> restoring -> switching -> done
+//
+// preparing: the peer starts the job's command (migrate_prepare); warming: wait
+// until that copy has parked at its first boundary; parking: hold the source
+// at its next boundary (downtime starts); streaming: the source writes its
+// state through a Unix socket to us and we send it on in chunks, a window in
+// flight; restoring: the peer verifies and loads it (migrate_commit);
+// switching: end the source, then let the copy run (migrate_start).
+// A failure before switching aborts the peer's copy and releases the source,
+// which trains on from where it parked: nothing is lost.
+//
+// Thread-safety: one MigrationSource runs on one worker thread.
+#ifndef GANDIVA_NODE_MIGRATION_MIGRATION_SOURCE_H_
+#define GANDIVA_NODE_MIGRATION_MIGRATION_SOURCE_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "migration/job_host.h"
+#include "migration/migrator.h"
+#include "migration/operation.h"
+#include "migration/peer.h"
+
+namespace gandiva::controller {
+
+// Holds the job parked and waits until it parks; returns when it parked (not
+// earlier than now). The caller releases the hold when it is done, or failed.
+StatusOr<uint64_t> HoldAndPark(JobHost& host, const MovableJob& job, uint64_t timeout_ns,
+                               const std::atomic<bool>& stopping);
+
+class MigrationSource {
+ public:
+  enum class State { kPreparing, kWarming, kParking, kStreaming, kRestoring, kSwitching, kDone };
+
+  struct Context {
+    JobHost* host;
+    std::unique_ptr<Peer> peer;
+    std::string node;  // this node's name, for the peer
+    const MigrationTimeouts* timeouts;
+    const std::atomic<bool>* stopping;
+    // A fresh path for the Unix socket the job writes its state to.
+    std::function<std::string()> socket_path;
+    // Records progress in the job's operation (step, to_job, bytes, downtime).
+    std::function<void(const std::function<void(Operation&)>&)> update;
+  };
+
+  MigrationSource(Context context, uint64_t job, std::string device);
+  // Runs the migration to its end; the operation's result.
+  Status Run();
+
+ private:
+  StatusOr<State> RunStep(State state);
+  StatusOr<State> Prepare();
+  StatusOr<State> Warm();
+  StatusOr<State> Park();
+  StatusOr<State> Stream();
+  StatusOr<State> Restore();
+  StatusOr<State> Switch();
+  // Reads up to one chunk of the job's stream into `buf`; empty at its end.
+  Status ReadChunk(int fd, std::string& buf);
+  // A failure in `state`: the peer drops its copy, the source trains on.
+  Status Fail(State state, const Status& why);
+
+  Context ctx_;
+  const uint64_t job_;
+  const std::string device_;
+  MovableJob source_;
+  uint64_t remote_job_ = 0;
+  bool held_ = false;
+  uint64_t parked_at_ns_ = 0;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_MIGRATION_MIGRATION_SOURCE_H_

@@ -1,0 +1,88 @@
+// The node a job migrates to, as the migration's source sees it: a small
+// interface over the steps of the wire protocol, so that the source's state
+// machine can be tested against a fake peer. LinkPeer is the real one, over an
+// authenticated, pipelined PeerLink; FaultInjectionPeer wraps any peer to make
+// test-only faults happen on the way (like leveldb's FaultInjectionTestEnv).
+//
+// Thread-safety: a Peer is used by one migration worker at a time.
+#ifndef GANDIVA_NODE_MIGRATION_PEER_H_
+#define GANDIVA_NODE_MIGRATION_PEER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "gandiva/protocol/codec.h"
+#include "gandiva/protocol/curve.h"
+#include "gandiva/status.h"
+#include "jobs/job.h"
+
+namespace gandiva::controller {
+
+// A node this one may migrate jobs to: its TCP endpoint and public key.
+struct PeerInfo {
+  std::string name;
+  std::string endpoint;
+  std::string public_key;
+};
+
+// Reads a peers file: one "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE" per line.
+StatusOr<std::map<std::string, PeerInfo>> ReadPeers(const std::string& file);
+
+class Peer {
+ public:
+  virtual ~Peer() = default;
+  virtual const std::string& name() const = 0;
+  // migrate_prepare: the peer starts the job (held warm); returns its job id there.
+  virtual StatusOr<uint64_t> Prepare(const protocol::Json& fields) = 0;
+  // The state of the peer's job (list_jobs).
+  virtual StatusOr<JobState> JobStateOf(uint64_t job) = 0;
+  virtual Status Begin(uint64_t job) = 0;
+  // Sends chunk `seq`, then waits until at most `window` chunks are unacknowledged.
+  virtual Status SendChunk(uint64_t job, uint64_t seq, std::string_view bytes, int window) = 0;
+  // Waits until every chunk sent is acknowledged.
+  virtual Status Flush() = 0;
+  // migrate_commit: the job verified and loaded the stream; returns the bytes it loaded.
+  virtual StatusOr<uint64_t> Commit(uint64_t job) = 0;
+  virtual Status Start(uint64_t job) = 0;
+  // Drops the peer's copy. Used after a failure, so it does not rely on the
+  // connection the other steps used (that may be the broken part).
+  virtual Status Abort(uint64_t job) = 0;
+};
+
+// The real peer, over ZeroMQ with CURVE; a peer silent for timeout_ms has failed.
+std::unique_ptr<Peer> ConnectPeer(const PeerInfo& info, const protocol::CurveKeyPair& node_keys,
+                                  int timeout_ms);
+
+// Test-only faults, named by gandivad's --fault flag.
+enum class PeerFault { kNone, kCorruptChunk };
+StatusOr<PeerFault> ParsePeerFault(const std::string& name);
+
+// Passes every step on to `base`, and makes `fault` happen on the way:
+// kCorruptChunk flips a bit in the middle of the first chunk.
+class FaultInjectionPeer final : public Peer {
+ public:
+  FaultInjectionPeer(std::unique_ptr<Peer> base, PeerFault fault)
+      : base_(std::move(base)), fault_(fault) {}
+  const std::string& name() const override { return base_->name(); }
+  StatusOr<uint64_t> Prepare(const protocol::Json& fields) override {
+    return base_->Prepare(fields);
+  }
+  StatusOr<JobState> JobStateOf(uint64_t job) override { return base_->JobStateOf(job); }
+  Status Begin(uint64_t job) override { return base_->Begin(job); }
+  Status SendChunk(uint64_t job, uint64_t seq, std::string_view bytes, int window) override;
+  Status Flush() override { return base_->Flush(); }
+  StatusOr<uint64_t> Commit(uint64_t job) override { return base_->Commit(job); }
+  Status Start(uint64_t job) override { return base_->Start(job); }
+  Status Abort(uint64_t job) override { return base_->Abort(job); }
+
+ private:
+  std::unique_ptr<Peer> base_;
+  PeerFault fault_;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_MIGRATION_PEER_H_

@@ -1,0 +1,288 @@
+// The node's components wired together, and what spans several of them; see node.h.
+#include "node.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "api/node_handlers.h"
+#include "gandiva/common/clock.h"
+#include "gandiva/common/log.h"
+#include "gandiva/common/units.h"
+#include "gandiva/contract/environment.h"
+#include "migration/process_spawn.h"
+
+namespace gandiva::controller {
+
+namespace {
+MigratorOptions MigratorOptionsFor(const NodeOptions& o) {
+  MigratorOptions m;
+  m.node = o.node;
+  m.state_dir = o.state_dir;
+  m.peers = o.peers;
+  m.has_key = !o.node_keys.secret_key.empty();
+  m.timeouts = o.timeouts;
+  m.connect = [keys = o.node_keys, timeout = o.peer_timeout_ms,
+               fault = o.fault](const PeerInfo& info) -> std::unique_ptr<Peer> {
+    auto peer = ConnectPeer(info, keys, timeout);
+    if (fault == PeerFault::kNone) return peer;
+    return std::make_unique<FaultInjectionPeer>(std::move(peer), fault);
+  };
+  return m;
+}
+}  // namespace
+
+Node::Node(NodeOptions options)
+    : options_(std::move(options)),
+      monitor_([this](uint64_t job) { OnProcessExit(job); }),
+      heartbeat_(std::chrono::milliseconds(std::max<uint64_t>(10, options_.lease_ms / 4)),
+                 [this](uint64_t now) {
+                   jobs_.ForEachLive([now](const Job& j) {
+                     if (j.cb()) runtime::Heartbeat(j.cb(), now);
+                   });
+                 }),
+      migrator_(this, MigratorOptionsFor(options_)) {
+  for (const auto& d : options_.devices)
+    devices_[d.name] =
+        std::make_unique<DeviceLoop>(d, options_.slice_ms * kMs, options_.max_switch_records);
+  RegisterNodeHandlers(dispatcher_, *this);
+  migrator_.RegisterHandlers(dispatcher_);
+}
+
+Node::~Node() { Stop(); }
+
+Status Node::Start() {
+  if (devices_.empty()) return InvalidArgument("no devices to schedule");
+  GD_RETURN_IF_ERROR(monitor_.Start());
+  for (auto& [name, dev] : devices_) dev->Start();
+  heartbeat_.Start();
+  started_ = true;
+  return Status::Ok();
+}
+
+void Node::Stop() {
+  if (!started_ || stopped_) return;
+  stopped_ = true;
+  for (auto& [name, dev] : devices_) dev->Stop();
+  heartbeat_.Stop();
+  monitor_.Stop();
+  migrator_.Stop();  // operations give up; a job they held is released below
+  int released = 0;
+  jobs_.ForEachLive([&](const Job& job) {
+    if (!job.cb()) return;
+    runtime::ReleaseForever(job.cb());
+    runtime::SharedControlBlock::Remove(job.block->name());
+    ++released;
+  });
+  if (released) GD_LOG(kInfo, "released %d job(s); they run on unmanaged", released);
+}
+
+DeviceLoop* Node::FindDevice(const std::string& name) const {
+  auto it = devices_.find(name);
+  return it == devices_.end() ? nullptr : it->second.get();
+}
+
+std::vector<DeviceLoop*> Node::Devices() const {
+  std::vector<DeviceLoop*> all;
+  for (const auto& [name, dev] : devices_) all.push_back(dev.get());
+  return all;
+}
+
+std::string Node::PickDevice(const std::string& wanted) const {
+  if (!wanted.empty()) return wanted;
+  std::string device;
+  size_t best = SIZE_MAX;
+  for (const auto& [name, dev] : devices_)
+    if (const size_t n = dev->size(); n < best) best = n, device = name;
+  return device;
+}
+
+StatusOr<Job> Node::Register(NewJob n) {
+  if (n.command.empty()) return InvalidArgument("register_job needs a non-empty command");
+  if (!(n.weight > 0 && n.weight <= 16)) return InvalidArgument("weight must be in (0, 16]");
+  std::lock_guard lock(mu_);
+  const std::string device = PickDevice(n.device);
+  DeviceLoop* dev = FindDevice(device);
+  if (!dev) return NotFound("no device '" + device + "' on node " + options_.node);
+  Job job;
+  job.id = jobs_.ReserveId();
+  job.name = n.name.empty() ? "job" + std::to_string(job.id) : std::move(n.name);
+  job.device = device;
+  job.weight = n.weight;
+  job.command = std::move(n.command);
+  job.cwd = std::move(n.cwd);
+  job.env = std::move(n.env);
+  job.migrated_from = std::move(n.migrated_from);
+  job.registered_ns = MonotonicNowNs();
+  const std::string block_name =
+      "/gandiva." + options_.node + "." + std::to_string(getpid()) + "." + std::to_string(job.id);
+  GD_ASSIGN_OR_RETURN(job.block, runtime::SharedControlBlock::Create(
+                                     block_name, job.id, options_.lease_ms * kMs, options_.node));
+  runtime::Heartbeat(job.cb(), MonotonicNowNs());
+  runtime::RequestSuspend(job.cb());  // it parks at its first boundary, then queues
+  jobs_.Insert(job);
+  dev->AddJob(job.id, job.SharedCb(), job.weight, n.held);
+  GD_LOG(kInfo, "job %llu (%s) registered on %s", static_cast<unsigned long long>(job.id),
+         job.name.c_str(), device.c_str());
+  return job;
+}
+
+Status Node::SetProcess(uint64_t job, int pid, bool spawned) {
+  std::lock_guard lock(mu_);
+  GD_RETURN_IF_ERROR(jobs_.SetProcess(job, pid, UniqueFd(), spawned));
+  auto fd = monitor_.Watch(job, pid);
+  if (!fd.ok()) {
+    EndJobLocked(job, true, -1);
+    return fd.status();
+  }
+  return jobs_.SetProcess(job, pid, std::move(*fd), spawned);
+}
+
+void Node::EndJob(uint64_t job, bool failed, int exit_code) {
+  std::lock_guard lock(mu_);
+  EndJobLocked(job, failed, exit_code);
+}
+
+void Node::EndJobLocked(uint64_t id, bool failed, int exit_code) {
+  auto job = jobs_.Find(id);
+  if (!job.ok() || job->ended) return;
+  DeviceUsage usage;
+  if (DeviceLoop* dev = FindDevice(job->device))
+    if (auto left = dev->RemoveJob(id)) usage = left->usage;
+  if (auto ended = jobs_.End(id, failed, exit_code, usage))
+    monitor_.Unwatch(ended->pidfd.get());  // then the pidfd closes
+}
+
+void Node::OnProcessExit(uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto job = jobs_.Find(id);
+  if (!job.ok() || job->ended) return;
+  // A clean exit detaches (phase exited); anything else is a crash.
+  bool clean = job->cb()->phase.load() == runtime::kPhaseExited;
+  int code = -1;
+  if (job->spawned) {  // our child: its exit status is ours to collect
+    int status = 0;
+    if (waitpid(job->pid, &status, WNOHANG) == job->pid) {
+      code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      clean = clean && code == 0;
+    }
+  }
+  if (job->migrated) {
+    EndJobLocked(id, false, 0);
+    GD_LOG(kInfo, "job %llu (%s) left for another node", static_cast<unsigned long long>(id),
+           job->name.c_str());
+    return;
+  }
+  EndJobLocked(id, !clean, code);
+  if (clean) {
+    GD_LOG(kInfo, "job %llu (%s) exited", static_cast<unsigned long long>(id), job->name.c_str());
+  } else {
+    GD_LOG(kWarn, "job %llu (%s) died without detaching", static_cast<unsigned long long>(id),
+           job->name.c_str());
+  }
+}
+
+Status Node::AssignDevice(uint64_t id, const std::string& device) {
+  std::lock_guard lock(mu_);
+  GD_ASSIGN_OR_RETURN(Job job, jobs_.Live(static_cast<int64_t>(id)));
+  DeviceLoop* to = FindDevice(device);
+  if (!to) return NotFound("no device '" + device + "'");
+  DeviceLoop* from = FindDevice(job.device);
+  if (to == from) return Status::Ok();
+  if (auto op = migrator_.OperationOf(id); op && op->state == OperationState::kRunning)
+    return FailedPrecondition("job " + std::to_string(id) + " is in a " +
+                              OperationKindName(op->kind));
+  const DeviceMember left = from->RemoveJob(id).value_or(DeviceMember{});
+  GD_RETURN_IF_ERROR(jobs_.UpdateLive(id, [&](Job& j) {
+    j.device = device;
+    return Status::Ok();
+  }));
+  // On the new device it parks at its next boundary and queues there.
+  to->AddJob(id, job.SharedCb(), job.weight, left.held, left.usage);
+  return Status::Ok();
+}
+
+Status Node::SetWeight(uint64_t id, double weight) {
+  if (!(weight > 0 && weight <= 16)) return InvalidArgument("weight must be in (0, 16]");
+  std::lock_guard lock(mu_);
+  std::string device;
+  GD_RETURN_IF_ERROR(jobs_.UpdateLive(id, [&](Job& j) {
+    j.weight = weight;
+    device = j.device;
+    return Status::Ok();
+  }));
+  FindDevice(device)->SetWeight(id, weight);
+  return Status::Ok();
+}
+
+bool Node::JobHeld(const Job& job) const {
+  if (job.ended) return false;
+  DeviceLoop* dev = FindDevice(job.device);
+  return dev && dev->IsHeld(job.id);
+}
+
+DeviceUsage Node::UsageOf(const Job& job) const {
+  if (job.ended) return job.usage_at_end;
+  DeviceLoop* dev = FindDevice(job.device);
+  return dev ? dev->Usage(job.id) : DeviceUsage{};
+}
+
+// ------------------------------------------------------------ JobHost
+
+StatusOr<MovableJob> Node::LiveJob(int64_t id) {
+  GD_ASSIGN_OR_RETURN(Job job, jobs_.Live(id));
+  return MovableJob{job.id,  job.name,   job.command, job.cwd,
+                    job.env, job.weight, job.pid,     job.SharedCb()};
+}
+
+void Node::SetHeld(uint64_t id, bool held) {
+  std::lock_guard lock(mu_);
+  auto job = jobs_.Live(static_cast<int64_t>(id));
+  if (!job.ok()) return;
+  if (DeviceLoop* dev = FindDevice(job->device)) dev->SetHeld(id, held);
+}
+
+bool Node::IsHeld(uint64_t id) {
+  auto job = jobs_.Find(id);
+  return job.ok() && JobHeld(*job);
+}
+
+void Node::MarkMigrated(uint64_t id) {
+  (void)jobs_.UpdateLive(id, [](Job& j) {
+    j.migrated = true;
+    return Status::Ok();
+  });
+}
+
+void Node::EndMigrated(uint64_t id) { EndJob(id, false, 0); }
+
+StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
+  GD_ASSIGN_OR_RETURN(Job job, Register(NewJob{a.name, a.device, a.weight.value_or(1.0), a.command,
+                                               a.cwd, a.env, /*held=*/true, a.migrated_from}));
+  // Held: it parks at its first boundary (warm) and stays there until the state is in;
+  // should this node die meanwhile, the copy exits rather than train from scratch.
+  job.cb()->exit_if_orphaned.store(1);
+  std::map<std::string, std::string> env = job.env;
+  env.erase("GANDIVA_RESTORE");
+  env[runtime::kEnvControlBlock] = job.block->name();
+  env[runtime::kEnvJobId] = std::to_string(job.id);
+  env[runtime::kEnvEndpoint] = options_.endpoint;
+  const std::string log_path = options_.state_dir + "/job-" + std::to_string(job.id) + ".log";
+  auto pid = SpawnProcess(job.command, env, job.cwd, log_path);
+  if (!pid.ok()) {
+    EndJob(job.id, true, 127);
+    return pid.status();
+  }
+  GD_RETURN_IF_ERROR(SetProcess(job.id, *pid, /*spawned=*/true));
+  GD_LOG(kInfo, "job %llu arriving from %s: started pid %d (log %s)", (unsigned long long)job.id,
+         job.migrated_from.c_str(), *pid, log_path.c_str());
+  return Arrival{job.id, job.SharedCb(), log_path};
+}
+
+Status Node::KillJob(uint64_t id) {
+  GD_ASSIGN_OR_RETURN(Job job, jobs_.Find(id));
+  if (!job.ended && job.pid > 0) kill(job.pid, SIGKILL);
+  return Status::Ok();
+}
+
+}  // namespace gandiva::controller

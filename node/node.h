@@ -1,0 +1,129 @@
+// gandivad's components, wired together: the job table, one device loop per
+// device, the process monitor, the heartbeat, the migrator and the API
+// dispatch. Node owns them, starts and stops them, and carries out what spans
+// several of them (registering a job, ending it, moving it between devices,
+// holding it), which is also what the migrator asks of it as its JobHost.
+//
+// Threads: the API thread (ApiServer) calls Handle; one thread per device loop;
+// the heartbeat; the process monitor; migration workers and arrival sessions.
+// Locks, in the order they may be taken: Node::mu_ (serializes changes that
+// touch the job table and a device loop together, so that an exit, a move and
+// a hold of the same job never interleave) -> JobTable's lock -> a DeviceLoop's
+// lock. The migrator's lock is a leaf apart from these: it never calls out while
+// holding it. No lock is held while waiting on a job, a peer or the disk.
+#ifndef GANDIVA_NODE_NODE_H_
+#define GANDIVA_NODE_NODE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/dispatcher.h"
+#include "devices/device_loop.h"
+#include "devices/devices.h"
+#include "gandiva/protocol/curve.h"
+#include "gandiva/status.h"
+#include "jobs/heartbeat.h"
+#include "jobs/job_table.h"
+#include "jobs/process_monitor.h"
+#include "migration/job_host.h"
+#include "migration/migrator.h"
+#include "migration/peer.h"
+
+namespace gandiva::controller {
+
+struct NodeOptions {
+  std::string node = "node";
+  std::vector<DeviceInfo> devices;
+  uint64_t slice_ms = 100;
+  uint64_t lease_ms = 3000;  // a parked job resumes itself after this long without heartbeat
+  std::string endpoint;      // reported by hello
+  size_t max_switch_records = 100000;
+  std::string state_dir;                  // sockets for state transfer, logs of spawned jobs
+  protocol::CurveKeyPair node_keys;       // this node's identity towards peers
+  std::map<std::string, PeerInfo> peers;  // nodes jobs may migrate to
+  PeerFault fault = PeerFault::kNone;     // test-only fault injection (--fault)
+  int peer_timeout_ms = 20000;            // a peer silent this long has failed
+  MigrationTimeouts timeouts;
+};
+
+inline constexpr uint64_t kMinSliceMs = 50;
+inline constexpr uint64_t kMaxSliceMs = 250;
+
+// A job being registered (register_job, or one arriving by migration).
+struct NewJob {
+  std::string name;
+  std::string device;  // empty: the least loaded
+  double weight = 1.0;
+  std::vector<std::string> command;
+  std::string cwd;
+  std::map<std::string, std::string> env;
+  bool held = false;  // stays parked at its first boundary until released
+  std::string migrated_from;
+};
+
+class Node final : public JobHost {
+ public:
+  explicit Node(NodeOptions options);
+  ~Node() override;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  Status Start();
+  // Resumes every parked job for good (they run on unmanaged), stops all threads.
+  void Stop();
+
+  // Serves one API request; `reply` is completed at once or by a worker.
+  void Handle(Call call, Reply reply) { dispatcher_.Dispatch(std::move(call), std::move(reply)); }
+
+  const NodeOptions& options() const { return options_; }
+  JobTable& jobs() { return jobs_; }
+  const Migrator& migrator() const { return migrator_; }
+  DeviceLoop* FindDevice(const std::string& name) const;
+  std::vector<DeviceLoop*> Devices() const;
+
+  // What spans the job table and the device loops.
+  StatusOr<Job> Register(NewJob job);
+  // The process of `job` is `pid`; it is watched from now on. NotFound (and
+  // the job ended, failed) if the process is gone already.
+  Status SetProcess(uint64_t job, int pid, bool spawned);
+  void EndJob(uint64_t job, bool failed, int exit_code);
+  Status AssignDevice(uint64_t job, const std::string& device);
+  Status SetWeight(uint64_t job, double weight);
+  // Whether the job is held (the device loop's slicer is the one record of it).
+  bool JobHeld(const Job& job) const;
+  // The job's device figures, live or frozen at its end.
+  DeviceUsage UsageOf(const Job& job) const;
+
+  // JobHost, for the migrator.
+  StatusOr<MovableJob> LiveJob(int64_t job) override;
+  void SetHeld(uint64_t job, bool held) override;
+  bool IsHeld(uint64_t job) override;
+  void MarkMigrated(uint64_t job) override;
+  void EndMigrated(uint64_t job) override;
+  StatusOr<Arrival> StartArrival(const ArrivingJob& job) override;
+  Status KillJob(uint64_t job) override;
+
+ private:
+  void OnProcessExit(uint64_t job);
+  void EndJobLocked(uint64_t job, bool failed, int exit_code);  // mu_ held
+  std::string PickDevice(const std::string& wanted) const;
+
+  const NodeOptions options_;
+  std::mutex mu_;
+  JobTable jobs_;
+  std::map<std::string, std::unique_ptr<DeviceLoop>> devices_;  // fixed after construction
+  ProcessMonitor monitor_;
+  Heartbeat heartbeat_;
+  Migrator migrator_;
+  Dispatcher dispatcher_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_NODE_H_

@@ -1,0 +1,166 @@
+// The API dispatch: unknown types, handlers that throw, replies given later or
+// never; and the node's own handlers through it: unknown jobs, bad input,
+// and the replies of a job's life (register, suspend, resume, exit).
+#include "api/dispatcher.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <future>
+#include <thread>
+
+#include "devices/devices.h"
+#include "node.h"
+
+namespace gandiva::controller {
+namespace {
+
+using protocol::MessageType;
+
+StatusOr<Json> Dispatch(const Dispatcher& d, MessageType type,
+                        const Json& fields = Json::object()) {
+  auto request = protocol::DecodeRequest(protocol::EncodeRequest(type, fields));
+  if (!request.ok()) return request.status();
+  std::promise<StatusOr<Json>> reply;
+  auto future = reply.get_future();
+  d.Dispatch(Call{*request, nullptr},
+             Reply([&reply](const StatusOr<Json>& r) { reply.set_value(r); }));
+  return future.get();
+}
+
+TEST(DispatcherTest, UnknownTypeGetsAnError) {
+  Dispatcher d;
+  auto r = Dispatch(d, MessageType::kHello);
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+}
+
+TEST(DispatcherTest, SyncHandlerReplies) {
+  Dispatcher d;
+  d.OnSync(MessageType::kHello, [](const Call&) -> StatusOr<Json> { return Json{{"x", 1}}; });
+  auto r = Dispatch(d, MessageType::kHello);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)["x"], 1);
+}
+
+TEST(DispatcherTest, AThrowingHandlerIsAnInternalError) {
+  Dispatcher d;
+  d.OnSync(MessageType::kHello, [](const Call&) -> StatusOr<Json> {
+    return Json::array().at(3);  // a bug: throws
+  });
+  auto r = Dispatch(d, MessageType::kHello);
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+}
+
+TEST(DispatcherTest, AReplyMayComeFromAnotherThreadLater) {
+  Dispatcher d;
+  std::thread worker;
+  d.On(MessageType::kHello, [&worker](Call, Reply reply) {
+    worker = std::thread([reply] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      reply(Json{{"late", true}});
+      reply(Json{{"twice", true}});  // ignored: one reply per request
+    });
+  });
+  auto r = Dispatch(d, MessageType::kHello);
+  worker.join();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE((*r).contains("late"));
+}
+
+TEST(DispatcherTest, ADroppedReplyStillAnswersTheClient) {
+  Dispatcher d;
+  d.On(MessageType::kHello, [](Call, Reply) {});  // forgets to reply
+  auto r = Dispatch(d, MessageType::kHello);
+  EXPECT_EQ(r.status().code(), StatusCode::kInternal);
+}
+
+class NodeHandlersTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    NodeOptions o;
+    o.node = "t" + std::to_string(getpid());
+    o.devices = *ParseDeviceSpec("cpu:2");
+    o.state_dir = ::testing::TempDir();
+    node_ = std::make_unique<Node>(o);
+    ASSERT_TRUE(node_->Start().ok());
+  }
+  StatusOr<Json> Call(MessageType type, const Json& fields = Json::object()) {
+    auto request = protocol::DecodeRequest(protocol::EncodeRequest(type, fields));
+    if (!request.ok()) return request.status();
+    std::promise<StatusOr<Json>> reply;
+    auto future = reply.get_future();
+    node_->Handle(controller::Call{*request, nullptr},
+                  Reply([&reply](const StatusOr<Json>& r) { reply.set_value(r); }));
+    return future.get();
+  }
+  Json Job(uint64_t id) { return (*Call(MessageType::kListJobs, {{"job", id}}))["jobs"][0]; }
+  std::unique_ptr<Node> node_;
+};
+
+TEST_F(NodeHandlersTest, UnknownJobsAndDevicesAreNotFound) {
+  for (auto type : {MessageType::kSuspend, MessageType::kResume, MessageType::kKill,
+                    MessageType::kListJobs, MessageType::kCheckpoint, MessageType::kMigrateBegin}) {
+    Json fields = {{"job", 42}};
+    if (type == MessageType::kCheckpoint) fields["dir"] = "/tmp";
+    auto r = Call(type, fields);
+    EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << protocol::WireName(type);
+    EXPECT_EQ(r.status().message(), "no job 42");
+  }
+  EXPECT_EQ(Call(MessageType::kSetSlice, {{"device", "gpu9"}, {"ms", 100}}).status().message(),
+            "no device 'gpu9'");
+}
+
+TEST_F(NodeHandlersTest, BadInputGetsAClearError) {
+  auto slice = Call(MessageType::kSetSlice, {{"device", "cpu0"}, {"ms", 10}});
+  EXPECT_EQ(slice.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(slice.status().message(), "slice must be 50..250 ms, not 10");
+  auto env = Call(MessageType::kRegisterJob, {{"command", {"x"}}, {"env", {{"A", 1}}}});
+  EXPECT_EQ(env.status().message(), "env values must be strings ('A')");
+  auto empty = Call(MessageType::kRegisterJob, {{"command", Json::array()}});
+  EXPECT_EQ(empty.status().code(), StatusCode::kInvalidArgument);
+  auto weight = Call(MessageType::kRegisterJob, {{"command", {"x"}}, {"weight", 17}});
+  EXPECT_EQ(weight.status().message(), "weight must be in (0, 16]");
+  auto missing = Call(MessageType::kSuspend);  // no job field: refused by the schema
+  EXPECT_EQ(missing.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(NodeHandlersTest, AJobsLifeThroughTheApi) {
+  auto reg = Call(MessageType::kRegisterJob, {{"command", {"train"}}, {"name", "n"}});
+  ASSERT_TRUE(reg.ok()) << reg.status().ToString();
+  EXPECT_EQ((*reg)["job"], 1);
+  EXPECT_EQ((*reg)["device_kind"], "cpu");
+  EXPECT_EQ(Job(1)["state"], "starting");
+  EXPECT_EQ(Job(1)["held"], false);
+  ASSERT_TRUE(Call(MessageType::kSuspend, {{"job", 1}}).ok());
+  EXPECT_EQ(Job(1)["held"], true);
+  ASSERT_TRUE(Call(MessageType::kAssignDevice, {{"job", 1}, {"device", "cpu1"}}).ok());
+  EXPECT_EQ(Job(1)["device"], "cpu1");
+  EXPECT_EQ(Job(1)["held"], true) << "a hold moves with the job";
+  ASSERT_TRUE(Call(MessageType::kResume, {{"job", 1}}).ok());
+  EXPECT_EQ(Job(1)["held"], false);
+  auto again = Call(MessageType::kResume, {{"job", 1}});
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(again.status().message(), "job 1 is not suspended");
+  ASSERT_TRUE(Call(MessageType::kJobExited, {{"job", 1}, {"exit_code", 3}}).ok());
+  EXPECT_EQ(Job(1)["state"], "failed");
+  EXPECT_EQ(Job(1)["exit_code"], 3);
+  EXPECT_EQ(Call(MessageType::kSuspend, {{"job", 1}}).status().message(), "job 1 has failed");
+  auto devices = Call(MessageType::kListDevices);
+  ASSERT_TRUE(devices.ok());
+  EXPECT_EQ((*devices)["devices"].size(), 2u);
+  EXPECT_TRUE((*devices)["devices"][1]["jobs"].empty());
+}
+
+TEST_F(NodeHandlersTest, JobStartedWithAProcessThatIsGoneEndsTheJob) {
+  ASSERT_TRUE(Call(MessageType::kRegisterJob, {{"command", {"x"}}}).ok());
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  auto r = Call(MessageType::kJobStarted, {{"job", 1}, {"pid", child}});
+  EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Job(1)["state"], "failed");
+}
+
+}  // namespace
+}  // namespace gandiva::controller

@@ -1,0 +1,388 @@
+// The migrator's state machines against a fake node (JobHost), fake jobs on
+// control blocks in memory, and a fake peer: a migration that succeeds, a peer
+// that fails at each step (the source is released and trains on), a corrupt
+// chunk made by the fault-injection wrapper, and the destination side whose
+// requests never make the API thread wait.
+#include "migration/migrator.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+#include <map>
+
+#include "fake_job.h"
+#include "gandiva/common/clock.h"
+
+namespace gandiva::controller {
+namespace {
+
+using protocol::MessageType;
+using testing::FakeJob;
+using testing::NewControlBlock;
+
+constexpr size_t kStateBytes = (10 << 20) + 123;  // three 4 MiB chunks, the last one short
+
+std::string Pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131) ^ (i >> 12));
+  return s;
+}
+
+// A node with jobs on fake control blocks; job 1 is the one to move.
+class FakeHost : public JobHost {
+ public:
+  struct Entry {
+    std::shared_ptr<runtime::ControlBlock> cb;
+    std::unique_ptr<FakeJob> job;
+    bool held = false, migrated = false, ended = false, killed = false;
+  };
+  FakeHost() { Add(1, Pattern(kStateBytes)); }
+  void Add(uint64_t id, std::string state, std::chrono::milliseconds load_delay = {}) {
+    std::lock_guard lock(mu_);
+    auto& e = jobs_[id];
+    e.cb = NewControlBlock(id);
+    e.job = std::make_unique<FakeJob>(e.cb, std::move(state), load_delay);
+  }
+  Entry& at(uint64_t id) {
+    std::lock_guard lock(mu_);
+    return jobs_.at(id);
+  }
+  StatusOr<MovableJob> LiveJob(int64_t id) override {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
+    if (it->second.ended) return FailedPrecondition("job " + std::to_string(id) + " has exited");
+    return MovableJob{
+        static_cast<uint64_t>(id), "j", {"train"}, "/", {{"A", "1"}}, 1.0, 4242, it->second.cb};
+  }
+  void SetHeld(uint64_t id, bool held) override {
+    std::lock_guard lock(mu_);
+    jobs_.at(id).held = held;
+    if (held)
+      runtime::RequestSuspend(jobs_.at(id).cb.get());
+    else
+      runtime::RequestResume(jobs_.at(id).cb.get());
+  }
+  bool IsHeld(uint64_t id) override { return at(id).held; }
+  void MarkMigrated(uint64_t id) override { at(id).migrated = true; }
+  void EndMigrated(uint64_t id) override { at(id).ended = true; }
+  StatusOr<Arrival> StartArrival(const ArrivingJob& job) override {
+    arriving = job;
+    Add(2, "", load_delay);
+    SetHeld(2, true);
+    return Arrival{2, at(2).cb, "/tmp/job-2.log"};
+  }
+  Status KillJob(uint64_t id) override {
+    std::lock_guard lock(mu_);
+    if (!jobs_.count(id)) return NotFound("no job " + std::to_string(id));
+    jobs_.at(id).killed = true;
+    return Status::Ok();
+  }
+
+  ArrivingJob arriving;
+  std::chrono::milliseconds load_delay{0};
+
+ private:
+  std::mutex mu_;
+  std::map<uint64_t, Entry> jobs_;
+};
+
+enum class PeerStep { kNone, kPrepare, kState, kBegin, kChunk, kFlush, kCommit, kStart };
+
+// What the fake peer saw; shared with the test.
+struct PeerRecord {
+  std::mutex mu;
+  std::string received;
+  std::string expected;  // what the source holds: a mismatch fails the commit, as a checksum would
+  std::vector<std::string> chunks;
+  bool aborted = false, started = false;
+};
+
+class FakePeer : public Peer {
+ public:
+  FakePeer(std::shared_ptr<PeerRecord> record, PeerStep fail_at)
+      : record_(std::move(record)), fail_at_(fail_at) {}
+  const std::string& name() const override { return name_; }
+  StatusOr<uint64_t> Prepare(const Json& fields) override {
+    if (fail_at_ == PeerStep::kPrepare) return Unavailable("b: no reply from peer");
+    EXPECT_EQ(fields["source_job"], 1);
+    return 7;
+  }
+  StatusOr<JobState> JobStateOf(uint64_t job) override {
+    if (fail_at_ == PeerStep::kState) return Unavailable("no reply from peer b");
+    return ++polls_ < 3 ? JobState::kStarting : JobState::kSuspended;
+  }
+  Status Begin(uint64_t) override { return Fails(PeerStep::kBegin); }
+  Status SendChunk(uint64_t, uint64_t seq, std::string_view bytes, int window) override {
+    EXPECT_EQ(window, 4);
+    std::lock_guard lock(record_->mu);
+    EXPECT_EQ(seq, record_->chunks.size());
+    record_->chunks.emplace_back(bytes);
+    record_->received.append(bytes);
+    return Fails(PeerStep::kChunk);
+  }
+  Status Flush() override { return Fails(PeerStep::kFlush); }
+  StatusOr<uint64_t> Commit(uint64_t) override {
+    GD_RETURN_IF_ERROR(Fails(PeerStep::kCommit));
+    std::lock_guard lock(record_->mu);
+    if (record_->received != record_->expected)
+      return DataLoss("b: the job could not load the state: chunk 0 checksum mismatch");
+    return record_->received.size();
+  }
+  Status Start(uint64_t) override {
+    GD_RETURN_IF_ERROR(Fails(PeerStep::kStart));
+    std::lock_guard lock(record_->mu);
+    record_->started = true;
+    return Status::Ok();
+  }
+  Status Abort(uint64_t job) override {
+    EXPECT_EQ(job, 7u);
+    std::lock_guard lock(record_->mu);
+    record_->aborted = true;
+    return Status::Ok();
+  }
+
+ private:
+  Status Fails(PeerStep step) const {
+    return fail_at_ == step ? Unavailable("peer b went away") : Status::Ok();
+  }
+  std::string name_ = "b";
+  std::shared_ptr<PeerRecord> record_;
+  PeerStep fail_at_;
+  int polls_ = 0;
+};
+
+MigrationTimeouts ShortTimeouts() {
+  MigrationTimeouts t;
+  t.park_ns = t.warm_ns = t.checkpoint_ns = t.written_ns = t.load_ns = 5'000 * kMs;
+  t.warm_poll_ns = 1 * kMs;
+  t.stream_ms = t.receive_accept_ms = t.receive_write_ms = 5'000;
+  return t;
+}
+
+class MigratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { record_->expected = Pattern(kStateBytes); }
+
+  std::unique_ptr<Migrator> MakeMigrator(PeerStep fail_at, PeerFault fault = PeerFault::kNone) {
+    MigratorOptions o;
+    o.node = "a";
+    o.state_dir = ::testing::TempDir();
+    o.peers["b"] = PeerInfo{"b", "tcp://127.0.0.1:1", "key"};
+    o.has_key = true;
+    o.timeouts = ShortTimeouts();
+    o.connect = [this, fail_at, fault](const PeerInfo&) -> std::unique_ptr<Peer> {
+      auto peer = std::make_unique<FakePeer>(record_, fail_at);
+      if (fault == PeerFault::kNone) return peer;
+      return std::make_unique<FaultInjectionPeer>(std::move(peer), fault);
+    };
+    return std::make_unique<Migrator>(&host_, std::move(o));
+  }
+
+  // Migrates job 1 to b and waits for the operation to end.
+  Operation MigrateAndWait(Migrator& m) {
+    EXPECT_TRUE(m.Migrate({{"job", 1}, {"to", "b"}}).ok());
+    const uint64_t deadline = MonotonicNowNs() + 20'000 * kMs;
+    while (m.Busy(1) && MonotonicNowNs() < deadline) usleep(1000);
+    EXPECT_FALSE(m.Busy(1)) << "the migration did not end";
+    return *m.OperationOf(1);
+  }
+
+  void ExpectSourceTrainsOn() {
+    EXPECT_FALSE(host_.at(1).held);
+    EXPECT_FALSE(host_.at(1).migrated);
+    EXPECT_FALSE(host_.at(1).ended);
+    EXPECT_FALSE(host_.at(1).killed);
+    const uint64_t deadline = MonotonicNowNs() + 2'000 * kMs;
+    while (host_.at(1).job->phase() != runtime::kPhaseRunning && MonotonicNowNs() < deadline)
+      usleep(1000);
+    EXPECT_EQ(host_.at(1).job->phase(), runtime::kPhaseRunning) << "the source was not resumed";
+  }
+
+  FakeHost host_;
+  std::shared_ptr<PeerRecord> record_ = std::make_shared<PeerRecord>();
+};
+
+TEST_F(MigratorTest, MigratesTheStateAndEndsTheSource) {
+  auto m = MakeMigrator(PeerStep::kNone);
+  Operation op = MigrateAndWait(*m);
+  EXPECT_EQ(op.state, OperationState::kDone) << op.error;
+  EXPECT_EQ(op.kind, OperationKind::kMigrate);
+  EXPECT_EQ(op.step, OperationStep::kNone);
+  EXPECT_EQ(op.to_job, 7u);
+  EXPECT_EQ(op.bytes, kStateBytes);
+  EXPECT_GT(op.downtime_ms, 0);
+  EXPECT_EQ(record_->received, record_->expected);
+  EXPECT_EQ(record_->chunks.size(), 3u);
+  EXPECT_TRUE(record_->started);
+  EXPECT_FALSE(record_->aborted);
+  EXPECT_TRUE(host_.at(1).migrated);
+  EXPECT_TRUE(host_.at(1).killed);
+  EXPECT_TRUE(host_.at(1).ended);
+}
+
+class PeerFailureTest : public MigratorTest, public ::testing::WithParamInterface<PeerStep> {};
+
+TEST_P(PeerFailureTest, SourceIsReleasedAndResumed) {
+  auto m = MakeMigrator(GetParam());
+  Operation op = MigrateAndWait(*m);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("b"), std::string::npos) << op.error;
+  ExpectSourceTrainsOn();
+  // Once the peer has a copy, it is told to drop it.
+  EXPECT_EQ(record_->aborted, GetParam() != PeerStep::kPrepare);
+  EXPECT_FALSE(record_->started);
+}
+
+INSTANTIATE_TEST_SUITE_P(EachStep, PeerFailureTest,
+                         ::testing::Values(PeerStep::kPrepare, PeerStep::kState, PeerStep::kBegin,
+                                           PeerStep::kChunk, PeerStep::kFlush, PeerStep::kCommit));
+
+TEST_F(MigratorTest, LostStartLeavesTheStateOnThePeer) {
+  auto m = MakeMigrator(PeerStep::kStart);
+  Operation op = MigrateAndWait(*m);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("the state is on b (job 7, parked)"), std::string::npos) << op.error;
+  EXPECT_FALSE(record_->aborted) << "the only copy of the state is there now";
+  EXPECT_TRUE(host_.at(1).ended);  // never both running
+}
+
+TEST_F(MigratorTest, CorruptChunkFromTheFaultWrapperAbortsAndTheSourceTrainsOn) {
+  auto m = MakeMigrator(PeerStep::kNone, PeerFault::kCorruptChunk);
+  Operation op = MigrateAndWait(*m);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("checksum"), std::string::npos) << op.error;
+  EXPECT_TRUE(record_->aborted);
+  ExpectSourceTrainsOn();
+  // Exactly one bit of the first chunk was flipped on the way; the job's state is untouched.
+  ASSERT_EQ(record_->received.size(), record_->expected.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < record_->expected.size(); ++i)
+    differing += record_->received[i] != record_->expected[i];
+  EXPECT_EQ(differing, 1u);
+  EXPECT_EQ(host_.at(1).job->state(), record_->expected);
+}
+
+TEST_F(MigratorTest, RefusesASecondOperationWhileOneRuns) {
+  auto m = MakeMigrator(PeerStep::kNone);
+  host_.SetHeld(1, false);
+  ASSERT_TRUE(m->Checkpoint({{"job", 1}, {"dir", ::testing::TempDir()}}).ok());
+  auto second = m->Migrate({{"job", 1}, {"to", "b"}});
+  if (m->Busy(1)) {
+    EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(second.status().message().find("busy: checkpoint"), std::string::npos);
+  }
+  EXPECT_EQ(m->Migrate({{"job", 1}, {"to", "nowhere"}}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(m->Migrate({{"job", 9}, {"to", "b"}}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(m->Checkpoint({{"job", 1}, {"dir", "relative"}}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(MigratorTest, ChecksPointsToAFileAndReleasesTheJob) {
+  auto m = MakeMigrator(PeerStep::kNone);
+  const std::string dir = ::testing::TempDir();
+  ASSERT_TRUE(m->Checkpoint({{"job", 1}, {"dir", dir}}).ok());
+  const uint64_t deadline = MonotonicNowNs() + 10'000 * kMs;
+  while (m->Busy(1) && MonotonicNowNs() < deadline) usleep(1000);
+  Operation op = *m->OperationOf(1);
+  EXPECT_EQ(op.kind, OperationKind::kCheckpoint);
+  EXPECT_EQ(op.state, OperationState::kDone) << op.error;
+  EXPECT_EQ(op.bytes, kStateBytes);
+  ExpectSourceTrainsOn();
+}
+
+// ------------------------------------------------------------ destination side
+
+class ArrivalTest : public MigratorTest {
+ protected:
+  // Dispatches one request; returns how long Dispatch itself took and a future reply.
+  std::pair<double, std::future<StatusOr<Json>>> Send(MessageType type, Json fields,
+                                                      std::string payload = "") {
+    auto request = protocol::DecodeRequest(protocol::EncodeRequest(type, fields));
+    EXPECT_TRUE(request.ok()) << request.status().ToString();
+    auto promise = std::make_shared<std::promise<StatusOr<Json>>>();
+    auto future = promise->get_future();
+    auto owner = std::make_shared<std::string>(std::move(payload));
+    controller::Call call{*request, owner};
+    call.request.payload = *owner;
+    const uint64_t t0 = MonotonicNowNs();
+    dispatcher_.Dispatch(std::move(call),
+                         Reply([promise](const StatusOr<Json>& r) { promise->set_value(r); }));
+    return {(MonotonicNowNs() - t0) / 1e6, std::move(future)};
+  }
+  StatusOr<Json> Call(MessageType type, Json fields, std::string payload = "") {
+    auto [ms, reply] = Send(type, std::move(fields), std::move(payload));
+    return reply.get();
+  }
+  void Prepare() {
+    migrator_ = MakeMigrator(PeerStep::kNone);
+    migrator_->RegisterHandlers(dispatcher_);
+    auto prepared = Call(MessageType::kMigratePrepare, {{"name", "j"},
+                                                        {"command", {"train"}},
+                                                        {"cwd", "/"},
+                                                        {"env", {{"A", "1"}}},
+                                                        {"source_node", "a"},
+                                                        {"source_job", 1}});
+    ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+    ASSERT_EQ((*prepared)["job"], 2);
+    EXPECT_EQ(host_.arriving.migrated_from, "a/1");
+    EXPECT_EQ(host_.arriving.env.at("A"), "1");
+    const uint64_t deadline = MonotonicNowNs() + 2'000 * kMs;
+    while (host_.at(2).job->phase() != runtime::kPhaseParked && MonotonicNowNs() < deadline)
+      usleep(1000);
+  }
+
+  Dispatcher dispatcher_;
+  std::unique_ptr<Migrator> migrator_;
+};
+
+TEST_F(ArrivalTest, StepsRunOnAWorkerAndReplyWhenDone) {
+  host_.load_delay = std::chrono::milliseconds(300);  // the job takes its time to load
+  Prepare();
+  ASSERT_TRUE(Call(MessageType::kMigrateBegin, {{"job", 2}}).ok());
+  const std::string state = Pattern(kStateBytes);
+  std::vector<std::future<StatusOr<Json>>> acks;
+  for (uint64_t seq = 0, off = 0; off < state.size(); ++seq, off += 4 << 20)
+    acks.push_back(
+        Send(MessageType::kMigrateChunk, {{"job", 2}, {"seq", seq}}, state.substr(off, 4 << 20))
+            .second);
+  for (auto& ack : acks) EXPECT_TRUE(ack.get().ok());
+  auto [dispatch_ms, committed] = Send(MessageType::kMigrateCommit, {{"job", 2}});
+  EXPECT_LT(dispatch_ms, 100) << "the handler waited for the job to load";
+  EXPECT_EQ(committed.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  auto bytes = committed.get();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  EXPECT_EQ((*bytes)["bytes"], kStateBytes);
+  EXPECT_EQ(host_.at(2).job->state(), state);
+  auto started = Call(MessageType::kMigrateStart, {{"job", 2}});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ((*started)["state"], "running");
+  EXPECT_FALSE(host_.at(2).held);
+}
+
+TEST_F(ArrivalTest, OutOfOrderChunksAndUnknownJobsGetClearErrors) {
+  Prepare();
+  auto early = Call(MessageType::kMigrateChunk, {{"job", 2}, {"seq", 0}}, "x");
+  EXPECT_EQ(early.status().message(), "job is not receiving state");
+  ASSERT_TRUE(Call(MessageType::kMigrateBegin, {{"job", 2}}).ok());
+  auto skipped = Call(MessageType::kMigrateChunk, {{"job", 2}, {"seq", 1}}, "x");
+  EXPECT_EQ(skipped.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(skipped.status().message(), "chunk 1 out of order; expected 0");
+  EXPECT_EQ(Call(MessageType::kMigrateBegin, {{"job", 9}}).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(Call(MessageType::kMigrateStart, {{"job", 1}}).status().message(),
+            "job did not arrive by migration");
+}
+
+TEST_F(ArrivalTest, AbortKillsTheCopyAndFailsLaterSteps) {
+  Prepare();
+  ASSERT_TRUE(Call(MessageType::kMigrateBegin, {{"job", 2}}).ok());
+  auto [ms, aborted] = Send(MessageType::kMigrateAbort, {{"job", 2}});
+  EXPECT_TRUE(aborted.get().ok());
+  EXPECT_TRUE(host_.at(2).killed);
+  auto chunk = Call(MessageType::kMigrateChunk, {{"job", 2}, {"seq", 0}}, "x");
+  EXPECT_FALSE(chunk.ok());
+  EXPECT_EQ(Call(MessageType::kMigrateAbort, {{"job", 9}}).status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace gandiva::controller
