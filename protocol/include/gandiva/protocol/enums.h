@@ -56,6 +56,11 @@ struct EnumInfo;
 
 // clang-format on
 
+// A job in one of these states is over on this node: it will not run here again.
+constexpr bool HasEnded(JobState state) {
+  return state == JobState::kExited || state == JobState::kFailed || state == JobState::kMigrated;
+}
+
 }  // namespace gandiva::protocol
 
 #endif  // GANDIVA_PROTOCOL_ENUMS_H_
