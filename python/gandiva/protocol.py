@@ -8,7 +8,15 @@ import json
 from . import _gandiva
 
 
-class JobState(str, enum.Enum):
+class WireEnum(str, enum.Enum):
+    """A str enum whose members are their wire strings, in comparisons, hashing,
+    str(), f-strings and json.dumps alike."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
+
+
+class JobState(WireEnum):
     STARTING = "starting"  # no boundary yet
     RUNNING = "running"
     SUSPENDING = "suspending"  # asked to park, not at a boundary yet
@@ -23,35 +31,35 @@ class JobState(str, enum.Enum):
         return self in (JobState.EXITED, JobState.FAILED, JobState.MIGRATED)
 
 
-class OperationKind(str, enum.Enum):
+class OperationKind(WireEnum):
     CHECKPOINT = "checkpoint"
     MIGRATE = "migrate"
 
 
-class OperationState(str, enum.Enum):
+class OperationState(WireEnum):
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
 
 
-class BoundarySource(str, enum.Enum):
+class BoundarySource(WireEnum):
     NONE = "none"
     EXPLICIT = "explicit"  # the job marks them (gandiva.step, gd_boundary)
     INFERRED = "inferred"  # the shim infers them from the job's GPU calls
 
 
-class SwapState(str, enum.Enum):
+class SwapState(WireEnum):
     RESIDENT = "resident"
     SWAPPED_OUT = "swapped_out"
     SWAP_FAILED = "swap_failed"
 
 
-class DeviceKind(str, enum.Enum):
+class DeviceKind(WireEnum):
     GPU = "gpu"
     CPU = "cpu"
 
 
-class MigrateStartState(str, enum.Enum):
+class MigrateStartState(WireEnum):
     RUNNING = "running"
     QUEUED = "queued"
 

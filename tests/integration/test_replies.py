@@ -13,13 +13,13 @@ import time
 
 import pytest
 
-from conftest import CNN_EXAMPLE, INTERVAL_JOB, PYTHON
+from conftest import BUILD, CNN_EXAMPLE, INTERVAL_JOB, PYTHON
 from nodes import Node
 
 import gandiva  # noqa: E402  (conftest puts the built package on sys.path)
 from gandiva.protocol import (BoundarySource, DeviceKind, JobState,  # noqa: E402
-                              MigrateStartState, OperationKind, OperationState, validate_reply,
-                              validate_reply_frame)
+                              MigrateStartState, OperationKind, OperationState, SwapState,
+                              validate_reply, validate_reply_frame)
 
 # The messages a client sends to its node, and those one node sends another during a
 # migration; together, every message of the schema (checked below).
@@ -29,6 +29,12 @@ CLIENT_MESSAGES = {"hello", "list_devices", "list_jobs", "register_job", "job_st
 MIGRATION_MESSAGES = {"migrate", "migrate_prepare", "migrate_begin", "migrate_chunk",
                       "migrate_commit", "migrate_start", "migrate_abort"}
 CHUNK_BYTES = 1 << 20
+MIB = 1 << 20
+# The CUDA shim and its CPU stand-in for libcuda (see test_swap.py), for GPU replies.
+SHIM = os.path.join(BUILD, "shim", "libgandiva_shim.so")
+STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
+GPU_APP = os.path.join(BUILD, "tests", "shim", "gd_shim_procaddr_app")
+GPU_IMAGE = os.path.join(BUILD, "tests", "shim", "kernels.fatbin")
 
 
 class Checked:
@@ -255,3 +261,34 @@ def test_migration_replies_match_the_schema(two_nodes, tmp_path):
             runner.kill()
     assert {"migrate", "migrate_prepare", "migrate_begin", "migrate_chunk", "migrate_commit",
             "migrate_start", "migrate_abort"} <= set(checked)
+
+
+@pytest.mark.skipif(not all(os.path.exists(p) for p in (SHIM, STANDIN_DIR, GPU_APP, GPU_IMAGE)),
+                    reason="the CUDA shim and its stand-in driver are not built")
+def test_gpu_job_replies_match_the_schema(daemon_factory, tmp_path):
+    """GPU jobs under the shim that do not fit the device together: the replies carry
+    what CPU jobs never show (a gpu device, device memory, inferred boundaries, memory
+    swapped out)."""
+    d = daemon_factory("--devices", "gpu:1", "--device-memory-mib", "80", "--slice-ms", "50")
+    d.env["LD_LIBRARY_PATH"] = STANDIN_DIR
+    d.env["GANDIVA_SHIM"] = SHIM
+    c = Checked(d.endpoint, {})
+    procs = [d.run(GPU_APP, "--image", GPU_IMAGE, "--iterations", "400", "--buffers", "2",
+                   "--buffer-bytes", str(24 * MIB), "--sleep-us", "1000", name=n) for n in ("a", "b")]
+    seen = set()
+    try:
+        deadline = time.monotonic() + 120
+        while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+            for j in c.call("list_jobs")["jobs"]:
+                seen.add((j["swap_state"], j["boundary_source"]))
+            device = c.call("list_devices")["devices"][0]
+            assert device["kind"] == DeviceKind.GPU and device["memory_bytes"] == 80 * MIB
+            seen.add(("resident_bytes", device["resident_bytes"] > 0))
+            time.sleep(0.02)
+        c.call("list_switches")
+    finally:
+        c.kill_everything()
+        for p in procs:
+            p.wait(timeout=30)
+    assert (SwapState.SWAPPED_OUT, BoundarySource.INFERRED) in seen, seen
+    assert ("resident_bytes", True) in seen

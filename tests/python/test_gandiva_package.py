@@ -164,6 +164,8 @@ def test_python_enums_are_the_schemas():
     for name, cls in gandiva.protocol.ENUMS.items():
         assert [m.value for m in cls] == schema[name], name
     assert gandiva.protocol.JobState.RUNNING == "running"
+    assert f"{gandiva.protocol.SwapState.SWAPPED_OUT}" == str(gandiva.protocol.SwapState.SWAPPED_OUT) == "swapped_out"
+    assert "done" in {gandiva.protocol.OperationState.DONE}
     assert gandiva.protocol.JobState("migrated").ended
     assert not gandiva.protocol.JobState.SUSPENDED.ended
     assert gandiva.protocol.PROTOCOL_VERSION == 1
