@@ -143,7 +143,8 @@ def test_every_client_request_gets_a_reply_that_matches_the_schema(daemon_factor
         b, cnn = ids["shared"], ids["cnn"]
         c.wait_for(lambda: c.call("list_switches", device="cpu0", limit=5)["switches"],
                    "a switch on cpu0")
-        c.wait_for(lambda: c.job(cnn)["boundary_source"] == BoundarySource.EXPLICIT, "the CNN's first boundary")
+        c.wait_for(lambda: c.job(cnn)["boundary_source"] == BoundarySource.EXPLICIT,
+                   "the CNN's first boundary")
         assert len(c.call("list_switches", limit=1)["switches"]) == 1
         devices = c.call("list_devices")["devices"]
         assert sorted(devices[0]["jobs"]) == sorted([a, b]) and devices[1]["jobs"] == [cnn]
@@ -152,11 +153,12 @@ def test_every_client_request_gets_a_reply_that_matches_the_schema(daemon_factor
         assert c.call("set_weight", job=b, weight=2.0) == {}
         assert c.job(b)["weight"] == 2.0
 
-        state = c.call("suspend", job=a)["state"]
-        assert state in (JobState.RUNNING, JobState.SUSPENDING, JobState.SUSPENDED)
+        # The state in these replies is the job's at that moment (the slicer may be
+        # parking or resuming it), so only "live" is certain.
+        assert not JobState(c.call("suspend", job=a)["state"]).ended
         c.wait_for(lambda: c.job(a)["state"] == JobState.SUSPENDED, "job a to park")
         assert c.job(a)["held"] is True
-        assert c.call("resume", job=a)["state"] in (JobState.SUSPENDED, JobState.RUNNING)
+        assert not JobState(c.call("resume", job=a)["state"]).ended
 
         assert c.call("assign_device", job=b, device="cpu1") == {}
         c.wait_for(lambda: c.job(b)["device"] == "cpu1", "job b to move")
@@ -274,7 +276,8 @@ def test_gpu_job_replies_match_the_schema(daemon_factory, tmp_path):
     d.env["GANDIVA_SHIM"] = SHIM
     c = Checked(d.endpoint, {})
     procs = [d.run(GPU_APP, "--image", GPU_IMAGE, "--iterations", "400", "--buffers", "2",
-                   "--buffer-bytes", str(24 * MIB), "--sleep-us", "1000", name=n) for n in ("a", "b")]
+                   "--buffer-bytes", str(24 * MIB), "--sleep-us", "1000", name=n)
+             for n in ("a", "b")]
     seen = set()
     try:
         deadline = time.monotonic() + 120
