@@ -49,9 +49,11 @@ struct EnumInfo;
 #include "gandiva/protocol/messages.def"
 
 // nlohmann::json writes an enum as its wire string: Json{{"state", JobState::kRunning}}
-// (without this it would write the integer). Reading one: EnumFromJson<E> in codec.h.
+// (without this it would write the integer). Reading one is EnumFromJson<E> (codec.h),
+// which cannot throw: j.get<JobState>() does not compile, rather than read an integer.
 #define GD_ENUM_END(id) \
-  template <typename BasicJson> void to_json(BasicJson& j, id v) { j = std::string(ToString(v)); }
+  template <typename BasicJson> void to_json(BasicJson& j, id v) { j = std::string(ToString(v)); } \
+  template <typename BasicJson> void from_json(const BasicJson& j, id& v) = delete;
 #include "gandiva/protocol/messages.def"
 
 // clang-format on
