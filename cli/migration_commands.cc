@@ -13,8 +13,10 @@
 
 namespace gandiva::cli {
 
+using protocol::EnumFromJson;
 using protocol::Json;
 using protocol::MessageType;
+using protocol::OperationState;
 
 int KeygenCommand(const Args& args) {
   Flags flags({"out", "name"}, {});
@@ -55,7 +57,7 @@ std::optional<Json> FollowOperation(NodeCommand& c, int64_t job, int timeout_s) 
         last_step = op["step"].get<std::string>();
         std::fprintf(stderr, "  %s...\n", last_step.c_str());
       }
-      if (op["state"] != "running") return op;
+      if (EnumFromJson<OperationState>(op["state"]) != OperationState::kRunning) return op;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -65,12 +67,13 @@ std::optional<Json> FollowOperation(NodeCommand& c, int64_t job, int timeout_s) 
 }
 
 int Finish(NodeCommand& c, const Json& op, const std::string& done_line) {
+  const bool done = EnumFromJson<OperationState>(op["state"]) == OperationState::kDone;
   if (c.json()) {
     std::printf("%s\n", op.dump(2).c_str());
-  } else if (op["state"] == "done") {
+  } else if (done) {
     std::printf("%s\n", done_line.c_str());
   }
-  if (op["state"] != "done") {
+  if (!done) {
     std::fprintf(stderr, "gandiva %s: failed: %s\n", op["kind"].get<std::string>().c_str(),
                  op["error"].get<std::string>().c_str());
     return kExitFailed;

@@ -39,9 +39,16 @@ bool NodeCommand::Parse(const Args& args, bool stop_at_positional) {
   return true;
 }
 
+StatusOr<protocol::Json> CheckedReply(protocol::MessageType type, StatusOr<protocol::Json> reply) {
+  if (!reply.ok()) return reply;
+  if (Status s = protocol::ValidateReply(type, *reply, protocol::UnknownFields::kAllow); !s.ok())
+    return Status(s.code(), "gandivad's " + s.message() + " (a gandivad of another version?)");
+  return reply;
+}
+
 std::optional<protocol::Json> NodeCommand::Call(protocol::MessageType type,
                                                 const protocol::Json& fields) {
-  auto reply = client_->Call(type, fields);
+  auto reply = CheckedReply(type, client_->Call(type, fields));
   if (!reply.ok()) {
     std::fprintf(stderr, "%s: %s\n", name_.c_str(), reply.status().message().c_str());
     return std::nullopt;

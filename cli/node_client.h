@@ -1,5 +1,6 @@
 // Shared plumbing of the node commands: flags with --endpoint and --json, one
-// API call with a clear error on failure, exit codes (0 ok, 1 failed, 2 usage).
+// API call whose reply is checked against the schema, with a clear error on
+// failure, exit codes (0 ok, 1 failed, 2 usage).
 #ifndef GANDIVA_CLI_NODE_CLIENT_H_
 #define GANDIVA_CLI_NODE_CLIENT_H_
 
@@ -11,6 +12,7 @@
 #include "commands.h"
 #include "gandiva/common/flags.h"
 #include "gandiva/protocol/client.h"
+#include "gandiva/protocol/codec.h"
 
 namespace gandiva::cli {
 
@@ -31,6 +33,8 @@ class NodeCommand {
   bool json() const { return flags_.Has("json"); }
 
   // One API call; on error prints "gandiva ps: <message>" and returns nullopt.
+  // The reply has every field of its schema (messages.def), of its type, so a
+  // command may read them without checking (CheckedReply).
   std::optional<protocol::Json> Call(protocol::MessageType type,
                                      const protocol::Json& fields = protocol::Json::object());
   // Prints a usage error and returns kExitUsage.
@@ -42,6 +46,11 @@ class NodeCommand {
   Flags flags_;
   std::unique_ptr<ApiClient> client_;  // made by Parse, once the endpoint is known
 };
+
+// A reply of `type` as Call returns it, or the status that says why it does not
+// match the schema. Fields the schema does not name are let through: a newer
+// gandivad may add some.
+StatusOr<protocol::Json> CheckedReply(protocol::MessageType type, StatusOr<protocol::Json> reply);
 
 // Parses a job id argument ("3"); nullopt if it is not a positive integer.
 std::optional<int64_t> ParseJobId(const std::string& text);

@@ -11,24 +11,30 @@
 
 namespace gandiva::cli {
 
+using protocol::EnumFromJson;
+using protocol::JobState;
 using protocol::Json;
 using protocol::MessageType;
+using protocol::OperationKind;
+using protocol::OperationState;
 
 int DaemonCommand(const Args& args) { return controller::RunDaemon(args); }
 
 namespace {
 
 // The latest checkpoint or migration, in a few words ("migrated to b/3, 38.1 ms down").
+// `j` is a job record of a checked list_jobs reply.
 std::string OperationNote(const Json& j) {
   const Json& op = j["operation"];
   std::string note;
   if (op.is_object()) {
-    const std::string kind = op["kind"].get<std::string>(), state = op["state"].get<std::string>();
-    if (state == "running") {
+    const std::string kind = op["kind"].get<std::string>();
+    const auto state = EnumFromJson<OperationState>(op["state"]);
+    if (state == OperationState::kRunning) {
       note = kind + ": " + op["step"].get<std::string>();
-    } else if (state == "failed") {
+    } else if (state == OperationState::kFailed) {
       note = kind + " failed";
-    } else if (kind == "migrate") {
+    } else if (EnumFromJson<OperationKind>(op["kind"]) == OperationKind::kMigrate) {
       note = "to " + op["target"].get<std::string>() + "/" + op["to_job"].dump() + ", " +
              Fixed(op["downtime_ms"].get<double>(), 1) + " ms down";
     } else {
@@ -45,7 +51,7 @@ std::string JobsTable(const Json& jobs, bool all) {
            "DEV_TIME_S", "DEV_MEM", "PID", "LAST_MOVE"});
   for (const auto& j : jobs) {
     const std::string state = j["state"].get<std::string>();
-    if (!all && (state == "exited" || state == "failed" || state == "migrated")) continue;
+    if (!all && protocol::HasEnded(*EnumFromJson<JobState>(j["state"]))) continue;
     t.Add({j["id"].dump(), j["name"].get<std::string>(), j["device"].get<std::string>(),
            state + (j["held"].get<bool>() ? "*" : ""), Fixed(j["weight"].get<double>(), 1),
            j["iterations"].dump(), Fixed(j["iterations_per_s"].get<double>(), 1),

@@ -16,6 +16,7 @@ extern char** environ;
 
 namespace gandiva::cli {
 
+using protocol::EnumFromJson;
 using protocol::Json;
 using protocol::MessageType;
 
@@ -96,7 +97,8 @@ int RunCommand(const Args& args) {
   setenv(runtime::kEnvControlBlock, (*reg)["control_block"].get<std::string>().c_str(), 1);
   setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
   setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
-  const bool gpu = (*reg).value("device_kind", "") == "gpu";
+  const bool gpu =
+      EnumFromJson<protocol::DeviceKind>((*reg)["device_kind"]) == protocol::DeviceKind::kGpu;
   const bool want_shim = c.flags().Has("shim") || (gpu && !c.flags().Has("no-shim"));
   if (want_shim) {
     std::string shim = ShimPath();
@@ -137,9 +139,12 @@ int RunCommand(const Args& args) {
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // A job that migrated away was ended here on purpose: say where it went.
-  if (auto jobs = c.client().Call(MessageType::kListJobs, {{"job", job}}); jobs.ok()) {
+  if (auto jobs = CheckedReply(MessageType::kListJobs,
+                               c.client().Call(MessageType::kListJobs, {{"job", job}}));
+      jobs.ok() && !(*jobs)["jobs"].empty()) {
     const Json& j = (*jobs)["jobs"][0];
-    if (j["state"] == "migrated") {
+    if (EnumFromJson<protocol::JobState>(j["state"]) == protocol::JobState::kMigrated &&
+        j["operation"].is_object()) {
       std::fprintf(stderr, "gandiva run: job %lld migrated to %s as job %s; it continues there\n",
                    static_cast<long long>(job), j["operation"]["target"].get<std::string>().c_str(),
                    j["operation"]["to_job"].dump().c_str());

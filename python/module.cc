@@ -1,5 +1,6 @@
 // _gandiva: the native half of the `gandiva` Python package (pybind11 over libgandiva):
-// the job-side runtime (boundary, stats) and the controller API client.
+// the job-side runtime (boundary, stats), the controller API client, and the wire
+// schema's enums and reply validator.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -9,6 +10,7 @@
 #include "gandiva/checkpoint/state_transfer.h"
 #include "gandiva/gandiva.h"
 #include "gandiva/protocol/client.h"
+#include "gandiva/protocol/codec.h"
 
 namespace py = pybind11;
 
@@ -46,6 +48,43 @@ py::tuple Call(gandiva::ApiClient& client, const std::string& type,
     return py::make_tuple(false, gandiva::StatusCodeName(reply.status().code()),
                           reply.status().message());
   return py::make_tuple(true, "ok", reply->dump());
+}
+
+// ---- the wire schema ---------------------------------------------------------
+
+// {"job_state": ["starting", ...], ...}: every enum of messages.def, values in order.
+py::dict SchemaEnums() {
+  py::dict enums;
+  for (const auto& e : gandiva::protocol::AllEnums()) {
+    py::list values;
+    for (const auto& v : gandiva::protocol::AllEnumValues())
+      if (v.enum_type == e.id) values.append(std::string(v.wire));
+    enums[py::str(std::string(e.name))] = values;
+  }
+  return enums;
+}
+
+// Checks an ok reply's fields (JSON text) against the schema of `type`'s reply.
+// Returns (ok, message); message says what and where when it does not match.
+py::tuple ValidateReply(const std::string& type, const std::string& fields_json,
+                        bool allow_unknown) {
+  auto t = gandiva::protocol::MessageTypeFromWire(type);
+  if (!t) return py::make_tuple(false, "unknown request type '" + type + "'");
+  auto fields = gandiva::protocol::Json::parse(fields_json, nullptr, false);
+  if (fields.is_discarded()) return py::make_tuple(false, "reply is not valid JSON");
+  gandiva::Status s =
+      gandiva::protocol::ValidateReply(*t, fields,
+                                       allow_unknown ? gandiva::protocol::UnknownFields::kAllow
+                                                     : gandiva::protocol::UnknownFields::kReject);
+  return py::make_tuple(s.ok(), s.message());
+}
+
+// The same for a whole reply frame as raw_call returns it, envelope included.
+py::tuple ValidateReplyFrame(const std::string& type, const std::string& frame) {
+  auto t = gandiva::protocol::MessageTypeFromWire(type);
+  if (!t) return py::make_tuple(false, "unknown request type '" + type + "'");
+  gandiva::Status s = gandiva::protocol::ValidateReplyFrame(*t, frame);
+  return py::make_tuple(s.ok(), s.message());
 }
 
 // ---- checkpoint: Python save/load functions as registered state ----------
@@ -173,14 +212,34 @@ PYBIND11_MODULE(_gandiva, m) {
   m.def("registered_states", [] { return gandiva::checkpoint::StateRegistry::Global().Names(); });
   m.def("checkpoint", &Checkpoint, py::arg("dir"));
   m.def("restore", &Restore, py::arg("target"));
+  m.def("protocol_version", [] { return gandiva::protocol::kProtocolVersion; });
+  m.def("message_types", [] {
+    py::list names;
+    for (const auto& msg : gandiva::protocol::AllMessages())
+      names.append(std::string(msg.wire_name));
+    return names;
+  });
+  m.def("schema_enums", &SchemaEnums);
+  m.def("validate_reply", &ValidateReply, py::arg("type"), py::arg("fields_json"),
+        py::arg("allow_unknown") = false);
+  m.def("validate_reply_frame", &ValidateReplyFrame, py::arg("type"), py::arg("frame"));
   py::class_<gandiva::ApiClient>(m, "ApiClient")
       .def(py::init<std::string, int>(), py::arg("endpoint"), py::arg("timeout_ms") = 5000)
       .def("endpoint", &gandiva::ApiClient::endpoint)
       .def("call", &Call)
-      // Raw bytes in, raw reply out: for testing how the daemon treats malformed input.
-      .def("raw_call", [](gandiva::ApiClient& client, const py::bytes& bytes) {
-        auto reply = client.CallRaw(std::string(bytes));
-        if (!reply.ok()) throw std::runtime_error(reply.status().ToString());
-        return *reply;
-      });
+      // Raw bytes in, raw reply out: for testing how the daemon treats malformed input,
+      // and for sending a payload frame (migrate_chunk).
+      .def(
+          "raw_call",
+          [](gandiva::ApiClient& client, const py::bytes& bytes, const py::bytes& payload) {
+            const std::string request(bytes), data(payload);
+            gandiva::StatusOr<std::string> reply = gandiva::Unavailable("not called");
+            {
+              py::gil_scoped_release release;  // a call may wait for the daemon
+              reply = client.CallRaw(request, data);
+            }
+            if (!reply.ok()) throw std::runtime_error(reply.status().ToString());
+            return *reply;
+          },
+          py::arg("bytes"), py::arg("payload") = py::bytes());
 }

@@ -25,10 +25,11 @@ import contextlib
 import os
 
 from . import _gandiva
+from . import protocol
 from .client import Client, GandivaError
 
 __all__ = ["step", "managed", "job_id", "stats", "iteration", "register_state",
-           "unregister_state", "checkpoint", "Client", "GandivaError"]
+           "unregister_state", "checkpoint", "Client", "GandivaError", "protocol"]
 
 
 def step():

@@ -3,6 +3,7 @@
 import json
 
 from . import _gandiva
+from .protocol import OperationState
 
 
 class GandivaError(RuntimeError):
@@ -33,9 +34,10 @@ class Client:
             raise GandivaError(code, text)
         return json.loads(text)
 
-    def raw_call(self, data):
-        """Sends raw bytes as a request and returns the raw reply text (for tests)."""
-        return self._api.raw_call(bytes(data))
+    def raw_call(self, data, payload=b""):
+        """Sends raw bytes as a request and returns the raw reply text (for tests); a
+        non-empty payload goes as a second frame (migrate_chunk's bytes)."""
+        return self._api.raw_call(bytes(data), bytes(payload))
 
     def hello(self):
         return self.call("hello")
@@ -94,8 +96,8 @@ class Client:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             op = self.job(job).get("operation")
-            if op and op["state"] != "running":
-                if op["state"] == "failed":
+            if op and op["state"] != OperationState.RUNNING:
+                if op["state"] == OperationState.FAILED:
                     raise GandivaError("failed", op["error"])
                 return op
             time.sleep(0.02)

@@ -179,3 +179,38 @@ def test_client_checkpoint_and_migrate_report_daemon_errors(tmp_path):
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)
+
+
+def test_python_enums_are_the_schemas():
+    """gandiva.protocol's enums list exactly the values of messages.def, in order."""
+    schema = gandiva._gandiva.schema_enums()
+    assert set(gandiva.protocol.ENUMS) == set(schema)
+    for name, cls in gandiva.protocol.ENUMS.items():
+        assert [m.value for m in cls] == schema[name], name
+    assert gandiva.protocol.JobState.RUNNING == "running"
+    assert f"{gandiva.protocol.SwapState.SWAPPED_OUT}" == str(gandiva.protocol.SwapState.SWAPPED_OUT) == "swapped_out"
+    assert "done" in {gandiva.protocol.OperationState.DONE}
+    assert gandiva.protocol.JobState("migrated").ended
+    assert not gandiva.protocol.JobState.SUSPENDED.ended
+    assert gandiva.protocol.PROTOCOL_VERSION == 1
+
+
+def test_validate_reply_says_what_is_wrong():
+    from gandiva.protocol import ReplyError, validate_reply, validate_reply_frame
+    validate_reply("suspend", {"state": "suspending"})
+    validate_reply("kill", {})
+    with pytest.raises(ReplyError, match="'paused' is not a job_state"):
+        validate_reply("suspend", {"state": "paused"})
+    with pytest.raises(ReplyError, match="missing field 'state'"):
+        validate_reply("resume", {})
+    with pytest.raises(ReplyError, match="unknown field 'extra'"):
+        validate_reply("kill", {"extra": 1})
+    validate_reply("kill", {"extra": 1}, allow_unknown=True)
+    with pytest.raises(ReplyError, match="bytes: must be uint, not string"):
+        validate_reply("migrate_commit", {"bytes": "12"})
+    with pytest.raises(ReplyError, match="unknown request type"):
+        validate_reply("explode", {})
+    validate_reply_frame("migrate_commit", '{"v":1,"ok":true,"bytes":12}')
+    validate_reply_frame("migrate_commit", '{"v":1,"ok":false,"error":{"code":"internal","message":"x"}}')
+    with pytest.raises(ReplyError, match="'v' must be 1"):
+        validate_reply_frame("migrate_commit", '{"v":7,"ok":true,"bytes":12}')

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "gandiva/protocol/codec.h"
 #include "gandiva/protocol/curve.h"
@@ -32,7 +33,8 @@ class ApiClient {
   StatusOr<protocol::Json> Call(protocol::MessageType type,
                                 const protocol::Json& fields = protocol::Json::object());
   // Sends raw bytes as a request (for tests of malformed input) and returns the raw reply.
-  StatusOr<std::string> CallRaw(const std::string& bytes);
+  // A non-empty payload goes as a second frame, as migrate_chunk's bytes do.
+  StatusOr<std::string> CallRaw(const std::string& bytes, std::string_view payload = {});
 
   const std::string& endpoint() const { return endpoint_; }
 

@@ -1,37 +1,76 @@
-// The message list of messages.def as C++: an enum, wire names, and the field
-// table that validates every request before the controller sees it.
+// The message list of messages.def as C++: the message enum, wire names, and the
+// tables of request fields, reply fields, records and enums that the validators
+// (codec.h) and the docs test read. The enum types themselves are in enums.h.
 #ifndef GANDIVA_PROTOCOL_SCHEMA_H_
 #define GANDIVA_PROTOCOL_SCHEMA_H_
 
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
-namespace gandiva::protocol {
+#include "gandiva/protocol/messages.def"  // only for GD_PROTOCOL_VERSION
 
-#define GD_MESSAGE(id, wire, route, doc)
-#define GD_FIELD(msg, name, type, required)
-#include "gandiva/protocol/messages.def"
-#undef GD_MESSAGE
-#undef GD_FIELD
+namespace gandiva::protocol {
 
 inline constexpr int kProtocolVersion = GD_PROTOCOL_VERSION;
 
 enum class MessageType {
 #define GD_MESSAGE(id, wire, route, doc) id,
-#define GD_FIELD(msg, name, type, required)
 #include "gandiva/protocol/messages.def"
-#undef GD_MESSAGE
-#undef GD_FIELD
 };
 
-enum class FieldType { kString, kInt, kNumber, kBool, kStringList, kObject };
+// The records and enums of messages.def by their C++ id: what a kEnum, kRecord or
+// kRecordList field holds; None for every other field.
+enum class SchemaType {
+  None,
+#define GD_RECORD(id, name, doc) id,
+#define GD_ENUM(id, name, doc) id,
+#include "gandiva/protocol/messages.def"
+};
 
+enum class FieldType {
+  kString,
+  kInt,     // any integer
+  kUint,    // an integer >= 0
+  kNumber,  // integer or floating point
+  kBool,
+  kObject,  // any JSON object (an environment)
+  kStringList,
+  kUintList,
+  kEnum,    // a string among an enum's values
+  kRecord,  // an object with a record's fields
+  kRecordList,
+};
+
+enum class Presence {
+  kRequired,  // always there
+  kNullable,  // always there, may be null
+  kOptional,  // may be absent
+};
+
+// A request field (GD_FIELD).
 struct FieldSpec {
   MessageType message;
   std::string_view name;
   FieldType type;
   bool required;
+};
+
+// A field of an ok reply (GD_REPLY) or of a record (GD_RECORD_FIELD).
+struct ReplyFieldSpec {
+  MessageType message;
+  std::string_view name;
+  FieldType type;
+  SchemaType of;
+  Presence presence;
+};
+struct RecordFieldSpec {
+  SchemaType record;
+  std::string_view name;
+  FieldType type;
+  SchemaType of;
+  Presence presence;
 };
 
 struct MessageSpec {
@@ -41,11 +80,34 @@ struct MessageSpec {
   std::string_view doc;
 };
 
+// A record (GD_RECORD) or an enum (GD_ENUM); `name` is what docs/api.md calls it.
+struct NamedTypeSpec {
+  SchemaType id;
+  std::string_view name;
+  std::string_view doc;
+};
+struct EnumValueSpec {
+  SchemaType enum_type;
+  std::string_view wire;
+};
+
 std::span<const MessageSpec> AllMessages();
-std::span<const FieldSpec> AllFields();
+std::span<const FieldSpec> AllFields();  // request fields
+std::span<const ReplyFieldSpec> AllReplyFields();
+std::span<const NamedTypeSpec> AllRecords();
+std::span<const RecordFieldSpec> AllRecordFields();
+std::span<const NamedTypeSpec> AllEnums();
+std::span<const EnumValueSpec> AllEnumValues();  // grouped by enum, in declaration order
+
 std::optional<MessageType> MessageTypeFromWire(std::string_view wire_name);
 std::string_view WireName(MessageType type);
-const char* FieldTypeName(FieldType type);
+const char* FieldTypeName(FieldType type);  // for request errors: "integer", "list of strings"
+// A record's or enum's name ("job", "job_state"); "?" for None.
+std::string_view SchemaTypeName(SchemaType type);
+// A field's type as docs/api.md and reply errors write it: "string", "int", "uint",
+// "number", "bool", "object", "string[]", "uint[]", an enum's name ("job_state"), a
+// record's name ("operation") or a list of them ("job[]"); with "?" when nullable.
+std::string TypeDocName(FieldType type, SchemaType of, Presence presence = Presence::kRequired);
 
 }  // namespace gandiva::protocol
 
