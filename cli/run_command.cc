@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "gandiva/common/log.h"
 #include "gandiva/contract/environment.h"
 #include "node_client.h"
 
@@ -152,7 +153,9 @@ int RunCommand(const Args& args) {
     }
   }
   // The daemon may be gone by now; the exit code is what matters to the caller.
-  c.client().Call(MessageType::kJobExited, {{"job", job}, {"exit_code", code}});
+  if (auto told = c.client().Call(MessageType::kJobExited, {{"job", job}, {"exit_code", code}});
+      !told.ok())
+    GD_LOG(kDebug, "could not report the exit: %s", told.status().ToString().c_str());
   return code;
 }
 

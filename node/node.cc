@@ -191,7 +191,7 @@ Status Node::AssignDevice(uint64_t id, const std::string& device) {
   if (to == from) return Status::Ok();
   if (auto op = migrator_.OperationOf(id); op && op->state == OperationState::kRunning)
     return FailedPrecondition("job " + std::to_string(id) + " is in a " +
-                              OperationKindName(op->kind));
+                              std::string(protocol::ToString(op->kind)));
   const DeviceMember left = from->RemoveJob(id).value_or(DeviceMember{});
   GD_RETURN_IF_ERROR(jobs_.UpdateLive(id, [&](Job& j) {
     j.device = device;

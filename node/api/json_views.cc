@@ -9,8 +9,8 @@ using runtime::ControlBlock;
 
 Json OperationToJson(const std::optional<Operation>& op) {
   if (!op) return nullptr;
-  return Json{{"kind", OperationKindName(op->kind)},
-              {"state", OperationStateName(op->state)},
+  return Json{{"kind", op->kind},
+              {"state", op->state},
               {"step", OperationStepName(op->step)},
               {"error", op->error},
               {"target", op->target},
@@ -21,13 +21,15 @@ Json OperationToJson(const std::optional<Operation>& op) {
 }
 
 namespace {
-const char* BoundarySourceName(uint32_t source) {
-  return source == 2 ? "inferred" : source == 1 ? "explicit" : "none";
+protocol::BoundarySource BoundarySourceOf(uint32_t source) {
+  return source == 2   ? protocol::BoundarySource::kInferred
+         : source == 1 ? protocol::BoundarySource::kExplicit
+                       : protocol::BoundarySource::kNone;
 }
-const char* SwapStateName(uint32_t state) {
-  return state == runtime::kSwapSwappedOut ? "swapped_out"
-         : state == runtime::kSwapFailed   ? "swap_failed"
-                                           : "resident";
+protocol::SwapState SwapStateOf(uint32_t state) {
+  return state == runtime::kSwapSwappedOut ? protocol::SwapState::kSwappedOut
+         : state == runtime::kSwapFailed   ? protocol::SwapState::kSwapFailed
+                                           : protocol::SwapState::kResident;
 }
 }  // namespace
 
@@ -40,7 +42,7 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
   return Json{{"id", job.id},
               {"name", job.name},
               {"device", job.device},
-              {"state", JobStateName(job.State())},
+              {"state", job.State()},
               {"held", held},
               {"weight", job.weight},
               {"pid", job.pid},
@@ -60,8 +62,8 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
               {"device_bytes", cb->device_bytes.load()},
               {"device_allocations", cb->device_allocations.load()},
               {"auto_boundaries", cb->auto_boundaries.load()},
-              {"boundary_source", BoundarySourceName(cb->boundary_source.load())},
-              {"swap_state", SwapStateName(cb->swap_state.load())},
+              {"boundary_source", BoundarySourceOf(cb->boundary_source.load())},
+              {"swap_state", SwapStateOf(cb->swap_state.load())},
               {"fail_open", cb->fail_open.load() != 0},
               {"exit_code", job.exit_code},
               {"migrated_from", job.migrated_from},

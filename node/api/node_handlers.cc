@@ -76,7 +76,7 @@ StatusOr<Json> JobExited(Node& node, const Json& req) {
 StatusOr<Json> Suspend(Node& node, const Json& req) {
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
   node.SetHeld(job.id, true);
-  return Json{{"state", JobStateName(job.State())}};
+  return Json{{"state", job.State()}};
 }
 
 StatusOr<Json> Resume(Node& node, const Json& req) {
@@ -85,9 +85,10 @@ StatusOr<Json> Resume(Node& node, const Json& req) {
     return FailedPrecondition("job " + std::to_string(job.id) + " is not suspended");
   if (auto op = node.migrator().OperationOf(job.id); op && op->state == OperationState::kRunning)
     return FailedPrecondition("job " + std::to_string(job.id) + " is in a " +
-                              OperationKindName(op->kind) + "; it resumes when that ends");
+                              std::string(protocol::ToString(op->kind)) +
+                              "; it resumes when that ends");
   node.SetHeld(job.id, false);
-  return Json{{"state", JobStateName(job.State())}};
+  return Json{{"state", job.State()}};
 }
 
 StatusOr<Json> Kill(Node& node, const Json& req) {

@@ -27,11 +27,11 @@ StatusOr<std::vector<DeviceInfo>> ParseDeviceSpec(const std::string& spec) {
     auto [p, ec] = std::from_chars(count_text.data(), count_text.data() + count_text.size(), count);
     if (ec != std::errc() || p != count_text.data() + count_text.size() || count < 1 || count > 64)
       return InvalidArgument("device count '" + count_text + "' must be 1..64");
-    if (kind != "cpu" && kind != "gpu")
-      return InvalidArgument("device kind '" + kind + "' must be cpu or gpu");
+    const auto device_kind = protocol::FromString<protocol::DeviceKind>(kind);
+    if (!device_kind) return InvalidArgument("device kind '" + kind + "' must be cpu or gpu");
     for (int i = 0; i < count; ++i) {
       DeviceInfo d;
-      d.kind = kind;
+      d.kind = *device_kind;
       d.name = kind + std::to_string(kind == "cpu" ? next_cpu++ : next_gpu++);
       d.model = kind == "cpu" ? "host CPU" : "configured GPU";
       out.push_back(d);
@@ -72,7 +72,7 @@ std::vector<DeviceInfo> DiscoverGpus() {
     nvmlDevice_t dev = nullptr;
     if (handle_fn(i, &dev) != 0) continue;
     DeviceInfo d;
-    d.kind = "gpu";
+    d.kind = protocol::DeviceKind::kGpu;
     d.name = "gpu" + std::to_string(i);
     char name[96] = {0};
     if (name_fn && name_fn(dev, name, sizeof name) == 0) d.model = name;

@@ -8,13 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "gandiva/protocol/enums.h"
 #include "gandiva/status.h"
 
 namespace gandiva::controller {
 
 struct DeviceInfo {
-  std::string name;   // "gpu0", "cpu0": what --device and the API call it
-  std::string kind;   // "gpu" or "cpu"
+  std::string name;  // "gpu0", "cpu0": what --device and the API call it
+  protocol::DeviceKind kind = protocol::DeviceKind::kCpu;
   std::string model;  // e.g. "NVIDIA H100 80GB HBM3", or "host CPU"
   uint64_t memory_bytes = 0;
   int capacity = 1;  // jobs that may run at once

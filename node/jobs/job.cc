@@ -1,28 +1,7 @@
-// Job states and their wire names.
+// A job's state, from its record and its control block.
 #include "jobs/job.h"
 
 namespace gandiva::controller {
-
-namespace {
-constexpr std::pair<JobState, const char*> kJobStateNames[] = {
-    {JobState::kStarting, "starting"},     {JobState::kRunning, "running"},
-    {JobState::kSuspending, "suspending"}, {JobState::kSuspended, "suspended"},
-    {JobState::kExited, "exited"},         {JobState::kFailed, "failed"},
-    {JobState::kMigrated, "migrated"},
-};
-}  // namespace
-
-const char* JobStateName(JobState state) {
-  for (const auto& [s, name] : kJobStateNames)
-    if (s == state) return name;
-  return "?";
-}
-
-std::optional<JobState> JobStateFromName(std::string_view name) {
-  for (const auto& [s, n] : kJobStateNames)
-    if (name == n) return s;
-  return std::nullopt;
-}
 
 JobState LiveJobState(const runtime::ControlBlock* c) {
   if (!c) return JobState::kStarting;

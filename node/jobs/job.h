@@ -12,15 +12,14 @@
 #include <vector>
 
 #include "gandiva/contract/shared_control_block.h"
+#include "gandiva/protocol/enums.h"
 
 namespace gandiva::controller {
 
-// The job's state as the API reports it. Live states are read off the control
-// block (what the job itself says); exited, failed and migrated are terminal.
-enum class JobState { kStarting, kRunning, kSuspending, kSuspended, kExited, kFailed, kMigrated };
-// The wire names ("running", ...): used only where a state crosses the wire.
-const char* JobStateName(JobState state);
-std::optional<JobState> JobStateFromName(std::string_view name);
+// The job's state as the API reports it: the schema's enum (messages.def), whose
+// wire names are protocol::ToString's. Live states are read off the control block
+// (what the job itself says); exited, failed and migrated are terminal.
+using protocol::JobState;
 
 // The job's state read off a control block it has not left.
 JobState LiveJobState(const runtime::ControlBlock* cb);

@@ -29,7 +29,8 @@ StatusOr<Job> JobTable::Live(int64_t id) const {
   if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
   const Job& job = it->second.job;
   if (job.ended)
-    return FailedPrecondition("job " + std::to_string(id) + " has " + JobStateName(job.State()));
+    return FailedPrecondition("job " + std::to_string(id) + " has " +
+                              std::string(protocol::ToString(job.State())));
   return job;
 }
 

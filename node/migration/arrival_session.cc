@@ -194,7 +194,9 @@ StatusOr<Json> ArrivalSession::Start() {
   // Reply once it runs (or has queued behind the device's other jobs).
   runtime::WaitForPhase(cb_.get(), runtime::kPhaseRunning, timeouts_.start_ns);
   SetState(State::kRunning);
-  return Json{{"state", cb_->phase.load() == runtime::kPhaseRunning ? "running" : "queued"}};
+  return Json{{"state", cb_->phase.load() == runtime::kPhaseRunning
+                            ? protocol::MigrateStartState::kRunning
+                            : protocol::MigrateStartState::kQueued}};
 }
 
 }  // namespace gandiva::controller

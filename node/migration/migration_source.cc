@@ -102,7 +102,7 @@ StatusOr<MigrationSource::State> MigrationSource::Warm() {
     if (state == JobState::kSuspended) return State::kParking;
     if (state == JobState::kExited || state == JobState::kFailed)
       return FailedPrecondition("the job's copy on " + ctx_.peer->name() + " " +
-                                JobStateName(state) + " while starting");
+                                std::string(protocol::ToString(state)) + " while starting");
     if (*ctx_.stopping || MonotonicNowNs() > deadline)
       return DeadlineExceeded("the destination did not warm up");
     usleep(ctx_.timeouts->warm_poll_ns / 1000);

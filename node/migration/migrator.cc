@@ -58,7 +58,7 @@ Status Migrator::BeginOperation(uint64_t job, OperationKind kind, OperationStep 
   auto it = operations_.find(job);
   if (it != operations_.end() && it->second.state == OperationState::kRunning)
     return FailedPrecondition("job " + std::to_string(job) +
-                              " is busy: " + OperationKindName(it->second.kind));
+                              " is busy: " + std::string(protocol::ToString(it->second.kind)));
   Operation op;
   op.kind = kind;
   op.step = step;

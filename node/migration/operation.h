@@ -9,10 +9,13 @@
 #include <iterator>
 #include <string>
 
+#include "gandiva/protocol/enums.h"
+
 namespace gandiva::controller {
 
-enum class OperationKind { kCheckpoint, kMigrate };
-enum class OperationState { kRunning, kDone, kFailed };
+// Kind and state are the schema's enums (messages.def); the step is the node's own.
+using protocol::OperationKind;
+using protocol::OperationState;
 // What a running operation is doing now. Checkpoint: parking, writing.
 // Migration source: preparing, warming, parking, streaming, restoring, switching.
 enum class OperationStep {
@@ -26,8 +29,6 @@ enum class OperationStep {
   kSwitching
 };
 
-const char* OperationKindName(OperationKind kind);
-const char* OperationStateName(OperationState state);
 const char* OperationStepName(OperationStep step);  // "" for kNone
 
 struct Operation {

@@ -56,10 +56,10 @@ class LinkPeer final : public Peer {
 
   StatusOr<JobState> JobStateOf(uint64_t job) override {
     GD_ASSIGN_OR_RETURN(auto jobs, link_.Call(MessageType::kListJobs, {{"job", job}}));
-    const std::string name = jobs["jobs"][0]["state"].get<std::string>();
-    auto state = JobStateFromName(name);
-    if (!state) return Internal(info_.name + " reports an unknown job state '" + name + "'");
-    return *state;
+    if (jobs["jobs"].empty())
+      return NotFound(info_.name + " does not list job " + std::to_string(job));
+    // The reply was validated against the schema (PeerLink::Call): the state is a JobState.
+    return *protocol::EnumFromJson<JobState>(jobs["jobs"][0]["state"]);
   }
 
   Status Begin(uint64_t job) override {

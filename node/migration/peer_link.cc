@@ -53,7 +53,12 @@ StatusOr<protocol::Json> PeerLink::Receive() {
 StatusOr<protocol::Json> PeerLink::Call(protocol::MessageType type, const protocol::Json& fields,
                                         std::string_view payload) {
   GD_RETURN_IF_ERROR(Send(type, fields, payload));
-  return Receive();
+  GD_ASSIGN_OR_RETURN(protocol::Json reply, Receive());
+  // A peer's reply is read by key: check it has the schema's fields and types first.
+  // Fields this node does not know (a newer peer) are allowed.
+  if (Status s = protocol::ValidateReply(type, reply, protocol::UnknownFields::kAllow); !s.ok())
+    return Status(s.code(), "peer " + endpoint_ + ": " + s.message());
+  return reply;
 }
 
 }  // namespace gandiva::controller

@@ -13,7 +13,7 @@ TEST(DeviceSpecTest, ParsesKindsAndCounts) {
   EXPECT_EQ((*d)[0].name, "cpu0");
   EXPECT_EQ((*d)[1].name, "cpu1");
   EXPECT_EQ((*d)[2].name, "gpu0");
-  EXPECT_EQ((*d)[2].kind, "gpu");
+  EXPECT_EQ((*d)[2].kind, protocol::DeviceKind::kGpu);
 }
 
 TEST(DeviceSpecTest, RejectsMalformedSpecs) {

@@ -94,13 +94,5 @@ TEST(JobTableTest, OwnsTheProcessFdUntilTheJobEnds) {
   EXPECT_EQ(table.SetProcess(1, 99, UniqueFd(), false).code(), StatusCode::kFailedPrecondition);
 }
 
-TEST(JobTableTest, StateNamesRoundTrip) {
-  for (JobState s :
-       {JobState::kStarting, JobState::kRunning, JobState::kSuspending, JobState::kSuspended,
-        JobState::kExited, JobState::kFailed, JobState::kMigrated})
-    EXPECT_EQ(JobStateFromName(JobStateName(s)), s);
-  EXPECT_FALSE(JobStateFromName("sleeping").has_value());
-}
-
 }  // namespace
 }  // namespace gandiva::controller
