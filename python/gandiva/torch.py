@@ -4,6 +4,10 @@
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     gandiva.torch.attach(optimizer)
 
+Before a boundary where the controller will park the job and swap its device
+memory out, attach() releases torch's cached free blocks (torch.cuda.empty_cache)
+so that only live tensors are swapped (docs/shim.md, "Moving only what is live").
+
 torch >= 2.0 has optimizer step hooks; older versions (Debian's 1.13) do not, so
 there `optimizer.step` is wrapped. Both give the same boundaries.
 
