@@ -34,3 +34,8 @@ bench: build
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# The GPU suite (docs/gpu.md): one table + gpu_suite.json; exits 77 without a GPU.
+# GPU_SUITE_ARGS: e.g. --device cpu (the dry run), --bundle .gpu-bundle, --only ROW.
+gpu-check: build
+	$(PYTHON) tests/gpu/gpu_suite.py --build $(BUILD_DIR) --json $(BUILD_DIR)/gpu_suite.json $(GPU_SUITE_ARGS)

@@ -11,6 +11,7 @@
 #include "gandiva/gandiva.h"
 #include "gandiva/protocol/client.h"
 #include "gandiva/protocol/codec.h"
+#include "gandiva/runtime/job_runtime.h"
 
 namespace py = pybind11;
 
@@ -194,6 +195,20 @@ py::tuple Restore(const std::string& target) {
   return py::make_tuple(s.ok(), gandiva::StatusCodeName(s.code()), s.message(), bytes);
 }
 
+// True when the controller asked this job to park at its next boundary and to swap
+// its device memory out there: a framework can release its cached free memory now,
+// before the boundary, so that the shim moves only live allocations. Read before
+// the boundary, not inside the park: a framework's allocator takes locks that a
+// thread gated inside the park may hold.
+bool SwapOutPending() {
+  gandiva::runtime::JobRuntime& rt = gandiva::runtime::JobRuntime::Get();
+  const gandiva::runtime::ControlBlock* cb = rt.control_block();
+  return rt.managed() &&
+         cb->request.load(std::memory_order_acquire) != gandiva::runtime::kRequestRun &&
+         cb->swap_request.load(std::memory_order_acquire) == gandiva::runtime::kSwapOut &&
+         cb->swap_state.load(std::memory_order_acquire) != gandiva::runtime::kSwapSwappedOut;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_gandiva, m) {
@@ -204,6 +219,7 @@ PYBIND11_MODULE(_gandiva, m) {
   m.def(
       "boundary", [] { gd_boundary(); }, py::call_guard<py::gil_scoped_release>());
   m.def("managed", [] { return gd_managed() == 1; });
+  m.def("swap_out_pending", &SwapOutPending);
   m.def("job_id", [] { return gd_job_id(); });
   m.def("iteration_stats", &IterationStats);
   m.def("default_endpoint", &gandiva::DefaultEndpoint);

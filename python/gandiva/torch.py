@@ -4,6 +4,10 @@
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     gandiva.torch.attach(optimizer)
 
+Before a boundary where the controller will park the job and swap its device
+memory out, attach() releases torch's cached free blocks (torch.cuda.empty_cache)
+so that only live tensors are swapped (docs/shim.md, "Moving only what is live").
+
 torch >= 2.0 has optimizer step hooks; older versions (Debian's 1.13) do not, so
 there `optimizer.step` is wrapped. Both give the same boundaries.
 
@@ -40,13 +44,29 @@ class Attachment:
             self._remover = None
 
 
+def _release_cached_memory_if_swapping():
+    """Before a boundary where the job will park and swap its device memory out:
+    give PyTorch's cached free blocks back to the driver (torch.cuda.empty_cache),
+    so that the shim copies only live tensors (on the H100 a job with ~1.1 GiB of
+    live tensors swapped 3.6 GiB). Done here, before the boundary, with every
+    thread still running: inside the park, a thread gated in the middle of an
+    allocation may hold the allocator's lock. Costs one atomic read otherwise."""
+    if _gandiva.swap_out_pending() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def _boundary():
+    _release_cached_memory_if_swapping()
+    _gandiva.boundary()
+
+
 def _count_and_mark(optimizer):
     # The iteration is complete once the step is taken: count it before the
     # boundary so that a checkpoint taken there records it.
     state = getattr(optimizer, "_gandiva_state", None)
     if state is not None:
         state.iteration += 1
-    _gandiva.boundary()
+    _boundary()
 
 
 def _post_step_hook(optimizer, args, kwargs):
@@ -61,7 +81,7 @@ def attach(optimizer):
     optimizer._gandiva_attached = True
     if getattr(optimizer, "_gandiva_state", None) is not None:
         _leave_raw_device_memory_out()  # CUDA may have started since register()
-    _gandiva.boundary()
+    _boundary()
 
     register = getattr(optimizer, "register_step_post_hook", None)
     if register is not None:
@@ -174,7 +194,7 @@ class TrainingState:
         """Counts a completed iteration and marks a boundary: for loops that do
         not attach() an optimizer."""
         self.iteration += 1
-        _gandiva.boundary()
+        _boundary()
 
     def unregister(self):
         _gandiva.unregister_state(self.name)

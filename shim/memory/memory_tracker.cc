@@ -7,6 +7,7 @@
 #include "boundary/job_link.h"
 #include "gandiva/common/log.h"
 #include "interpose/driver.h"
+#include "memory/swap.h"
 
 namespace gandiva::shim {
 namespace {
@@ -145,14 +146,8 @@ CUresult MemoryTracker::Free(CUdeviceptr ptr) {
   }
   // cuMemFree synchronises implicitly; unmapping memory still in use must not be faster.
   Real<HookId::cuCtxSynchronize>::Get()();
-  if (a.swapped) {
-    if (a.host_pinned)
-      Extras().cuMemFreeHost(a.host);
-    else
-      std::free(a.host);
-  } else {
-    Real<HookId::cuMemUnmap>::Get()(a.ptr, a.mapped_size);
-  }
+  if (!a.swapped) Real<HookId::cuMemUnmap>::Get()(a.ptr, a.mapped_size);
+  ReleaseHostImage(&a);  // swapped out, or kept from an earlier swap cycle
   return Real<HookId::cuMemAddressFree>::Get()(a.ptr, a.mapped_size);
 }
 

@@ -1,18 +1,25 @@
-// Swap-out/in of VMM-backed allocations, and the park hooks that run them.
+// Swap-out/in of VMM-backed allocations (staged through reused pinned buffers,
+// overlapped, or into a pinned image), and the park hooks that run them.
 #include "memory/swap.h"
 
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "gandiva/common/clock.h"
 #include "gandiva/common/futex.h"
 #include "gandiva/common/log.h"
 #include "interpose/driver.h"
-#include "memory/memory_tracker.h"
 #include "memory/scoped_context.h"
 
 namespace gandiva::shim {
@@ -20,77 +27,336 @@ namespace {
 
 using runtime::ControlBlock;
 
-constexpr size_t kChunk = 64ull << 20;  // bytes per copy call: bounded driver staging
+constexpr int kMaxRing = 16;
+constexpr size_t kPage = 4096;
 
-void* HostAlloc(size_t size, bool* pinned) {
+// ---- Driver entry points the swap uses that the shim does not hook.
+struct AsyncApi {
+  PFN_cuStreamCreate_v2000 stream_create = nullptr;
+  PFN_cuEventCreate_v2000 event_create = nullptr;
+  PFN_cuEventRecord_v2000 event_record = nullptr;
+};
+
+const AsyncApi& Async() {
+  static const AsyncApi api = [] {
+    AsyncApi a;
+    void* h = DriverHandle();
+    if (!h) return a;
+    a.stream_create = reinterpret_cast<PFN_cuStreamCreate_v2000>(RealDlsym(h, "cuStreamCreate"));
+    a.event_create = reinterpret_cast<PFN_cuEventCreate_v2000>(RealDlsym(h, "cuEventCreate"));
+    a.event_record = reinterpret_cast<PFN_cuEventRecord_v2000>(RealDlsym(h, "cuEventRecord"));
+    return a;
+  }();
+  return api;
+}
+
+// ---- Host memory.
+
+// A pageable image: mmap'd (page-aligned, huge pages where the kernel allows, fewer
+// faults on first touch), or pinned (cuMemHostAlloc, portable across contexts).
+void* HostImageAlloc(size_t size, bool want_pinned, bool* pinned) {
   void* p = nullptr;
-  if (Extras().cuMemHostAlloc && Extras().cuMemHostAlloc(&p, size, 0) == CUDA_SUCCESS) {
+  if (want_pinned && Extras().cuMemHostAlloc &&
+      Extras().cuMemHostAlloc(&p, size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
     *pinned = true;
     return p;
   }
-  *pinned = false;  // pinning failed (limits): pageable memory, slower copies
-  return std::malloc(size);
+  *pinned = false;  // pageable (asked for, or pinning failed: limits)
+  p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  madvise(p, size, MADV_HUGEPAGE);
+  return p;
 }
 
-void HostFree(void* p, bool pinned) {
+void HostImageFree(void* p, size_t size, bool pinned) {
   if (!p) return;
   if (pinned) {
     Extras().cuMemFreeHost(p);
   } else {
-    std::free(p);
+    munmap(p, size);
   }
 }
 
-CUresult CopyOut(const Allocation& a) {
+// ---- A few threads for the pinned<->pageable memcpy: one thread's memcpy runs at
+// 10-20 GB/s, a PCIe 5 / H100 link at ~55 GB/s. They make no driver calls.
+class CopyPool {
+ public:
+  static CopyPool& Get() {
+    static CopyPool* pool = new CopyPool();  // leaked: threads live until exit
+    return *pool;
+  }
+
+  // Copies n bytes with up to `threads` threads (the caller is one of them).
+  void Copy(void* dst, const void* src, size_t n, int threads) {
+    EnsureThreads(threads - 1);
+    const int helpers = std::min<int>(threads - 1, static_cast<int>(workers_.size()));
+    const size_t min_piece = 1 << 20;
+    const int parts =
+        static_cast<int>(std::min<size_t>(helpers + 1, std::max<size_t>(1, n / min_piece)));
+    if (parts <= 1) {
+      std::memcpy(dst, src, n);
+      return;
+    }
+    const size_t piece = (n / parts + kPage - 1) / kPage * kPage;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      dst_ = static_cast<char*>(dst);
+      src_ = static_cast<const char*>(src);
+      n_ = n;
+      piece_ = piece;
+      parts_ = parts;
+      pending_.store(parts - 1, std::memory_order_relaxed);
+      ++generation_;
+    }
+    cv_.notify_all();
+    std::memcpy(dst, src, std::min(piece, n));  // part 0
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
+
+ private:
+  void EnsureThreads(int want) {
+    want = std::min(want, 15);
+    while (static_cast<int>(workers_.size()) < want) {
+      const int index = static_cast<int>(workers_.size()) + 1;  // part it copies
+      try {
+        workers_.emplace_back([this, index] { Run(index); });
+        workers_.back().detach();
+      } catch (...) {  // no thread: fewer helpers (the shim never throws)
+        return;
+      }
+    }
+  }
+
+  void Run(int index) {
+    uint64_t seen = 0;
+    for (;;) {
+      char* dst;
+      const char* src;
+      size_t n, piece;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return generation_ != seen; });
+        seen = generation_;
+        if (index >= parts_) continue;
+        dst = dst_;
+        src = src_;
+        n = n_;
+        piece = piece_;
+      }
+      const size_t off = piece * index;
+      if (off < n) std::memcpy(dst + off, src + off, std::min(piece, n - off));
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mu_);
+        done_cv_.notify_one();
+      }
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::vector<std::thread> workers_;
+  uint64_t generation_ = 0;
+  char* dst_ = nullptr;
+  const char* src_ = nullptr;
+  size_t n_ = 0, piece_ = 0;
+  int parts_ = 0;
+  std::atomic<int> pending_{0};
+};
+
+// ---- The pinned ring and, per context, a stream and an event per ring slot.
+struct ContextQueue {
+  CUstream stream = nullptr;
+  CUevent events[kMaxRing] = {};
+};
+
+struct Staging {
+  char* ring[kMaxRing] = {};
+  size_t chunk = 0;
+  int slots = 0;
+  std::map<CUcontext, ContextQueue> queues;
+};
+Staging g_staging;  // under the memory tracker's lock (swap holds it throughout)
+
+// The ring for `config` (reallocated only when the chunk size or slot count changed).
+bool EnsureRing(const SwapConfig& config) {
+  if (g_staging.chunk == config.chunk_bytes && g_staging.slots >= config.ring) return true;
+  for (int i = 0; i < g_staging.slots; ++i) Extras().cuMemFreeHost(g_staging.ring[i]);
+  g_staging.slots = 0;
+  g_staging.chunk = config.chunk_bytes;
+  for (int i = 0; i < config.ring; ++i) {
+    void* p = nullptr;
+    if (!Extras().cuMemHostAlloc ||
+        Extras().cuMemHostAlloc(&p, config.chunk_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
+      return false;
+    g_staging.ring[g_staging.slots++] = static_cast<char*>(p);
+  }
+  return true;
+}
+
+// The current context's stream and events, made once (the context must be current).
+ContextQueue* QueueFor(CUcontext ctx, int slots) {
+  ContextQueue& q = g_staging.queues[ctx];
+  const AsyncApi& api = Async();
+  if (!api.stream_create || !api.event_create || !api.event_record) return nullptr;
+  if (!q.stream && api.stream_create(&q.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+    q.stream = nullptr;
+    return nullptr;
+  }
+  for (int i = 0; i < slots; ++i)
+    if (!q.events[i] && api.event_create(&q.events[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+      q.events[i] = nullptr;
+      return nullptr;
+    }
+  return &q;
+}
+
+// ---- Copies of one allocation, or of a whole context's allocations, in chunks.
+
+struct Chunk {
+  Allocation* a;
+  size_t off;
+  size_t n;
+};
+
+std::vector<Chunk> ChunksOf(const std::vector<Allocation*>& allocs, size_t chunk) {
+  std::vector<Chunk> out;
+  for (Allocation* a : allocs)
+    for (size_t off = 0; off < a->size; off += chunk)
+      out.push_back({a, off, std::min(chunk, a->size - off)});
+  return out;
+}
+
+CUresult CopyOutSync(const Allocation& a, size_t chunk) {
   auto dtoh = Real<HookId::cuMemcpyDtoH_v2>::Get();
-  for (size_t off = 0; off < a.size; off += kChunk) {
-    const size_t n = a.size - off < kChunk ? a.size - off : kChunk;
-    const CUresult r = dtoh(static_cast<char*>(a.host) + off, a.ptr + off, n);
+  for (size_t off = 0; off < a.size; off += chunk) {
+    const CUresult r =
+        dtoh(static_cast<char*>(a.host) + off, a.ptr + off, std::min(chunk, a.size - off));
     if (r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
 }
 
-CUresult CopyIn(const Allocation& a) {
+CUresult CopyInSync(const Allocation& a, size_t chunk) {
   auto htod = Real<HookId::cuMemcpyHtoD_v2>::Get();
-  for (size_t off = 0; off < a.size; off += kChunk) {
-    const size_t n = a.size - off < kChunk ? a.size - off : kChunk;
-    const CUresult r = htod(a.ptr + off, static_cast<const char*>(a.host) + off, n);
+  for (size_t off = 0; off < a.size; off += chunk) {
+    const CUresult r =
+        htod(a.ptr + off, static_cast<const char*>(a.host) + off, std::min(chunk, a.size - off));
     if (r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
+}
+
+// Device -> host for every chunk of one context. Pinned images: DMA straight in.
+// Pageable images: DMA into ring slot k % slots while the caller copies an earlier
+// slot out to the image; a slot is reused only after its copy-out (on this thread).
+CUresult CopyOutQueued(const std::vector<Chunk>& chunks, ContextQueue* q, const SwapConfig& c) {
+  auto dtoh = Real<HookId::cuMemcpyDtoHAsync_v2>::Get();
+  auto event_sync = Real<HookId::cuEventSynchronize>::Get();
+  const int slots = c.ring;
+  std::vector<const Chunk*> staged;
+  for (const Chunk& k : chunks) {
+    if (k.a->host_pinned) {
+      if (const CUresult r =
+              dtoh(static_cast<char*>(k.a->host) + k.off, k.a->ptr + k.off, k.n, q->stream);
+          r != CUDA_SUCCESS)
+        return r;
+    } else {
+      staged.push_back(&k);
+    }
+  }
+  size_t issued = 0;
+  for (size_t done = 0; done < staged.size(); ++done) {
+    while (issued < staged.size() && issued < done + slots) {
+      const Chunk& k = *staged[issued];
+      const int slot = static_cast<int>(issued % slots);
+      if (CUresult r = dtoh(g_staging.ring[slot], k.a->ptr + k.off, k.n, q->stream);
+          r != CUDA_SUCCESS)
+        return r;
+      if (CUresult r = Async().event_record(q->events[slot], q->stream); r != CUDA_SUCCESS)
+        return r;
+      ++issued;
+    }
+    const Chunk& k = *staged[done];
+    const int slot = static_cast<int>(done % slots);
+    if (CUresult r = event_sync(q->events[slot]); r != CUDA_SUCCESS) return r;
+    CopyPool::Get().Copy(static_cast<char*>(k.a->host) + k.off, g_staging.ring[slot], k.n,
+                         c.threads);
+  }
+  return Real<HookId::cuStreamSynchronize>::Get()(q->stream);  // the pinned images' DMA
+}
+
+// Host -> device: the caller fills slot k % slots (after the copy that last read it
+// finished) while the DMA of the previous slots runs.
+CUresult CopyInQueued(const std::vector<Chunk>& chunks, ContextQueue* q, const SwapConfig& c) {
+  auto htod = Real<HookId::cuMemcpyHtoDAsync_v2>::Get();
+  auto event_sync = Real<HookId::cuEventSynchronize>::Get();
+  const int slots = c.ring;
+  size_t staged = 0;
+  for (const Chunk& k : chunks) {
+    if (k.a->host_pinned) {
+      if (CUresult r =
+              htod(k.a->ptr + k.off, static_cast<const char*>(k.a->host) + k.off, k.n, q->stream);
+          r != CUDA_SUCCESS)
+        return r;
+      continue;
+    }
+    const int slot = static_cast<int>(staged % slots);
+    if (staged >= static_cast<size_t>(slots)) {
+      if (CUresult r = event_sync(q->events[slot]); r != CUDA_SUCCESS) return r;
+    }
+    CopyPool::Get().Copy(g_staging.ring[slot], static_cast<const char*>(k.a->host) + k.off, k.n,
+                         c.threads);
+    if (CUresult r = htod(k.a->ptr + k.off, g_staging.ring[slot], k.n, q->stream);
+        r != CUDA_SUCCESS)
+      return r;
+    if (CUresult r = Async().event_record(q->events[slot], q->stream); r != CUDA_SUCCESS) return r;
+    ++staged;
+  }
+  return Real<HookId::cuStreamSynchronize>::Get()(q->stream);
 }
 
 // Reads device memory back and compares it with the host copy (all of it, or the
 // first and last page of every chunk: catches a mapping at the wrong offset).
-bool Verify(const Allocation& a, SwapVerify mode, std::vector<char>* scratch) {
+bool Verify(const Allocation& a, SwapVerify mode, size_t chunk, std::vector<char>* scratch) {
   if (mode == SwapVerify::kNone) return true;
   auto dtoh = Real<HookId::cuMemcpyDtoH_v2>::Get();
-  const size_t page = 4096;
-  for (size_t off = 0; off < a.size; off += kChunk) {
-    const size_t n = a.size - off < kChunk ? a.size - off : kChunk;
+  for (size_t off = 0; off < a.size; off += chunk) {
+    const size_t n = std::min(chunk, a.size - off);
     auto check = [&](size_t at, size_t len) {
       scratch->resize(len);
       if (dtoh(scratch->data(), a.ptr + at, len) != CUDA_SUCCESS) return false;
       return std::memcmp(scratch->data(), static_cast<const char*>(a.host) + at, len) == 0;
     };
-    if (mode == SwapVerify::kFull || n <= 2 * page) {
+    if (mode == SwapVerify::kFull || n <= 2 * kPage) {
       if (!check(off, n)) return false;
-    } else if (!check(off, page) || !check(off + n - page, page)) {
+    } else if (!check(off, kPage) || !check(off + n - kPage, kPage)) {
       return false;
     }
   }
   return true;
 }
 
-void SyncContexts(const std::map<CUdeviceptr, Allocation>& table) {
-  std::set<CUcontext> contexts;
-  for (const auto& [ptr, a] : table)
-    if (a.kind == AllocKind::kVmm) contexts.insert(a.ctx);
+void SyncContexts(const std::vector<CUcontext>& contexts) {
   for (CUcontext ctx : contexts) {
     ScopedContext scope(ctx);
     Real<HookId::cuCtxSynchronize>::Get()();
   }
+}
+
+// The swappable allocations that `pick` selects, grouped by context (table order within).
+template <typename Pick>
+std::map<CUcontext, std::vector<Allocation*>> ByContext(std::map<CUdeviceptr, Allocation>& table,
+                                                        Pick pick) {
+  std::map<CUcontext, std::vector<Allocation*>> out;
+  for (auto& [ptr, a] : table)
+    if (a.kind == AllocKind::kVmm && pick(a)) out[a.ctx].push_back(&a);
+  return out;
+}
+
+size_t EnvSize(const char* name, size_t fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoull(v, nullptr, 0) : fallback;
 }
 
 void SetState(ControlBlock* cb, runtime::SwapState state) {
@@ -107,8 +373,8 @@ void OnParked(ControlBlock* cb) {
     SetState(cb, runtime::kSwapFailed);
     return;
   }
-  GD_LOG(kInfo, "shim: swapped out %u allocations, %.1f MiB in %.1f ms", r.allocations,
-         r.bytes / 1048576.0, r.ns / 1e6);
+  GD_LOG(kInfo, "shim: swapped out %u allocations, %.1f MiB in %.1f ms (%.1f ms host memory)",
+         r.allocations, r.bytes / 1048576.0, r.ns / 1e6, r.host_alloc_ns / 1e6);
   SetState(cb, runtime::kSwapSwappedOut);
 }
 
@@ -143,6 +409,35 @@ void OnResuming(ControlBlock* cb) {
 
 }  // namespace
 
+const char* SwapHostName(SwapHost host) {
+  switch (host) {
+    case SwapHost::kStaged:
+      return "staged";
+    case SwapHost::kPinned:
+      return "pinned";
+    case SwapHost::kSync:
+      return "sync";
+  }
+  return "?";
+}
+
+SwapConfig CurrentSwapConfig() {
+  SwapConfig c;
+  if (const char* v = std::getenv("GANDIVA_SHIM_SWAP_HOST")) {
+    if (std::strcmp(v, "pinned") == 0) c.host = SwapHost::kPinned;
+    if (std::strcmp(v, "sync") == 0) c.host = SwapHost::kSync;
+  }
+  c.chunk_bytes = std::max<size_t>(
+      EnvSize("GANDIVA_SHIM_SWAP_CHUNK_BYTES", c.chunk_bytes) / kPage * kPage, kPage);
+  c.ring =
+      static_cast<int>(std::clamp<size_t>(EnvSize("GANDIVA_SHIM_SWAP_RING", c.ring), 2, kMaxRing));
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  c.threads = static_cast<int>(std::clamp<size_t>(
+      EnvSize("GANDIVA_SHIM_SWAP_THREADS", std::min<size_t>(c.threads, cores)), 1, 16));
+  c.keep_host = EnvSize("GANDIVA_SHIM_SWAP_KEEP_HOST", 1) != 0;
+  return c;
+}
+
 SwapVerify CurrentSwapVerify() {
   const char* v = std::getenv("GANDIVA_SHIM_SWAP_VERIFY");
   if (!v) return SwapVerify::kSample;
@@ -151,38 +446,56 @@ SwapVerify CurrentSwapVerify() {
   return SwapVerify::kSample;
 }
 
+void ReleaseHostImage(Allocation* a) {
+  HostImageFree(a->host, a->size, a->host_pinned);
+  a->host = nullptr;
+  a->host_pinned = false;
+}
+
 SwapResult SwapOutAll() {
   const uint64_t start = MonotonicNowNs();
-  SwapResult result = MemoryTracker::Get().WithTable([](std::map<CUdeviceptr, Allocation>& table) {
+  const SwapConfig config = CurrentSwapConfig();
+  SwapResult result = MemoryTracker::Get().WithTable([&](std::map<CUdeviceptr, Allocation>& table) {
     SwapResult r;
-    SyncContexts(table);
+    auto groups = ByContext(table, [](const Allocation& a) { return !a.swapped; });
+    std::vector<CUcontext> contexts;
+    for (auto& [ctx, allocs] : groups) contexts.push_back(ctx);
+    SyncContexts(contexts);
     std::vector<Allocation*> copied;
     // Phase 1: copy everything out; nothing is released until all copies succeeded.
-    for (auto& [ptr, a] : table) {
-      if (a.kind != AllocKind::kVmm || a.swapped) continue;
-      a.host = HostAlloc(a.size, &a.host_pinned);
-      ScopedContext scope(a.ctx);
-      r.status = a.host ? CopyOut(a) : CUDA_ERROR_OUT_OF_MEMORY;
-      if (r.status != CUDA_SUCCESS) {
-        HostFree(a.host, a.host_pinned);
-        a.host = nullptr;
-        break;
+    for (auto& [ctx, allocs] : groups) {
+      ScopedContext scope(ctx);
+      const uint64_t host_start = MonotonicNowNs();
+      for (Allocation* a : allocs) {
+        const bool want_pinned = config.host == SwapHost::kPinned;
+        if (a->host && a->host_pinned != want_pinned) ReleaseHostImage(a);  // mode changed
+        if (!a->host) a->host = HostImageAlloc(a->size, want_pinned, &a->host_pinned);
+        if (!a->host) r.status = CUDA_ERROR_OUT_OF_MEMORY;
       }
-      copied.push_back(&a);
+      r.host_alloc_ns += MonotonicNowNs() - host_start;
+      ContextQueue* q = nullptr;
+      if (r.status == CUDA_SUCCESS && config.host != SwapHost::kSync && EnsureRing(config))
+        q = QueueFor(ctx, config.ring);
+      if (r.status == CUDA_SUCCESS && q) {
+        r.status = CopyOutQueued(ChunksOf(allocs, config.chunk_bytes), q, config);
+      } else if (r.status == CUDA_SUCCESS) {  // no stream, events or ring: synchronous copies
+        for (Allocation* a : allocs)
+          if ((r.status = CopyOutSync(*a, config.chunk_bytes)) != CUDA_SUCCESS) break;
+      }
+      if (r.status != CUDA_SUCCESS) break;
+      copied.insert(copied.end(), allocs.begin(), allocs.end());
     }
     if (r.status != CUDA_SUCCESS) {
-      for (Allocation* a : copied) {
-        HostFree(a->host, a->host_pinned);
-        a->host = nullptr;
-      }
+      for (auto& [ctx, allocs] : groups)
+        for (Allocation* a : allocs)
+          ReleaseHostImage(a);  // a failure may be host memory: give it back
       return r;
     }
     // Phase 2: release the physical memory, keep the virtual range.
     for (Allocation* a : copied) {
       ScopedContext scope(a->ctx);
       if (Real<HookId::cuMemUnmap>::Get()(a->ptr, a->mapped_size) != CUDA_SUCCESS) {
-        HostFree(a->host, a->host_pinned);  // still mapped and intact: stays resident
-        a->host = nullptr;
+        if (!config.keep_host) ReleaseHostImage(a);  // still mapped and intact: stays resident
         continue;
       }
       a->swapped = true;
@@ -198,36 +511,50 @@ SwapResult SwapOutAll() {
 SwapResult SwapInAll() {
   const uint64_t start = MonotonicNowNs();
   const SwapVerify verify = CurrentSwapVerify();
-  SwapResult result =
-      MemoryTracker::Get().WithTable([verify](std::map<CUdeviceptr, Allocation>& table) {
-        SwapResult r;
-        std::vector<char> scratch;
-        for (auto& [ptr, a] : table) {
-          if (!a.swapped) continue;
-          ScopedContext scope(a.ctx);
-          r.status = MemoryTracker::MapPhysical(a.ptr, a.mapped_size, a.device);
-          if (r.status != CUDA_SUCCESS) return r;  // no room yet: the rest stays swapped
-          r.status = CopyIn(a);
-          if (r.status == CUDA_SUCCESS && !Verify(a, verify, &scratch)) {
-            GD_LOG(kWarn, "shim: swap-in verification failed at 0x%llx; copying again",
-                   static_cast<unsigned long long>(a.ptr));
-            r.status = CopyIn(a);
-            if (r.status == CUDA_SUCCESS && !Verify(a, verify, &scratch))
-              r.status = CUDA_ERROR_UNKNOWN;
-          }
-          if (r.status != CUDA_SUCCESS) {
-            Real<HookId::cuMemUnmap>::Get()(a.ptr,
-                                            a.mapped_size);  // try again later, from the host copy
-            return r;
-          }
-          HostFree(a.host, a.host_pinned);
-          a.host = nullptr;
-          a.swapped = false;
-          r.bytes += a.size;
-          ++r.allocations;
+  const SwapConfig config = CurrentSwapConfig();
+  SwapResult result = MemoryTracker::Get().WithTable([&](std::map<CUdeviceptr, Allocation>& table) {
+    SwapResult r;
+    std::vector<char> scratch;
+    auto groups = ByContext(table, [](const Allocation& a) { return a.swapped; });
+    for (auto& [ctx, allocs] : groups) {
+      ScopedContext scope(ctx);
+      // Map first: with no room on the device, what is mapped stays, the rest stays
+      // swapped, and a later call finishes (the copies below cover only the mapped).
+      std::vector<Allocation*> mapped;
+      for (Allocation* a : allocs) {
+        r.status = MemoryTracker::MapPhysical(a->ptr, a->mapped_size, a->device);
+        if (r.status != CUDA_SUCCESS) break;
+        mapped.push_back(a);
+      }
+      ContextQueue* q = nullptr;
+      if (config.host != SwapHost::kSync && EnsureRing(config)) q = QueueFor(ctx, config.ring);
+      CUresult copy = CUDA_SUCCESS;
+      if (q) copy = CopyInQueued(ChunksOf(mapped, config.chunk_bytes), q, config);
+      for (Allocation* a : mapped) {
+        CUresult s = copy;
+        if (!q) s = CopyInSync(*a, config.chunk_bytes);
+        if (s == CUDA_SUCCESS && !Verify(*a, verify, config.chunk_bytes, &scratch)) {
+          GD_LOG(kWarn, "shim: swap-in verification failed at 0x%llx; copying again",
+                 static_cast<unsigned long long>(a->ptr));
+          s = CopyInSync(*a, config.chunk_bytes);
+          if (s == CUDA_SUCCESS && !Verify(*a, verify, config.chunk_bytes, &scratch))
+            s = CUDA_ERROR_UNKNOWN;
         }
-        return r;
-      });
+        if (s != CUDA_SUCCESS) {
+          Real<HookId::cuMemUnmap>::Get()(a->ptr,
+                                          a->mapped_size);  // again later, from the host copy
+          if (r.status == CUDA_SUCCESS) r.status = s;
+          continue;
+        }
+        if (!config.keep_host) ReleaseHostImage(a);
+        a->swapped = false;
+        r.bytes += a->size;
+        ++r.allocations;
+      }
+      if (r.status != CUDA_SUCCESS) return r;
+    }
+    return r;
+  });
   result.ns = MonotonicNowNs() - start;
   return result;
 }

@@ -5,6 +5,7 @@ Runs real driver-API programs under the real shim against the CPU stand-in for
 libcuda (a test double: there is no GPU here)."""
 
 import os
+import sys
 import time
 
 import pytest
@@ -62,3 +63,33 @@ def test_jobs_that_fit_together_never_swap(daemon_factory, tmp_path):
     jobs = {j["name"]: j for j in d.cli_json("ps", "--all")}
     assert jobs["a"]["slices"] + jobs["b"]["slices"] >= 4, jobs
     assert jobs["a"]["swaps"] == 0 and jobs["b"]["swaps"] == 0
+
+
+def test_registered_torch_job_releases_cached_memory_before_swapping(daemon_factory, tmp_path):
+    # Each job: 24 MiB live + a 24 MiB block its allocator caches. Device: 64 MiB.
+    # With the cache released before the park (gandiva.torch), only the live 24 MiB
+    # are swapped; without, 48 MiB would be.
+    d = daemon_factory("--devices", "gpu:1", "--device-memory-mib", "64", "--slice-ms", "50")
+    d.env["LD_LIBRARY_PATH"] = STANDIN_DIR
+    d.env["GANDIVA_SHIM"] = SHIM
+    job = os.path.join(os.path.dirname(__file__), "jobs", "cached_memory_job.py")
+    procs = [d.run(sys.executable, job, "300", "24", "24", str(tmp_path / f"{n}.calls"), name=n)
+             for n in ("a", "b")]
+    swapped = {}
+    deadline = time.monotonic() + 120
+    while any(p.poll() is None for p in procs):
+        assert time.monotonic() < deadline, d.read_log()
+        for j in d.cli_json("ps", "--all"):
+            # (swapped_bytes drops to 0 at the end of a swap-in, a moment before the state.)
+            if j["swap_state"] == "swapped_out" and j["swapped_bytes"] > 0:
+                swapped.setdefault(j["name"], set()).add(j["swapped_bytes"])
+        time.sleep(0.02)
+    for p in procs:
+        assert p.wait(timeout=30) == 0, p.stderr.read()
+    assert set(swapped) == {"a", "b"}, d.read_log()
+    for name, sizes in swapped.items():
+        # The live buffer only. (A swap requested in the microseconds between the job's
+        # check and its boundary still moves the cache too: 48 MiB once, not a failure.)
+        assert 24 * MIB in sizes and sizes <= {24 * MIB, 48 * MIB}, (name, sizes)
+        calls, pending = map(int, (tmp_path / f"{name}.calls").read_text().split())
+        assert calls >= 1 and calls == pending  # called only when a swap-out was pending

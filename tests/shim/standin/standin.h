@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -31,10 +32,28 @@ struct Counters {
 };
 Counters& GetCounters();
 
+// An asynchronous copy the stream has not reached yet. Performed when the host
+// waits for the stream (or for an event recorded after it), never earlier: a
+// program that reads a pinned destination, or reuses a pinned source, before
+// waiting sees what a GPU may show it (the old bytes), and a device range unmapped
+// before the copy ran faults the context (sticky CUDA_ERROR_ILLEGAL_ADDRESS).
+struct PendingCopy {
+  uint64_t seq = 0;  // position in the stream
+  void* dst = nullptr;
+  const void* src = nullptr;  // null: from `staged`
+  size_t n = 0;
+  CUdeviceptr device_dst = 0, device_src = 0;  // checked again when performed
+  std::vector<char> staged;  // pageable source, copied at enqueue (as the driver stages it)
+};
+
 struct Stream {
   std::atomic<uint64_t> busy_until_ns{0};  // modelled completion time of queued work
   bool capturing = false;
+  bool non_blocking = false;  // CU_STREAM_NON_BLOCKING: no implicit sync with the legacy stream
   struct Graph* capture = nullptr;
+  std::mutex copies_mu;
+  std::deque<PendingCopy> copies;  // in stream order
+  uint64_t enqueued = 0;           // sequence numbers handed out (under copies_mu)
 };
 
 // A kernel parameter as the image describes it (offset and size in the param buffer).
@@ -68,14 +87,26 @@ struct Graph {
 
 struct Event {
   uint64_t at_ns = 0;
+  Stream* stream = nullptr;  // where it was recorded (null: never recorded)
+  uint64_t seq = 0;          // the stream's position then: copies up to it are done when it is
 };
 
 uint64_t NowNs();
 uint64_t KernelNs();
 Stream* ResolveStream(CUstream s);  // null -> the default stream
-// Waits until the stream's modelled work is done.
+// Waits until the stream's modelled work is done and performs its pending copies.
 void WaitStream(Stream* s);
 void WaitAllStreams();
+// What a synchronous call on the legacy default stream waits for: the default
+// stream and every blocking stream (not CU_STREAM_NON_BLOCKING ones).
+void WaitLegacyStream();
+// Performs the stream's pending copies up to and including position `seq`.
+void CompleteCopies(Stream* s, uint64_t seq);
+// Queues an asynchronous copy on `s` (see PendingCopy); returns its position.
+uint64_t EnqueueCopy(Stream* s, PendingCopy copy);
+// True when [p, p+n) lies in page-locked host memory (cuMemHostAlloc/cuMemAllocHost).
+bool HostRangePinned(const void* p, size_t n);
+bool StreamValid(CUstream s);
 // True when [ptr, ptr+n) is mapped device memory; copies check it (a swapped-out
 // range must fail, as on a GPU, instead of reading stale host memory).
 bool DeviceRangeOk(CUdeviceptr ptr, size_t n);

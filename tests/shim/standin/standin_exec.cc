@@ -64,16 +64,58 @@ Stream* ResolveStream(CUstream s) {
                                                                  : &g_default_stream;
 }
 
-void WaitStream(Stream* s) { SleepUntil(s->busy_until_ns.load(std::memory_order_acquire)); }
+bool StreamValid(CUstream s) {
+  if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return true;
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  return g_streams.count(reinterpret_cast<Stream*>(s)) > 0;
+}
 
-void WaitAllStreams() {
-  uint64_t latest = g_default_stream.busy_until_ns.load();
+uint64_t EnqueueCopy(Stream* s, PendingCopy copy) {
+  std::lock_guard<std::mutex> lock(s->copies_mu);
+  copy.seq = ++s->enqueued;
+  s->copies.push_back(std::move(copy));
+  return s->enqueued;
+}
+
+void CompleteCopies(Stream* s, uint64_t seq) {
+  for (;;) {
+    PendingCopy c;
+    {
+      std::lock_guard<std::mutex> lock(s->copies_mu);
+      if (s->copies.empty() || s->copies.front().seq > seq) return;
+      c = std::move(s->copies.front());
+      s->copies.pop_front();
+    }
+    // The device side may have been unmapped since the copy was queued: a fault, as on a GPU.
+    if ((c.device_dst && !DeviceRangeOk(c.device_dst, c.n)) ||
+        (c.device_src && !DeviceRangeOk(c.device_src, c.n))) {
+      SetStickyError(CUDA_ERROR_ILLEGAL_ADDRESS);
+      continue;
+    }
+    std::memcpy(c.dst, c.src ? c.src : c.staged.data(), c.n);
+  }
+}
+
+void WaitStream(Stream* s) {
+  SleepUntil(s->busy_until_ns.load(std::memory_order_acquire));
+  CompleteCopies(s, UINT64_MAX);
+}
+
+static void WaitStreams(bool blocking_only) {
+  std::vector<Stream*> streams = {&g_default_stream};
   {
     std::lock_guard<std::mutex> lock(GlobalMutex());
-    for (Stream* s : g_streams) latest = std::max(latest, s->busy_until_ns.load());
+    for (Stream* s : g_streams)
+      if (!blocking_only || !s->non_blocking) streams.push_back(s);
   }
+  uint64_t latest = 0;
+  for (Stream* s : streams) latest = std::max(latest, s->busy_until_ns.load());
   SleepUntil(latest);
+  for (Stream* s : streams) CompleteCopies(s, UINT64_MAX);
 }
+
+void WaitAllStreams() { WaitStreams(false); }
+void WaitLegacyStream() { WaitStreams(true); }
 
 void RecordLaunch(Function* f) {
   f->launches.fetch_add(1, std::memory_order_relaxed);
@@ -169,12 +211,6 @@ struct LaunchArgs {
 bool FunctionLoaded(Function* f) {
   std::lock_guard<std::mutex> lock(GlobalMutex());
   return g_functions.count(f) > 0;
-}
-
-bool StreamValid(CUstream s) {
-  if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return true;
-  std::lock_guard<std::mutex> lock(GlobalMutex());
-  return g_streams.count(reinterpret_cast<Stream*>(s)) > 0;
 }
 
 // Reads the parameter buffer the way the driver does: from kernelParams[0..N-1]
@@ -324,9 +360,10 @@ GD_STANDIN_EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute
 
 // ---- Streams, capture, graphs.
 
-GD_STANDIN_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned int) {
-  if (!s) return CUDA_ERROR_INVALID_VALUE;
+GD_STANDIN_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned int flags) {
+  if (!s || (flags & ~unsigned{CU_STREAM_NON_BLOCKING})) return CUDA_ERROR_INVALID_VALUE;
   auto* st = new Stream();
+  st->non_blocking = flags & CU_STREAM_NON_BLOCKING;
   std::lock_guard<std::mutex> lock(GlobalMutex());
   g_streams.insert(st);
   *s = reinterpret_cast<CUstream>(st);
@@ -334,15 +371,23 @@ GD_STANDIN_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned int) {
 }
 
 GD_STANDIN_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
-  std::lock_guard<std::mutex> lock(GlobalMutex());
-  if (!g_streams.erase(reinterpret_cast<Stream*>(s))) return CUDA_ERROR_INVALID_HANDLE;
+  {
+    std::lock_guard<std::mutex> lock(GlobalMutex());
+    if (!g_streams.erase(reinterpret_cast<Stream*>(s))) return CUDA_ERROR_INVALID_HANDLE;
+  }
+  // The driver finishes a destroyed stream's work; here: now.
+  CompleteCopies(reinterpret_cast<Stream*>(s), UINT64_MAX);
   return CUDA_SUCCESS;  // leaked on purpose: a racing sync may still read it
 }
 
 GD_STANDIN_EXPORT CUresult cuStreamSynchronize(CUstream s) {
   Stream* st = ResolveStream(s);
   if (st->capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  WaitStream(st);
+  if (!s || s == CU_STREAM_LEGACY) {
+    WaitLegacyStream();  // the legacy stream waits for every blocking stream
+  } else {
+    WaitStream(st);
+  }
   return StickyError();
 }
 GD_STANDIN_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) { return cuStreamSynchronize(s); }
@@ -401,22 +446,35 @@ GD_STANDIN_EXPORT CUresult cuGraphDestroy(CUgraph graph) {
 
 // ---- Events: the modelled time at which the stream reaches them.
 
-GD_STANDIN_EXPORT CUresult cuEventCreate(CUevent* e, unsigned int) {
-  if (!e) return CUDA_ERROR_INVALID_VALUE;
+GD_STANDIN_EXPORT CUresult cuEventCreate(CUevent* e, unsigned int flags) {
+  constexpr unsigned kKnown =
+      CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
+  if (!e || (flags & ~kKnown)) return CUDA_ERROR_INVALID_VALUE;
+  // An interprocess event must be created without timing, as the driver requires.
+  if ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING))
+    return CUDA_ERROR_INVALID_VALUE;
   *e = reinterpret_cast<CUevent>(new Event());
   return CUDA_SUCCESS;
 }
 
 GD_STANDIN_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
-  reinterpret_cast<Event*>(e)->at_ns = std::max(NowNs(), ResolveStream(s)->busy_until_ns.load());
+  if (!StreamValid(s)) return CUDA_ERROR_INVALID_HANDLE;
+  auto* ev = reinterpret_cast<Event*>(e);
+  Stream* st = ResolveStream(s);
+  ev->at_ns = std::max(NowNs(), st->busy_until_ns.load());
+  ev->stream = st;
+  std::lock_guard<std::mutex> lock(st->copies_mu);
+  ev->seq = st->enqueued;
   return CUDA_SUCCESS;
 }
 GD_STANDIN_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
 
 GD_STANDIN_EXPORT CUresult cuEventSynchronize(CUevent e) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
-  SleepUntil(reinterpret_cast<Event*>(e)->at_ns);
+  auto* ev = reinterpret_cast<Event*>(e);
+  SleepUntil(ev->at_ns);
+  if (ev->stream) CompleteCopies(ev->stream, ev->seq);  // the copies before it, not after
   return StickyError();
 }
 

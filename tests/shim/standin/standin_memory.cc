@@ -69,6 +69,16 @@ bool InRange(const std::map<CUdeviceptr, size_t>& m, CUdeviceptr p, size_t n) {
 
 }  // namespace
 
+bool HostRangePinned(const void* p, size_t n) {
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  auto it = g_host.upper_bound(const_cast<void*>(p));
+  if (it == g_host.begin()) return false;
+  --it;
+  const char* base = static_cast<const char*>(it->first);
+  return static_cast<const char*>(p) >= base &&
+         static_cast<const char*>(p) + n <= base + it->second;
+}
+
 bool DeviceRangeOk(CUdeviceptr ptr, size_t n) {
   std::lock_guard<std::mutex> lock(GlobalMutex());
   if (InRange(g_plain, ptr, n)) return true;
@@ -150,8 +160,12 @@ GD_STANDIN_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr ptr, CUstream s) {
   return cuMemFreeAsync(ptr, s);
 }
 
-GD_STANDIN_EXPORT CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int) {
-  if (!p || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+GD_STANDIN_EXPORT CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int flags) {
+  constexpr unsigned kKnown =
+      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
+  if (!p || bytes == 0 || (flags & ~kKnown)) return CUDA_ERROR_INVALID_VALUE;
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;  // pinned memory belongs to a context
   void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard<std::mutex> lock(GlobalMutex());
@@ -165,6 +179,7 @@ GD_STANDIN_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
 }
 
 GD_STANDIN_EXPORT CUresult cuMemFreeHost(void* p) {
+  WaitAllStreams();  // as the driver: no copy still in flight reads or writes it
   size_t size;
   {
     std::lock_guard<std::mutex> lock(GlobalMutex());
@@ -189,7 +204,7 @@ static CUresult CopyChecked(void* dst, const void* src, size_t n, CUdeviceptr dc
 }
 
 GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
-  WaitStream(ResolveStream(nullptr));
+  WaitLegacyStream();
   return CopyChecked(reinterpret_cast<void*>(dst), src, n, dst, 0);
 }
 GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) {
@@ -197,7 +212,7 @@ GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src
 }
 
 GD_STANDIN_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
-  WaitStream(ResolveStream(nullptr));
+  WaitLegacyStream();
   return CopyChecked(dst, reinterpret_cast<const void*>(src), n, 0, src);
 }
 GD_STANDIN_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) {
@@ -211,17 +226,47 @@ GD_STANDIN_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src
   return cuMemcpyDtoD_v2(dst, src, n);
 }
 
+// Asynchronous copies, as the driver documents them: with pinned host memory they
+// run when the stream reaches them (here: when the host waits for that point);
+// from pageable memory the source is staged at once and the device write waits for
+// the stream; to pageable memory the call returns once the copy is done.
+static CUresult CopyAsync(void* dst, const void* src, size_t n, CUdeviceptr device_dst,
+                          CUdeviceptr device_src, CUstream stream) {
+  if (const CUresult sticky = StickyError(); sticky != CUDA_SUCCESS) return sticky;
+  if (!StreamValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (device_dst && !DeviceRangeOk(device_dst, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (device_src && !DeviceRangeOk(device_src, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  Stream* s = ResolveStream(stream);
+  PendingCopy c;
+  c.dst = dst;
+  c.n = n;
+  c.device_dst = device_dst;
+  c.device_src = device_src;
+  if (device_src && !HostRangePinned(dst, n)) {  // device -> pageable: synchronous
+    WaitStream(s);
+    std::memcpy(dst, src, n);
+    return CUDA_SUCCESS;
+  }
+  if (device_dst && !HostRangePinned(src, n)) {
+    c.staged.assign(static_cast<const char*>(src), static_cast<const char*>(src) + n);
+  } else {
+    c.src = src;
+  }
+  EnqueueCopy(s, std::move(c));
+  return CUDA_SUCCESS;
+}
+
 GD_STANDIN_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n,
-                                                CUstream) {
-  return CopyChecked(reinterpret_cast<void*>(dst), src, n, dst, 0);
+                                                CUstream s) {
+  return CopyAsync(reinterpret_cast<void*>(dst), src, n, dst, 0, s);
 }
 GD_STANDIN_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n,
                                                      CUstream s) {
   return cuMemcpyHtoDAsync_v2(dst, src, n, s);
 }
 
-GD_STANDIN_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream) {
-  return CopyChecked(dst, reinterpret_cast<const void*>(src), n, 0, src);
+GD_STANDIN_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  return CopyAsync(dst, reinterpret_cast<const void*>(src), n, 0, src, s);
 }
 GD_STANDIN_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n,
                                                      CUstream s) {
