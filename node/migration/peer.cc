@@ -2,7 +2,6 @@
 // wrapper; see peer.h. Wire names of job states are parsed only here.
 #include "migration/peer.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "migration/peer_link.h"
@@ -12,30 +11,21 @@ namespace gandiva::controller {
 using protocol::MessageType;
 
 StatusOr<std::map<std::string, PeerInfo>> ReadPeers(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) return NotFound("cannot read peers file " + file);
   std::map<std::string, PeerInfo> peers;
-  std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    // '#' is also a Z85 character: only a line that starts with it is a comment.
-    if (auto first = line.find_first_not_of(" \t");
-        first != std::string::npos && line[first] == '#')
-      continue;
-    std::istringstream words(line);
-    PeerInfo p;
-    std::string key;
-    if (!(words >> p.name)) continue;
-    if (!(words >> p.endpoint >> key) || p.endpoint.rfind("tcp://", 0) != 0)
-      return InvalidArgument(file + ":" + std::to_string(n) +
-                             ": expected NAME tcp://HOST:PORT PUBLIC_KEY");
-    auto pub = protocol::ReadCurvePublicKey(key);
-    if (!pub.ok())
-      return InvalidArgument(file + ":" + std::to_string(n) + ": " + pub.status().message());
-    p.public_key = *pub;
-    peers[p.name] = p;
-  }
+  GD_RETURN_IF_ERROR(protocol::ForEachKeyFileLine(
+      file, "peers file", [&](const std::string& line, const std::string& where) {
+        std::istringstream words(line);
+        PeerInfo p;
+        std::string key;
+        if (!(words >> p.name)) return Status::Ok();  // a blank line
+        if (!(words >> p.endpoint >> key) || p.endpoint.rfind("tcp://", 0) != 0)
+          return InvalidArgument(where + ": expected NAME tcp://HOST:PORT PUBLIC_KEY");
+        auto pub = protocol::ReadCurvePublicKey(key);
+        if (!pub.ok()) return InvalidArgument(where + ": " + pub.status().message());
+        p.public_key = *pub;
+        peers[p.name] = p;
+        return Status::Ok();
+      }));
   return peers;
 }
 

@@ -82,24 +82,32 @@ StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file) {
   return text;
 }
 
-StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file) {
+Status ForEachKeyFileLine(
+    const std::string& file, const std::string& what,
+    const std::function<Status(const std::string& line, const std::string& where)>& fn) {
   std::ifstream in(file);
-  if (!in) return NotFound("cannot read authorized keys " + file);
-  std::set<std::string> keys;
+  if (!in) return NotFound("cannot read " + what + " " + file);
   std::string line;
-  int n = 0;
-  while (std::getline(in, line)) {
-    ++n;
+  for (int n = 1; std::getline(in, line); ++n) {
     // '#' is also a Z85 character: only a line that starts with it is a comment.
     if (auto first = line.find_first_not_of(" \t");
         first != std::string::npos && line[first] == '#')
       continue;
-    line = Trim(line);
-    if (line.empty()) continue;
-    if (!IsZ85Key(line))
-      return InvalidArgument(file + ":" + std::to_string(n) + ": not a Z85 public key");
-    keys.insert(line);
+    GD_RETURN_IF_ERROR(fn(line, file + ":" + std::to_string(n)));
   }
+  return Status::Ok();
+}
+
+StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file) {
+  std::set<std::string> keys;
+  GD_RETURN_IF_ERROR(ForEachKeyFileLine(
+      file, "authorized keys", [&](const std::string& text, const std::string& where) {
+        const std::string line = Trim(text);
+        if (line.empty()) return Status::Ok();
+        if (!IsZ85Key(line)) return InvalidArgument(where + ": not a Z85 public key");
+        keys.insert(line);
+        return Status::Ok();
+      }));
   return keys;
 }
 

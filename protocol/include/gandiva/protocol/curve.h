@@ -9,6 +9,7 @@
 #ifndef GANDIVA_PROTOCOL_CURVE_H_
 #define GANDIVA_PROTOCOL_CURVE_H_
 
+#include <functional>
 #include <set>
 #include <string>
 
@@ -35,6 +36,12 @@ StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& key_file);
 // A public key given either as 40 Z85 characters or as a file holding one.
 StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file);
 StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file);
+// Calls `fn(line, where)` for each line of a file that lists keys (authorized keys,
+// peers) and is not a comment; `where` is "FILE:N" for error messages. NotFound
+// (naming `what`) when the file cannot be read; stops at the first error of `fn`.
+Status ForEachKeyFileLine(
+    const std::string& file, const std::string& what,
+    const std::function<Status(const std::string& line, const std::string& where)>& fn);
 bool IsZ85Key(const std::string& text);
 
 }  // namespace gandiva::protocol
