@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "gandiva/common/log.h"
 #include "gandiva/contract/environment.h"
@@ -28,12 +29,17 @@ void ForwardSignal(int sig) {
   if (g_child > 0) kill(g_child, sig);
 }
 
-// The shim to preload: $GANDIVA_SHIM, else the one built beside this tool.
+// The shim to preload: $GANDIVA_SHIM, else the one built beside this tool, else
+// the one installed beside it (<prefix>/bin/gandiva -> <prefix>/lib/libgandiva_shim.so).
 std::string ShimPath() {
   if (const char* s = std::getenv("GANDIVA_SHIM"); s && *s) return s;
 #ifdef GANDIVA_BUILD_SHIM_PATH
   if (std::filesystem::exists(GANDIVA_BUILD_SHIM_PATH)) return GANDIVA_BUILD_SHIM_PATH;
 #endif
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto installed = exe.parent_path().parent_path() / "lib" / "libgandiva_shim.so";
+  if (!ec && std::filesystem::exists(installed, ec)) return installed.string();
   return "";
 }
 
@@ -52,6 +58,81 @@ void PrependEnv(const char* name, const std::string& value, char sep) {
   std::string v = value;
   if (old && *old) v += sep + std::string(old);
   setenv(name, v.c_str(), 1);
+}
+
+// The register_job request: the command, where it runs and its environment (enough
+// to start it again elsewhere when it migrates), and the placement flags.
+std::optional<Json> RegisterFields(NodeCommand& c) {
+  std::error_code cwd_ec;
+  Json fields = {{"command", c.flags().positionals()},
+                 {"cwd", std::filesystem::current_path(cwd_ec).string()},
+                 {"env", CurrentEnvironment()}};
+  if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
+  if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
+  if (c.flags().Has("weight")) {
+    auto w = c.flags().GetDouble("weight", 1.0);
+    if (!w.ok()) {
+      c.UsageError(w.status().message());
+      return std::nullopt;
+    }
+    fields["weight"] = *w;
+  }
+  return fields;
+}
+
+// The environment the job starts with: its control block, id, the node's endpoint,
+// and the CUDA shim preloaded on a GPU device (or when asked for).
+void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
+  setenv(runtime::kEnvControlBlock, reg["control_block"].get<std::string>().c_str(), 1);
+  setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
+  setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
+  const bool gpu =
+      EnumFromJson<protocol::DeviceKind>(reg["device_kind"]) == protocol::DeviceKind::kGpu;
+  if (!c.flags().Has("shim") && (!gpu || c.flags().Has("no-shim"))) return;
+  const std::string shim = ShimPath();
+  if (shim.empty()) {
+    std::fprintf(stderr, "gandiva run: the CUDA shim is not built; job %lld runs without it\n",
+                 static_cast<long long>(job));
+    return;
+  }
+  PrependEnv("LD_PRELOAD", shim, ':');
+}
+
+// Starts the command as our child, forwarding the signals a shell sends us; -1 on failure.
+pid_t StartChild(const std::vector<std::string>& cmd) {
+  std::vector<char*> argv;
+  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("gandiva run: fork");
+    return -1;
+  }
+  if (pid == 0) {
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "gandiva run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  g_child = pid;
+  signal(SIGINT, ForwardSignal);
+  signal(SIGTERM, ForwardSignal);
+  signal(SIGHUP, ForwardSignal);
+  return pid;
+}
+
+// Whether the job left this node by migration (then we say where it went).
+bool ReportMigratedAway(NodeCommand& c, int64_t job) {
+  auto jobs =
+      CheckedReply(MessageType::kListJobs, c.client().Call(MessageType::kListJobs, {{"job", job}}));
+  if (!jobs.ok() || (*jobs)["jobs"].empty()) return false;
+  const Json& j = (*jobs)["jobs"][0];
+  if (EnumFromJson<protocol::JobState>(j["state"]) != protocol::JobState::kMigrated ||
+      !j["operation"].is_object())
+    return false;
+  std::fprintf(stderr, "gandiva run: job %lld migrated to %s as job %s; it continues there\n",
+               static_cast<long long>(job), j["operation"]["target"].get<std::string>().c_str(),
+               j["operation"]["to_job"].dump().c_str());
+  return true;
 }
 
 }  // namespace
@@ -77,58 +158,18 @@ int RunCommand(const Args& args) {
   if (std::filesystem::exists(GANDIVA_BUILD_PYTHON_DIR))
     PrependEnv("PYTHONPATH", GANDIVA_BUILD_PYTHON_DIR, ':');
 #endif
-  // The command, where it runs and its environment: enough to start it again
-  // elsewhere when it migrates.
-  Json env = CurrentEnvironment();
-  std::error_code cwd_ec;
-  Json fields = {
-      {"command", cmd}, {"cwd", std::filesystem::current_path(cwd_ec).string()}, {"env", env}};
-  if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
-  if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
-  if (c.flags().Has("weight")) {
-    auto w = c.flags().GetDouble("weight", 1.0);
-    if (!w.ok()) return c.UsageError(w.status().message());
-    fields["weight"] = *w;
-  }
-  auto reg = c.Call(MessageType::kRegisterJob, fields);
+  auto fields = RegisterFields(c);
+  if (!fields) return kExitUsage;
+  auto reg = c.Call(MessageType::kRegisterJob, *fields);
   if (!reg) return kExitFailed;
   const int64_t job = (*reg)["job"].get<int64_t>();
+  SetJobEnvironment(c, *reg, job);
 
-  // The job's environment.
-  setenv(runtime::kEnvControlBlock, (*reg)["control_block"].get<std::string>().c_str(), 1);
-  setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
-  setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
-  const bool gpu =
-      EnumFromJson<protocol::DeviceKind>((*reg)["device_kind"]) == protocol::DeviceKind::kGpu;
-  const bool want_shim = c.flags().Has("shim") || (gpu && !c.flags().Has("no-shim"));
-  if (want_shim) {
-    std::string shim = ShimPath();
-    if (shim.empty()) {
-      std::fprintf(stderr, "gandiva run: the CUDA shim is not built; job %lld runs without it\n",
-                   static_cast<long long>(job));
-    } else {
-      PrependEnv("LD_PRELOAD", shim, ':');
-    }
-  }
-
-  std::vector<char*> argv;
-  for (const auto& a : cmd) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = fork();
+  const pid_t pid = StartChild(cmd);
   if (pid < 0) {
-    std::perror("gandiva run: fork");
     c.Call(MessageType::kJobExited, {{"job", job}, {"exit_code", 127}});
     return kExitFailed;
   }
-  if (pid == 0) {
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "gandiva run: cannot run '%s': %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  g_child = pid;
-  signal(SIGINT, ForwardSignal);
-  signal(SIGTERM, ForwardSignal);
-  signal(SIGHUP, ForwardSignal);
   // The environment it really runs with (the shim preloaded, ...): a migration restarts it so.
   if (!c.Call(MessageType::kJobStarted,
               {{"job", job}, {"pid", pid}, {"env", CurrentEnvironment()}}))
@@ -139,19 +180,8 @@ int RunCommand(const Args& args) {
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  // A job that migrated away was ended here on purpose: say where it went.
-  if (auto jobs = CheckedReply(MessageType::kListJobs,
-                               c.client().Call(MessageType::kListJobs, {{"job", job}}));
-      jobs.ok() && !(*jobs)["jobs"].empty()) {
-    const Json& j = (*jobs)["jobs"][0];
-    if (EnumFromJson<protocol::JobState>(j["state"]) == protocol::JobState::kMigrated &&
-        j["operation"].is_object()) {
-      std::fprintf(stderr, "gandiva run: job %lld migrated to %s as job %s; it continues there\n",
-                   static_cast<long long>(job), j["operation"]["target"].get<std::string>().c_str(),
-                   j["operation"]["to_job"].dump().c_str());
-      return 0;
-    }
-  }
+  // A job that migrated away was ended here on purpose.
+  if (ReportMigratedAway(c, job)) return 0;
   // The daemon may be gone by now; the exit code is what matters to the caller.
   if (auto told = c.client().Call(MessageType::kJobExited, {{"job", job}, {"exit_code", code}});
       !told.ok())

@@ -21,195 +21,12 @@
 #include "gandiva/common/log.h"
 #include "interpose/driver.h"
 #include "memory/scoped_context.h"
+#include "memory/swap_staging.h"
 
 namespace gandiva::shim {
 namespace {
 
 using runtime::ControlBlock;
-
-constexpr int kMaxRing = 16;
-constexpr size_t kPage = 4096;
-
-// ---- Driver entry points the swap uses that the shim does not hook.
-struct AsyncApi {
-  PFN_cuStreamCreate_v2000 stream_create = nullptr;
-  PFN_cuEventCreate_v2000 event_create = nullptr;
-  PFN_cuEventRecord_v2000 event_record = nullptr;
-};
-
-const AsyncApi& Async() {
-  static const AsyncApi api = [] {
-    AsyncApi a;
-    void* h = DriverHandle();
-    if (!h) return a;
-    a.stream_create = reinterpret_cast<PFN_cuStreamCreate_v2000>(RealDlsym(h, "cuStreamCreate"));
-    a.event_create = reinterpret_cast<PFN_cuEventCreate_v2000>(RealDlsym(h, "cuEventCreate"));
-    a.event_record = reinterpret_cast<PFN_cuEventRecord_v2000>(RealDlsym(h, "cuEventRecord"));
-    return a;
-  }();
-  return api;
-}
-
-// ---- Host memory.
-
-// A pageable image: mmap'd (page-aligned, huge pages where the kernel allows, fewer
-// faults on first touch), or pinned (cuMemHostAlloc, portable across contexts).
-void* HostImageAlloc(size_t size, bool want_pinned, bool* pinned) {
-  void* p = nullptr;
-  if (want_pinned && Extras().cuMemHostAlloc &&
-      Extras().cuMemHostAlloc(&p, size, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS) {
-    *pinned = true;
-    return p;
-  }
-  *pinned = false;  // pageable (asked for, or pinning failed: limits)
-  p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  madvise(p, size, MADV_HUGEPAGE);
-  return p;
-}
-
-void HostImageFree(void* p, size_t size, bool pinned) {
-  if (!p) return;
-  if (pinned) {
-    Extras().cuMemFreeHost(p);
-  } else {
-    munmap(p, size);
-  }
-}
-
-// ---- A few threads for the pinned<->pageable memcpy: one thread's memcpy runs at
-// 10-20 GB/s, a PCIe 5 / H100 link at ~55 GB/s. They make no driver calls.
-class CopyPool {
- public:
-  static CopyPool& Get() {
-    static CopyPool* pool = new CopyPool();  // leaked: threads live until exit
-    return *pool;
-  }
-
-  // Copies n bytes with up to `threads` threads (the caller is one of them).
-  void Copy(void* dst, const void* src, size_t n, int threads) {
-    EnsureThreads(threads - 1);
-    const int helpers = std::min<int>(threads - 1, static_cast<int>(workers_.size()));
-    const size_t min_piece = 1 << 20;
-    const int parts =
-        static_cast<int>(std::min<size_t>(helpers + 1, std::max<size_t>(1, n / min_piece)));
-    if (parts <= 1) {
-      std::memcpy(dst, src, n);
-      return;
-    }
-    const size_t piece = (n / parts + kPage - 1) / kPage * kPage;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      dst_ = static_cast<char*>(dst);
-      src_ = static_cast<const char*>(src);
-      n_ = n;
-      piece_ = piece;
-      parts_ = parts;
-      pending_.store(parts - 1, std::memory_order_relaxed);
-      ++generation_;
-    }
-    cv_.notify_all();
-    std::memcpy(dst, src, std::min(piece, n));  // part 0
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
-  }
-
- private:
-  void EnsureThreads(int want) {
-    want = std::min(want, 15);
-    while (static_cast<int>(workers_.size()) < want) {
-      const int index = static_cast<int>(workers_.size()) + 1;  // part it copies
-      try {
-        workers_.emplace_back([this, index] { Run(index); });
-        workers_.back().detach();
-      } catch (...) {  // no thread: fewer helpers (the shim never throws)
-        return;
-      }
-    }
-  }
-
-  void Run(int index) {
-    uint64_t seen = 0;
-    for (;;) {
-      char* dst;
-      const char* src;
-      size_t n, piece;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return generation_ != seen; });
-        seen = generation_;
-        if (index >= parts_) continue;
-        dst = dst_;
-        src = src_;
-        n = n_;
-        piece = piece_;
-      }
-      const size_t off = piece * index;
-      if (off < n) std::memcpy(dst + off, src + off, std::min(piece, n - off));
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mu_);
-        done_cv_.notify_one();
-      }
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_, done_cv_;
-  std::vector<std::thread> workers_;
-  uint64_t generation_ = 0;
-  char* dst_ = nullptr;
-  const char* src_ = nullptr;
-  size_t n_ = 0, piece_ = 0;
-  int parts_ = 0;
-  std::atomic<int> pending_{0};
-};
-
-// ---- The pinned ring and, per context, a stream and an event per ring slot.
-struct ContextQueue {
-  CUstream stream = nullptr;
-  CUevent events[kMaxRing] = {};
-};
-
-struct Staging {
-  char* ring[kMaxRing] = {};
-  size_t chunk = 0;
-  int slots = 0;
-  std::map<CUcontext, ContextQueue> queues;
-};
-Staging g_staging;  // under the memory tracker's lock (swap holds it throughout)
-
-// The ring for `config` (reallocated only when the chunk size or slot count changed).
-bool EnsureRing(const SwapConfig& config) {
-  if (g_staging.chunk == config.chunk_bytes && g_staging.slots >= config.ring) return true;
-  for (int i = 0; i < g_staging.slots; ++i) Extras().cuMemFreeHost(g_staging.ring[i]);
-  g_staging.slots = 0;
-  g_staging.chunk = config.chunk_bytes;
-  for (int i = 0; i < config.ring; ++i) {
-    void* p = nullptr;
-    if (!Extras().cuMemHostAlloc ||
-        Extras().cuMemHostAlloc(&p, config.chunk_bytes, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
-      return false;
-    g_staging.ring[g_staging.slots++] = static_cast<char*>(p);
-  }
-  return true;
-}
-
-// The current context's stream and events, made once (the context must be current).
-ContextQueue* QueueFor(CUcontext ctx, int slots) {
-  ContextQueue& q = g_staging.queues[ctx];
-  const AsyncApi& api = Async();
-  if (!api.stream_create || !api.event_create || !api.event_record) return nullptr;
-  if (!q.stream && api.stream_create(&q.stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
-    q.stream = nullptr;
-    return nullptr;
-  }
-  for (int i = 0; i < slots; ++i)
-    if (!q.events[i] && api.event_create(&q.events[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-      q.events[i] = nullptr;
-      return nullptr;
-    }
-  return &q;
-}
 
 // ---- Copies of one allocation, or of a whole context's allocations, in chunks.
 
@@ -270,7 +87,7 @@ CUresult CopyOutQueued(const std::vector<Chunk>& chunks, ContextQueue* q, const 
     while (issued < staged.size() && issued < done + slots) {
       const Chunk& k = *staged[issued];
       const int slot = static_cast<int>(issued % slots);
-      if (CUresult r = dtoh(g_staging.ring[slot], k.a->ptr + k.off, k.n, q->stream);
+      if (CUresult r = dtoh(SwapStaging().ring[slot], k.a->ptr + k.off, k.n, q->stream);
           r != CUDA_SUCCESS)
         return r;
       if (CUresult r = Async().event_record(q->events[slot], q->stream); r != CUDA_SUCCESS)
@@ -280,8 +97,7 @@ CUresult CopyOutQueued(const std::vector<Chunk>& chunks, ContextQueue* q, const 
     const Chunk& k = *staged[done];
     const int slot = static_cast<int>(done % slots);
     if (CUresult r = event_sync(q->events[slot]); r != CUDA_SUCCESS) return r;
-    CopyPool::Get().Copy(static_cast<char*>(k.a->host) + k.off, g_staging.ring[slot], k.n,
-                         c.threads);
+    ParallelCopy(static_cast<char*>(k.a->host) + k.off, SwapStaging().ring[slot], k.n, c.threads);
   }
   return Real<HookId::cuStreamSynchronize>::Get()(q->stream);  // the pinned images' DMA
 }
@@ -305,9 +121,9 @@ CUresult CopyInQueued(const std::vector<Chunk>& chunks, ContextQueue* q, const S
     if (staged >= static_cast<size_t>(slots)) {
       if (CUresult r = event_sync(q->events[slot]); r != CUDA_SUCCESS) return r;
     }
-    CopyPool::Get().Copy(g_staging.ring[slot], static_cast<const char*>(k.a->host) + k.off, k.n,
-                         c.threads);
-    if (CUresult r = htod(k.a->ptr + k.off, g_staging.ring[slot], k.n, q->stream);
+    ParallelCopy(SwapStaging().ring[slot], static_cast<const char*>(k.a->host) + k.off, k.n,
+                 c.threads);
+    if (CUresult r = htod(k.a->ptr + k.off, SwapStaging().ring[slot], k.n, q->stream);
         r != CUDA_SUCCESS)
       return r;
     if (CUresult r = Async().event_record(q->events[slot], q->stream); r != CUDA_SUCCESS) return r;
