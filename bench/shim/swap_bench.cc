@@ -51,38 +51,56 @@ struct Row {
   double host_alloc_s = 0;  // of the cold swap-out: making the host image
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   bool standin = false;
   size_t mib = 0;
   int rounds = 3;
   std::string json = "bench_swap.json";
+};
+
+// The copy floor: pinned and pageable copies of the same bytes, same driver, same run.
+struct Floor {
+  double pinned_d2h = 1e30, pinned_h2d = 1e30, pageable_d2h = 1e30, pageable_h2d = 1e30;
+  double pin_s = 0;  // pinning the whole image
+};
+
+// The job's memory: allocations of up to 256 MiB, patterned.
+struct Memory {
+  std::vector<CUdeviceptr> ptrs;
+  std::vector<size_t> sizes;
+  size_t total = 0;
+};
+
+Options ParseArgs(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--standin")
-      standin = true;
+      o.standin = true;
     else if (a == "--mib" && i + 1 < argc)
-      mib = std::strtoull(argv[++i], nullptr, 10);
+      o.mib = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--rounds" && i + 1 < argc)
-      rounds = std::max(1, std::atoi(argv[++i]));
+      o.rounds = std::max(1, std::atoi(argv[++i]));
     else if (a == "--json" && i + 1 < argc)
-      json = argv[++i];
+      o.json = argv[++i];
     else
       Die("usage: swap_bench [--standin] [--mib N] [--rounds R] [--json PATH]");
   }
+  if (o.mib == 0) o.mib = o.standin ? 256 : 1024;
+  return o;
+}
+
+// Loads the driver (or the stand-in), makes device 0's primary context current;
+// returns the device's name.
+std::string OpenDevice(bool standin) {
 #ifdef GD_STANDIN_LIB
   if (standin) setenv("GANDIVA_SHIM_LIBCUDA", GD_STANDIN_LIB, 1);
 #endif
-  if (mib == 0) mib = standin ? 256 : 1024;
   setenv("GANDIVA_LOG", "error", 0);
   if (!gandiva::shim::LoadDriver()) Die("cannot load the driver");
   auto init = Fn<PFN_cuInit_v2000>("cuInit");
   auto retain = Fn<PFN_cuDevicePrimaryCtxRetain_v7000>("cuDevicePrimaryCtxRetain");
   auto set_ctx = Fn<PFN_cuCtxSetCurrent_v4000>("cuCtxSetCurrent");
-  auto host_alloc = Fn<PFN_cuMemHostAlloc_v2020>("cuMemHostAlloc");
-  auto free_host = Fn<PFN_cuMemFreeHost_v2000>("cuMemFreeHost");
-  auto stream_create = Fn<PFN_cuStreamCreate_v2000>("cuStreamCreate");
   auto name = Fn<PFN_cuDeviceGetName_v2000>("cuDeviceGetName");
   CUcontext ctx;
   if (CUresult r = init(0); r) Die("cuInit", r);
@@ -90,74 +108,82 @@ int main(int argc, char** argv) {
   set_ctx(ctx);
   char device[128] = "?";
   name(device, sizeof(device), 0);
-  if (standin) std::snprintf(device, sizeof(device), "stand-in (CPU test double)");
+  return standin ? "stand-in (CPU test double)" : device;
+}
 
-  // The job's memory: allocations of up to 256 MiB, patterned.
-  const size_t total = mib << 20, each = std::min<size_t>(total, 256ull << 20);
-  std::vector<CUdeviceptr> ptrs;
-  std::vector<size_t> sizes;
-  for (size_t left = total; left > 0;) {
+Memory AllocatePatterned(size_t mib) {
+  Memory m;
+  m.total = mib << 20;
+  const size_t each = std::min<size_t>(m.total, 256ull << 20);
+  for (size_t left = m.total; left > 0;) {
     const size_t n = std::min(each, left);
     CUdeviceptr p;
     if (CUresult r = gandiva::shim::MemoryTracker::Get().Alloc(&p, n); r) Die("alloc", r);
     std::vector<uint32_t> pattern(n / 4);
-    for (size_t w = 0; w < pattern.size(); ++w) pattern[w] = Pattern(ptrs.size(), w);
+    for (size_t w = 0; w < pattern.size(); ++w) pattern[w] = Pattern(m.ptrs.size(), w);
     if (CUresult r = Real<HookId::cuMemcpyHtoD_v2>::Get()(p, pattern.data(), n); r) Die("fill", r);
-    ptrs.push_back(p);
-    sizes.push_back(n);
+    m.ptrs.push_back(p);
+    m.sizes.push_back(n);
     left -= n;
   }
+  return m;
+}
 
-  // The floor: pinned and pageable copies of the same bytes, same driver, same run.
-  CUstream stream;
-  stream_create(&stream, CU_STREAM_NON_BLOCKING);
-  void* pinned = nullptr;
-  uint64_t t0 = MonotonicNowNs();
-  if (CUresult r = host_alloc(&pinned, total, 0); r) Die("cuMemHostAlloc of the whole image", r);
-  const double pin_s = Seconds(MonotonicNowNs() - t0);
-  std::memset(pinned, 0, total);
+// Times `copy(host + offset, i)` over every allocation; the best of `rounds`.
+template <typename Copy>
+double BestOf(int rounds, const Memory& m, char* host, Copy copy) {
+  double best = 1e30;
+  for (int r = 0; r < rounds; ++r) {
+    size_t off = 0;
+    const uint64_t t0 = MonotonicNowNs();
+    for (size_t i = 0; i < m.ptrs.size(); off += m.sizes[i], ++i) copy(host + off, i);
+    best = std::min(best, Seconds(MonotonicNowNs() - t0));
+  }
+  return best;
+}
+
+Floor MeasureFloor(const Memory& m, int rounds) {
+  Floor f;
+  auto host_alloc = Fn<PFN_cuMemHostAlloc_v2020>("cuMemHostAlloc");
+  auto free_host = Fn<PFN_cuMemFreeHost_v2000>("cuMemFreeHost");
+  auto stream_create = Fn<PFN_cuStreamCreate_v2000>("cuStreamCreate");
   auto dtoh_async = Real<HookId::cuMemcpyDtoHAsync_v2>::Get();
   auto htod_async = Real<HookId::cuMemcpyHtoDAsync_v2>::Get();
   auto sync = Real<HookId::cuStreamSynchronize>::Get();
   auto dtoh = Real<HookId::cuMemcpyDtoH_v2>::Get();
   auto htod = Real<HookId::cuMemcpyHtoD_v2>::Get();
-  double pinned_d2h = 1e30, pinned_h2d = 1e30, pageable_d2h = 1e30, pageable_h2d = 1e30;
-  for (int r = 0; r < rounds; ++r) {
-    size_t off = 0;
-    t0 = MonotonicNowNs();
-    for (size_t i = 0; i < ptrs.size(); off += sizes[i], ++i)
-      dtoh_async(static_cast<char*>(pinned) + off, ptrs[i], sizes[i], stream);
-    sync(stream);
-    pinned_d2h = std::min(pinned_d2h, Seconds(MonotonicNowNs() - t0));
-    off = 0;
-    t0 = MonotonicNowNs();
-    for (size_t i = 0; i < ptrs.size(); off += sizes[i], ++i)
-      htod_async(ptrs[i], static_cast<char*>(pinned) + off, sizes[i], stream);
-    sync(stream);
-    pinned_h2d = std::min(pinned_h2d, Seconds(MonotonicNowNs() - t0));
-  }
+  CUstream stream;
+  stream_create(&stream, CU_STREAM_NON_BLOCKING);
+  void* pinned = nullptr;
+  const uint64_t t0 = MonotonicNowNs();
+  if (CUresult r = host_alloc(&pinned, m.total, 0); r) Die("cuMemHostAlloc of the whole image", r);
+  f.pin_s = Seconds(MonotonicNowNs() - t0);
+  std::memset(pinned, 0, m.total);
+  char* p = static_cast<char*>(pinned);
+  // An async copy is timed to its stream's sync: the last one of the round waits for all.
+  f.pinned_d2h = BestOf(rounds, m, p, [&](char* h, size_t i) {
+    dtoh_async(h, m.ptrs[i], m.sizes[i], stream);
+    if (i + 1 == m.ptrs.size()) sync(stream);
+  });
+  f.pinned_h2d = BestOf(rounds, m, p, [&](char* h, size_t i) {
+    htod_async(m.ptrs[i], h, m.sizes[i], stream);
+    if (i + 1 == m.ptrs.size()) sync(stream);
+  });
   free_host(pinned);
-  {
-    char* pageable = static_cast<char*>(
-        mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
-    std::memset(pageable, 0, total);  // warm: no first-touch faults in the figure
-    for (int r = 0; r < rounds; ++r) {
-      size_t off = 0;
-      t0 = MonotonicNowNs();
-      for (size_t i = 0; i < ptrs.size(); off += sizes[i], ++i)
-        dtoh(pageable + off, ptrs[i], sizes[i]);
-      pageable_d2h = std::min(pageable_d2h, Seconds(MonotonicNowNs() - t0));
-      off = 0;
-      t0 = MonotonicNowNs();
-      for (size_t i = 0; i < ptrs.size(); off += sizes[i], ++i)
-        htod(ptrs[i], pageable + off, sizes[i]);
-      pageable_h2d = std::min(pageable_h2d, Seconds(MonotonicNowNs() - t0));
-    }
-    munmap(pageable, total);
-  }
+  char* pageable = static_cast<char*>(
+      mmap(nullptr, m.total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  std::memset(pageable, 0, m.total);  // warm: no first-touch faults in the figure
+  f.pageable_d2h =
+      BestOf(rounds, m, pageable, [&](char* h, size_t i) { dtoh(h, m.ptrs[i], m.sizes[i]); });
+  f.pageable_h2d =
+      BestOf(rounds, m, pageable, [&](char* h, size_t i) { htod(m.ptrs[i], h, m.sizes[i]); });
+  munmap(pageable, m.total);
+  return f;
+}
 
-  // Swap, per host mode: the first swap-out makes the host image (cold); then the
-  // best of `rounds` cycles with the image kept (GANDIVA_SHIM_SWAP_KEEP_HOST=1).
+// Swap, per host mode: the first swap-out makes the host image (cold); then the
+// best of `rounds` cycles with the image kept (GANDIVA_SHIM_SWAP_KEEP_HOST=1).
+std::vector<Row> MeasureSwaps(size_t total, int rounds) {
   setenv("GANDIVA_SHIM_SWAP_VERIFY", "sample", 0);  // the default, unless set
   std::vector<Row> rows;
   for (const char* mode : {"staged", "pinned", "sync"}) {
@@ -184,59 +210,79 @@ int main(int argc, char** argv) {
     });
     rows.push_back(row);
   }
-  // Every byte is still what it was.
-  for (size_t i = 0; i < ptrs.size(); ++i) {
-    std::vector<uint32_t> back(sizes[i] / 4);
-    dtoh(back.data(), ptrs[i], sizes[i]);
+  return rows;
+}
+
+// Every byte is still what it was.
+void VerifyContents(const Memory& m) {
+  auto dtoh = Real<HookId::cuMemcpyDtoH_v2>::Get();
+  for (size_t i = 0; i < m.ptrs.size(); ++i) {
+    std::vector<uint32_t> back(m.sizes[i] / 4);
+    dtoh(back.data(), m.ptrs[i], m.sizes[i]);
     for (size_t w = 0; w < back.size(); ++w)
       if (back[w] != Pattern(i, w)) Die("contents changed across swaps");
   }
+}
 
-  const double gb = total / 1e9;
-  const double ideal_out = pinned_d2h, ideal_in = pinned_h2d;  // bytes / pinned rate
+void PrintTable(const std::string& device, const Options& o, const Memory& m, const Floor& f,
+                const std::vector<Row>& rows) {
+  const double gb = m.total / 1e9;
+  const auto config = gandiva::shim::CurrentSwapConfig();
   std::printf(
       "device: %s; %zu MiB in %zu allocations; chunk %zu KiB x %d pinned buffers, %d threads\n",
-      device, mib, ptrs.size(), gandiva::shim::CurrentSwapConfig().chunk_bytes >> 10,
-      gandiva::shim::CurrentSwapConfig().ring, gandiva::shim::CurrentSwapConfig().threads);
+      device.c_str(), o.mib, m.ptrs.size(), config.chunk_bytes >> 10, config.ring, config.threads);
   std::printf("%-34s %10s %10s %10s\n", "copy floor", "s", "GB/s", "");
-  std::printf("%-34s %10.4f %10.2f\n", "pinned D2H (cuMemcpyDtoHAsync)", pinned_d2h,
-              gb / pinned_d2h);
-  std::printf("%-34s %10.4f %10.2f\n", "pinned H2D (cuMemcpyHtoDAsync)", pinned_h2d,
-              gb / pinned_h2d);
-  std::printf("%-34s %10.4f %10.2f\n", "pageable D2H (cuMemcpyDtoH)", pageable_d2h,
-              gb / pageable_d2h);
-  std::printf("%-34s %10.4f %10.2f\n", "pageable H2D (cuMemcpyHtoD)", pageable_h2d,
-              gb / pageable_h2d);
-  std::printf("%-34s %10.4f %10.2f\n", "pinning the whole image", pin_s, gb / pin_s);
+  const std::pair<const char*, double> floor[] = {{"pinned D2H (cuMemcpyDtoHAsync)", f.pinned_d2h},
+                                                  {"pinned H2D (cuMemcpyHtoDAsync)", f.pinned_h2d},
+                                                  {"pageable D2H (cuMemcpyDtoH)", f.pageable_d2h},
+                                                  {"pageable H2D (cuMemcpyHtoD)", f.pageable_h2d},
+                                                  {"pinning the whole image", f.pin_s}};
+  for (const auto& [what, s] : floor) std::printf("%-34s %10.4f %10.2f\n", what, s, gb / s);
   std::printf("%-10s %10s %10s %10s %10s %10s %10s %8s\n", "swap", "out cold s", "host s", "out s",
               "out x", "in s", "in x", "goal");
   for (const Row& r : rows) {
-    const double ox = r.out_s / ideal_out, ix = r.in_s / ideal_in;
+    const double ox = r.out_s / f.pinned_d2h, ix = r.in_s / f.pinned_h2d;
     std::printf("%-10s %10.4f %10.4f %10.4f %10.2f %10.4f %10.2f %8s\n", r.mode.c_str(),
                 r.out_cold_s, r.host_alloc_s, r.out_s, ox, r.in_s, ix,
                 ox <= 1.5 && ix <= 1.5 ? "met" : "missed");
   }
   std::printf("x: time / (bytes / pinned rate of the same direction); goal: both <= 1.5%s\n",
-              standin ? " (stand-in: CPU memcpy figures, not a GPU's)" : "");
+              o.standin ? " (stand-in: CPU memcpy figures, not a GPU's)" : "");
+}
 
-  if (FILE* f = std::fopen(json.c_str(), "w")) {
-    std::fprintf(f,
-                 "{\n  \"device\": \"%s\",\n  \"standin\": %s,\n  \"bytes\": %zu,\n"
-                 "  \"pinned_d2h_s\": %.6f,\n  \"pinned_h2d_s\": %.6f,\n"
-                 "  \"pageable_d2h_s\": %.6f,\n  \"pageable_h2d_s\": %.6f,\n  \"pin_s\": %.6f,\n"
-                 "  \"modes\": [",
-                 device, standin ? "true" : "false", total, pinned_d2h, pinned_h2d, pageable_d2h,
-                 pageable_h2d, pin_s);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      std::fprintf(f,
-                   "%s\n    {\"mode\": \"%s\", \"out_cold_s\": %.6f, \"host_alloc_s\": %.6f, "
-                   "\"out_s\": %.6f, \"in_s\": %.6f, \"out_x\": %.3f, \"in_x\": %.3f}",
-                   i ? "," : "", r.mode.c_str(), r.out_cold_s, r.host_alloc_s, r.out_s, r.in_s,
-                   r.out_s / ideal_out, r.in_s / ideal_in);
-    }
-    std::fprintf(f, "\n  ]\n}\n");
-    std::fclose(f);
+void WriteJson(const std::string& device, const Options& o, const Memory& m, const Floor& f,
+               const std::vector<Row>& rows) {
+  FILE* out = std::fopen(o.json.c_str(), "w");
+  if (!out) return;
+  std::fprintf(out,
+               "{\n  \"device\": \"%s\",\n  \"standin\": %s,\n  \"bytes\": %zu,\n"
+               "  \"pinned_d2h_s\": %.6f,\n  \"pinned_h2d_s\": %.6f,\n"
+               "  \"pageable_d2h_s\": %.6f,\n  \"pageable_h2d_s\": %.6f,\n  \"pin_s\": %.6f,\n"
+               "  \"modes\": [",
+               device.c_str(), o.standin ? "true" : "false", m.total, f.pinned_d2h, f.pinned_h2d,
+               f.pageable_d2h, f.pageable_h2d, f.pin_s);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    std::fprintf(out,
+                 "%s\n    {\"mode\": \"%s\", \"out_cold_s\": %.6f, \"host_alloc_s\": %.6f, "
+                 "\"out_s\": %.6f, \"in_s\": %.6f, \"out_x\": %.3f, \"in_x\": %.3f}",
+                 i ? "," : "", r.mode.c_str(), r.out_cold_s, r.host_alloc_s, r.out_s, r.in_s,
+                 r.out_s / f.pinned_d2h, r.in_s / f.pinned_h2d);
   }
+  std::fprintf(out, "\n  ]\n}\n");
+  std::fclose(out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = ParseArgs(argc, argv);
+  const std::string device = OpenDevice(options.standin);
+  const Memory memory = AllocatePatterned(options.mib);
+  const Floor floor = MeasureFloor(memory, options.rounds);
+  const std::vector<Row> rows = MeasureSwaps(memory.total, options.rounds);
+  VerifyContents(memory);
+  PrintTable(device, options, memory, floor, rows);
+  WriteJson(device, options, memory, floor, rows);
   return 0;
 }
