@@ -22,6 +22,19 @@ MLP_EXAMPLE = os.path.join(BUILD, "examples", "train_mlp")
 sys.path.insert(0, os.path.join(BUILD, "python"))
 
 
+def wait_for(predicate, timeout=30, what="condition", log=None):
+    """Polls predicate until it returns something true, and returns that; fails
+    the test after timeout seconds (with log(), e.g. a daemon's log, if given)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}" +
+                         (f"\n--- gandivad log ---\n{log()}" if log else ""))
+
+
 class Daemon:
     """A gandivad process with its own endpoint; stopped at the end of the test."""
 
@@ -68,13 +81,7 @@ class Daemon:
         return {j["name"]: j for j in self.cli_json("ps", "--all")}
 
     def wait_for(self, predicate, timeout=30, what="condition"):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}\n--- gandivad log ---\n{self.read_log()}")
+        return wait_for(predicate, timeout, what, log=self.read_log)
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:

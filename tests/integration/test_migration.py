@@ -2,6 +2,7 @@
 with real training jobs: results must be bitwise those of a run never moved,
 and every failure must leave the job training on its source."""
 
+import functools
 import json
 import os
 import subprocess
@@ -9,6 +10,7 @@ import time
 
 import pytest
 
+import conftest
 from conftest import CNN_EXAMPLE, MLP_EXAMPLE, PYTHON, BUILD
 from nodes import Node, Proxy, delete_netns, make_netns_pair, netns_available
 
@@ -38,14 +40,8 @@ def same_training(a, b):
     assert a["parameters_sha256"] == b["parameters_sha256"], "final parameters differ"
 
 
-def wait_for(predicate, timeout=60, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+# Migrations take longer than most waits: a minute unless a test says otherwise.
+wait_for = functools.partial(conftest.wait_for, timeout=60)
 
 
 @pytest.fixture
