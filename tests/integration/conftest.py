@@ -35,6 +35,24 @@ def wait_for(predicate, timeout=30, what="condition", log=None):
                          (f"\n--- gandivad log ---\n{log()}" if log else ""))
 
 
+def pids_running(text):
+    """Pids of the processes (but this one) whose command line contains text,
+    like `pgrep -f`; read from /proc, as procps tools hang under a preloaded
+    ASan runtime (make test-asan)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        if text in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
 class Daemon:
     """A gandivad process with its own endpoint; stopped at the end of the test."""
 
