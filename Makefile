@@ -1,11 +1,17 @@
 # The two commands a newcomer types: `make demo` and `make test`.
 # Both install the Debian packages they need (idempotently) and build first.
+# CI (.ci/run) adds: format-check, warnings as errors, test-asan, test-tsan.
 BUILD_DIR ?= build
+ASAN_DIR  ?= build-asan
+TSAN_DIR  ?= build-tsan
 PYTHON    := /usr/bin/python3
 JOBS      ?= 2
 CMAKE_FLAGS ?=
+# Warnings are errors in CI (CI=true, as .ci/run and CI services set it).
+WERROR ?= $(if $(filter true 1,$(CI)),ON,OFF)
 
-.PHONY: all deps configure build demo test test-unit bench clean
+.PHONY: all deps configure build demo test test-unit bench clean \
+        format format-check test-asan test-tsan
 
 all: build
 
@@ -13,7 +19,7 @@ deps:
 	./scripts/install_deps.sh
 
 configure: deps
-	cmake -S . -B $(BUILD_DIR) -DPython3_EXECUTABLE=$(PYTHON) $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD_DIR) -DPython3_EXECUTABLE=$(PYTHON) -DGANDIVA_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
 build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
@@ -32,8 +38,35 @@ test-unit: build
 bench: build
 	./bench/run_all.sh $(BUILD_DIR) $(BUILD_DIR)/bench-results
 
+# Every tracked C/C++ file against .clang-format (the apt clang-format, 14 on Debian 12).
+FORMATTED = git ls-files -z '*.c' '*.cc' '*.cpp' '*.h' '*.hpp' '*.cu' '*.cuh'
+format-check: deps
+	$(FORMATTED) | xargs -0 clang-format --dry-run --Werror
+
+format: deps
+	$(FORMATTED) | xargs -0 clang-format -i
+
+# Sanitizer trees: -O1 with asserts on, no benches, no libtorch example (a
+# slow compile of code that is not ours; the tests that use it skip).
+SAN_FLAGS = -DPython3_EXECUTABLE=$(PYTHON) -DGANDIVA_WERROR=$(WERROR) \
+            -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+            -DGANDIVA_BUILD_BENCH=OFF -DGANDIVA_BUILD_TORCH_EXAMPLES=OFF
+
+# The whole suite under ASan+UBSan (scripts/test_sanitized.sh says how).
+test-asan: deps
+	cmake -S . -B $(ASAN_DIR) $(SAN_FLAGS) -DGANDIVA_SANITIZE="address;undefined"
+	cmake --build $(ASAN_DIR) -j$(JOBS)
+	./scripts/test_sanitized.sh asan $(ASAN_DIR)
+
+# The threaded unit tests under TSan: only their targets are built.
+TSAN_TARGETS = common_test runtime_test checkpoint_test node_test
+test-tsan: deps
+	cmake -S . -B $(TSAN_DIR) $(SAN_FLAGS) -DGANDIVA_SANITIZE=thread -DGANDIVA_WITH_CUDA=OFF
+	cmake --build $(TSAN_DIR) -j$(JOBS) --target $(TSAN_TARGETS)
+	./scripts/test_sanitized.sh tsan $(TSAN_DIR)
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR)
 
 # The GPU suite (docs/gpu.md): one table + gpu_suite.json; exits 77 without a GPU.
 # GPU_SUITE_ARGS: e.g. --device cpu (the dry run), --bundle .gpu-bundle, --only ROW.

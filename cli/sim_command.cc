@@ -1,14 +1,19 @@
 // `gandiva sim`: replay a job trace on a simulated cluster under one or more
 // scheduling policies; print a table, write JSON and optionally PNG plots.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 
 #include "commands.h"
+#include "gandiva/common/flags.h"
 #include "gandiva/scheduler/sim_runner.h"
 
 namespace gandiva::cli {
@@ -19,15 +24,17 @@ using sched::Locality;
 constexpr const char* kUsage = R"(usage: gandiva sim [options]
 Replays a job trace on a simulated GPU cluster (docs/simulator.md).
 
-  --trace PATH          trace CSV (default ../shared/data/philly/philly_jobs.csv)
+  --data-dir DIR        the trace data (philly/, alibaba/, colocation/) that the
+                        defaults below are read from (default $GANDIVA_DATA_DIR)
+  --trace PATH          trace CSV (default DIR/philly/philly_jobs.csv)
   --format F            auto|philly|tiresias|generic (default auto, from the header)
   --policy NAME         fifo|srtf|las|gandiva|reserve-pack|sjf-predicted|philly (default gandiva)
   --compare A,B,...     run several policies side by side, with ratios against fifo
   --cluster C           philly|pai|uniform:MxG (default philly)
-  --machines PATH       machine list (default ../shared/data/philly/cluster_machine_list.csv,
-                        or ../shared/data/alibaba/pai_machine_spec.csv for --cluster pai)
+  --machines PATH       machine list (default DIR/philly/cluster_machine_list.csv,
+                        or DIR/alibaba/pai_machine_spec.csv for --cluster pai)
   --colocation PATH     co-location table, or 'none' for a neutral model
-                        (default ../shared/data/colocation/gavel_simulation_throughputs.json)
+                        (default DIR/colocation/gavel_simulation_throughputs.json)
   --load X              multiply the arrival rate by X (default 1)
   --seed N              seed for job types (default 1)
   --max-jobs N          only the first N jobs by submit time
@@ -56,10 +63,28 @@ Replays a job trace on a simulated GPU cluster (docs/simulator.md).
   --check               verify allocation invariants at every step (slow)
 )";
 
-bool ParseDouble(const std::string& s, double* out) {
-  char* end = nullptr;
-  *out = std::strtod(s.c_str(), &end);
-  return !s.empty() && end && *end == '\0';
+// Where the default trace, machine lists and co-location table live, when
+// --data-dir is not given.
+constexpr const char* kDataDirEnv = "GANDIVA_DATA_DIR";
+
+// Everything the command line asks for.
+struct SimOptions {
+  sched::SimSetup setup;
+  std::vector<std::string> policies = {"gandiva"};
+  std::string colocation;  // empty: the data directory's table
+  std::string json_path = "gandiva_sim.json", plot_prefix = "gandiva_sim_";
+  bool plot = false;
+  int threads = 2;
+};
+
+Flags SimFlags() {
+  return Flags({"data-dir", "trace",       "format",          "policy",         "compare",
+                "cluster",  "machines",    "colocation",      "load",           "seed",
+                "max-jobs", "json",        "plot-prefix",     "threads",        "spread-factor",
+                "slice",    "switch-cost", "preempt-cost",    "migrate-fixed",  "state-gb",
+                "net-gbps", "locality",    "locality-delay",  "las-thresholds", "las-starve",
+                "interval", "max-share",   "reserve-min-gpus"},
+               {"skip-bad-rows", "plot", "no-grow", "no-migrate", "check"});
 }
 
 std::vector<std::string> SplitList(const std::string& s) {
@@ -76,151 +101,164 @@ int Fail(const std::string& msg) {
   return 2;
 }
 
-}  // namespace
-
-int SimCommand(const Args& args) {
-  sched::SimSetup setup;
-  setup.trace_path = "../shared/data/philly/philly_jobs.csv";
-  std::string colocation = "../shared/data/colocation/gavel_simulation_throughputs.json";
-  std::vector<std::string> policies = {"gandiva"};
-  std::string json_path = "gandiva_sim.json", plot_prefix = "gandiva_sim_";
-  bool plot = false;
-  int threads = 2;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    auto value = [&](std::string* out) {
-      if (i + 1 >= args.size()) return false;
-      *out = args[++i];
-      return true;
-    };
-    auto number = [&](double* out) {
-      std::string v;
-      return value(&v) && ParseDouble(v, out);
-    };
-    std::string v;
-    double d = 0;
-    bool ok = true;
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--trace")
-      ok = value(&setup.trace_path);
-    else if (a == "--format") {
-      ok = value(&v);
-      if (v == "auto")
-        setup.trace.format = sched::TraceFormat::kAuto;
-      else if (v == "philly")
-        setup.trace.format = sched::TraceFormat::kPhilly;
-      else if (v == "tiresias")
-        setup.trace.format = sched::TraceFormat::kTiresias;
-      else if (v == "generic")
-        setup.trace.format = sched::TraceFormat::kGeneric;
-      else
-        return Fail("unknown --format '" + v + "'");
-    } else if (a == "--policy") {
-      ok = value(&v);
-      policies = {v};
-    } else if (a == "--compare") {
-      ok = value(&v);
-      policies = SplitList(v);
-    } else if (a == "--cluster")
-      ok = value(&setup.cluster);
-    else if (a == "--machines")
-      ok = value(&setup.machines_path);
-    else if (a == "--colocation")
-      ok = value(&colocation);
-    else if (a == "--load")
-      ok = number(&setup.trace.load);
-    else if (a == "--seed") {
-      ok = number(&d) && d >= 0;
-      setup.sim.seed = setup.policy.seed = static_cast<uint64_t>(d);
-    } else if (a == "--max-jobs") {
-      ok = number(&d) && d >= 0;
-      setup.trace.max_jobs = static_cast<int>(d);
-    } else if (a == "--skip-bad-rows")
-      setup.trace.skip_bad_rows = true;
-    else if (a == "--json")
-      ok = value(&json_path);
-    else if (a == "--plot")
-      plot = true;
-    else if (a == "--plot-prefix")
-      ok = value(&plot_prefix);
-    else if (a == "--threads") {
-      ok = number(&d) && d >= 1;
-      threads = static_cast<int>(d);
-    } else if (a == "--spread-factor")
-      ok = number(&setup.sim.spread_factor);
-    else if (a == "--slice")
-      ok = number(&setup.sim.slice_seconds) && setup.sim.slice_seconds > 0;
-    else if (a == "--switch-cost")
-      ok = number(&setup.sim.switch_seconds);
-    else if (a == "--preempt-cost")
-      ok = number(&setup.sim.preempt_seconds);
-    else if (a == "--migrate-fixed")
-      ok = number(&setup.sim.migrate_fixed_seconds);
-    else if (a == "--state-gb")
-      ok = number(&setup.sim.state_gb_per_gpu);
-    else if (a == "--net-gbps")
-      ok = number(&setup.sim.migrate_gb_per_second) && setup.sim.migrate_gb_per_second > 0;
-    else if (a == "--locality") {
-      ok = value(&v);
-      if (v == "best-effort")
-        setup.policy.locality = Locality::kBestEffort;
-      else if (v == "strict")
-        setup.policy.locality = Locality::kStrict;
-      else if (v == "relaxed")
-        setup.policy.locality = Locality::kRelaxed;
-      else
-        return Fail("unknown --locality '" + v + "'");
-    } else if (a == "--locality-delay")
-      ok = number(&setup.policy.locality_delay);
-    else if (a == "--las-thresholds") {
-      ok = value(&v);
-      setup.policy.las_thresholds.clear();
-      for (const auto& t : SplitList(v)) {
-        if (!ParseDouble(t, &d) || d <= 0) return Fail("bad --las-thresholds '" + v + "'");
-        setup.policy.las_thresholds.push_back(d);
-      }
-    } else if (a == "--las-starve")
-      ok = number(&setup.policy.las_starve_factor);
-    else if (a == "--interval")
-      ok = number(&setup.policy.gandiva_interval) && setup.policy.gandiva_interval > 0;
-    else if (a == "--max-share") {
-      ok = number(&d) && d >= 1;
-      setup.policy.gandiva_max_share = static_cast<int>(d);
-    } else if (a == "--no-grow")
-      setup.policy.gandiva_grow = false;
-    else if (a == "--no-migrate")
-      setup.policy.gandiva_migrate = false;
-    else if (a == "--reserve-min-gpus") {
-      ok = number(&d) && d >= 1;
-      setup.policy.reserve_min_gpus = static_cast<int>(d);
-    } else if (a == "--check")
-      setup.sim.check_invariants = true;
-    else
-      return Fail("unknown option '" + a + "' (see gandiva sim --help)");
-    if (!ok) return Fail("option " + a + " needs a valid value");
+// Sets *out from --name when given. The value must be a number above `min`
+// (or equal to it, with or_equal).
+Status Number(const Flags& f, const std::string& name, double* out,
+              double min = -std::numeric_limits<double>::infinity(), bool or_equal = true) {
+  if (!f.Has(name)) return Status::Ok();
+  GD_ASSIGN_OR_RETURN(double v, f.GetDouble(name, *out));
+  if (v < min || (!or_equal && v == min)) {
+    std::ostringstream bound;
+    bound << (or_equal ? ">= " : "> ") << min;
+    return InvalidArgument("--" + name + " must be " + bound.str() + ", not '" + f.Get(name) + "'");
   }
-  if (policies.empty()) return Fail("no policy given");
-  for (const auto& p : policies) {
-    auto made = sched::MakePolicy(p, setup.policy);
-    if (!made.ok()) return Fail(made.status().message());
+  *out = v;
+  return Status::Ok();
+}
+
+// The same for a count (the number is truncated, as it always was).
+template <typename T>
+Status Count(const Flags& f, const std::string& name, T* out, double min) {
+  double d = static_cast<double>(*out);
+  GD_RETURN_IF_ERROR(Number(f, name, &d, min));
+  *out = static_cast<T>(d);
+  return Status::Ok();
+}
+
+// Sets *out from --name when given, by name.
+template <typename E>
+Status Choice(const Flags& f, const std::string& name, const std::map<std::string, E>& choices,
+              E* out) {
+  if (!f.Has(name)) return Status::Ok();
+  auto it = choices.find(f.Get(name));
+  if (it == choices.end()) return InvalidArgument("unknown --" + name + " '" + f.Get(name) + "'");
+  *out = it->second;
+  return Status::Ok();
+}
+
+// The trace, the cluster, the outputs.
+Status ApplyInputFlags(const Flags& f, SimOptions* o) {
+  sched::SimSetup& s = o->setup;
+  s.trace_path = f.Get("trace");
+  s.cluster = f.Get("cluster", s.cluster);
+  s.machines_path = f.Get("machines");
+  o->colocation = f.Get("colocation");
+  GD_RETURN_IF_ERROR(Choice<sched::TraceFormat>(f, "format",
+                                                {{"auto", sched::TraceFormat::kAuto},
+                                                 {"philly", sched::TraceFormat::kPhilly},
+                                                 {"tiresias", sched::TraceFormat::kTiresias},
+                                                 {"generic", sched::TraceFormat::kGeneric}},
+                                                &s.trace.format));
+  if (f.Has("policy") && f.Has("compare"))
+    return InvalidArgument("--policy and --compare exclude each other");
+  if (f.Has("policy")) o->policies = {f.Get("policy")};
+  if (f.Has("compare")) o->policies = SplitList(f.Get("compare"));
+  GD_RETURN_IF_ERROR(Number(f, "load", &s.trace.load));
+  GD_RETURN_IF_ERROR(Count(f, "seed", &s.sim.seed, 0));
+  s.policy.seed = s.sim.seed;
+  GD_RETURN_IF_ERROR(Count(f, "max-jobs", &s.trace.max_jobs, 0));
+  s.trace.skip_bad_rows = f.Has("skip-bad-rows");
+  o->json_path = f.Get("json", o->json_path);
+  o->plot = f.Has("plot");
+  o->plot_prefix = f.Get("plot-prefix", o->plot_prefix);
+  return Count(f, "threads", &o->threads, 1);
+}
+
+// The cost model of the simulated cluster.
+Status ApplyModelFlags(const Flags& f, sched::SimConfig* c) {
+  GD_RETURN_IF_ERROR(Number(f, "spread-factor", &c->spread_factor));
+  GD_RETURN_IF_ERROR(Number(f, "slice", &c->slice_seconds, 0, /*or_equal=*/false));
+  GD_RETURN_IF_ERROR(Number(f, "switch-cost", &c->switch_seconds));
+  GD_RETURN_IF_ERROR(Number(f, "preempt-cost", &c->preempt_seconds));
+  GD_RETURN_IF_ERROR(Number(f, "migrate-fixed", &c->migrate_fixed_seconds));
+  GD_RETURN_IF_ERROR(Number(f, "state-gb", &c->state_gb_per_gpu));
+  c->check_invariants = f.Has("check");
+  return Number(f, "net-gbps", &c->migrate_gb_per_second, 0, /*or_equal=*/false);
+}
+
+// The policies' knobs.
+Status ApplyPolicyFlags(const Flags& f, sched::PolicyOptions* p) {
+  GD_RETURN_IF_ERROR(Choice<Locality>(f, "locality",
+                                      {{"best-effort", Locality::kBestEffort},
+                                       {"strict", Locality::kStrict},
+                                       {"relaxed", Locality::kRelaxed}},
+                                      &p->locality));
+  GD_RETURN_IF_ERROR(Number(f, "locality-delay", &p->locality_delay));
+  if (f.Has("las-thresholds")) {
+    const std::string v = f.Get("las-thresholds");
+    p->las_thresholds.clear();
+    for (const auto& t : SplitList(v)) {
+      char* end = nullptr;
+      const double d = std::strtod(t.c_str(), &end);
+      if (*end != '\0' || !(d > 0)) return InvalidArgument("bad --las-thresholds '" + v + "'");
+      p->las_thresholds.push_back(d);
+    }
   }
-  if (setup.machines_path.empty())
-    setup.machines_path = setup.cluster == "pai" ? "../shared/data/alibaba/pai_machine_spec.csv"
-                                                 : "../shared/data/philly/cluster_machine_list.csv";
-  if (colocation != "none") setup.colocation_path = colocation;
+  GD_RETURN_IF_ERROR(Number(f, "las-starve", &p->las_starve_factor));
+  GD_RETURN_IF_ERROR(Number(f, "interval", &p->gandiva_interval, 0, /*or_equal=*/false));
+  GD_RETURN_IF_ERROR(Count(f, "max-share", &p->gandiva_max_share, 1));
+  p->gandiva_grow = !f.Has("no-grow");
+  p->gandiva_migrate = !f.Has("no-migrate");
+  return Count(f, "reserve-min-gpus", &p->reserve_min_gpus, 1);
+}
 
-  auto loaded = sched::LoadSim(setup);
-  if (!loaded.ok()) return Fail(loaded.status().ToString());
-  std::fprintf(
-      stderr, "trace %s: %zu jobs (%s format%s), cluster %s\n", setup.trace_path.c_str(),
-      loaded->jobs.size(), loaded->trace.format.c_str(),
-      loaded->trace.skipped_rows
-          ? (", " + std::to_string(loaded->trace.skipped_rows) + " bad rows skipped").c_str()
-          : "",
-      loaded->cluster_name.c_str());
+// A default input under the data directory; a clear error when there is none.
+StatusOr<std::string> DataFile(const std::string& data_dir, const std::string& flag,
+                               const std::string& relative) {
+  const std::string hint = "pass --data-dir DIR or set " + std::string(kDataDirEnv) +
+                           " to the trace data (philly/, alibaba/, colocation/), or give " + flag +
+                           " PATH";
+  if (data_dir.empty())
+    return InvalidArgument("no data directory for the default " + flag + ": " + hint);
+  const std::string path = data_dir + "/" + relative;
+  if (!std::filesystem::exists(path)) return NotFound(path + " does not exist: " + hint);
+  return path;
+}
 
+// Fills the inputs the command line left out from the data directory
+// (--data-dir, else $GANDIVA_DATA_DIR).
+Status ResolveDataFiles(const Flags& f, SimOptions* o) {
+  const char* env = std::getenv(kDataDirEnv);
+  const std::string dir = f.Get("data-dir", env ? env : "");
+  sched::SimSetup& s = o->setup;
+  if (s.trace_path.empty()) {
+    GD_ASSIGN_OR_RETURN(s.trace_path, DataFile(dir, "--trace", "philly/philly_jobs.csv"));
+  }
+  if (s.machines_path.empty() && (s.cluster == "philly" || s.cluster == "pai")) {
+    GD_ASSIGN_OR_RETURN(s.machines_path,
+                        DataFile(dir, "--machines",
+                                 s.cluster == "pai" ? "alibaba/pai_machine_spec.csv"
+                                                    : "philly/cluster_machine_list.csv"));
+  }
+  if (o->colocation.empty()) {
+    GD_ASSIGN_OR_RETURN(o->colocation, DataFile(dir, "--colocation",
+                                                "colocation/gavel_simulation_throughputs.json"));
+  }
+  if (o->colocation != "none") s.colocation_path = o->colocation;
+  return Status::Ok();
+}
+
+Status ParseSimArgs(const Args& args, SimOptions* o) {
+  Flags f = SimFlags();
+  GD_RETURN_IF_ERROR(f.Parse(args));
+  if (!f.positionals().empty())
+    return InvalidArgument("unexpected argument '" + f.positionals()[0] +
+                           "' (see gandiva sim --help)");
+  GD_RETURN_IF_ERROR(ApplyInputFlags(f, o));
+  GD_RETURN_IF_ERROR(ApplyModelFlags(f, &o->setup.sim));
+  GD_RETURN_IF_ERROR(ApplyPolicyFlags(f, &o->setup.policy));
+  if (o->policies.empty()) return InvalidArgument("no policy given");
+  for (const auto& p : o->policies) {
+    auto made = sched::MakePolicy(p, o->setup.policy);
+    if (!made.ok()) return made.status();
+  }
+  return ResolveDataFiles(f, o);
+}
+
+// Runs every policy on `loaded`, `threads` at a time; in the order given.
+StatusOr<std::vector<sched::Report>> RunPolicies(const sched::LoadedSim& loaded,
+                                                 const SimOptions& o) {
+  const std::vector<std::string>& policies = o.policies;
   // Runs are independent and deterministic, so they may run side by side.
   std::vector<StatusOr<sched::Report>> results(policies.size(),
                                                Status(StatusCode::kInternal, "not run"));
@@ -234,46 +272,77 @@ int SimCommand(const Args& args) {
         if (next >= policies.size()) return;
         k = next++;
       }
-      results[k] = sched::RunPolicy(*loaded, policies[k], setup.sim, setup.policy);
+      results[k] = sched::RunPolicy(loaded, policies[k], o.setup.sim, o.setup.policy);
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 0; t < std::min<int>(threads, policies.size()); ++t) pool.emplace_back(worker);
+  for (int t = 0; t < std::min<int>(o.threads, policies.size()); ++t) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
 
   std::vector<sched::Report> reports;
   for (size_t k = 0; k < policies.size(); ++k) {
-    if (!results[k].ok()) return Fail(policies[k] + ": " + results[k].status().ToString());
+    if (!results[k].ok())
+      return Status(results[k].status().code(),
+                    policies[k] + ": " + results[k].status().ToString());
     reports.push_back(std::move(results[k]).value());
     std::fprintf(stderr, "  %-14s simulated in %.2f s (%lld events)\n", policies[k].c_str(),
                  reports.back().sim_seconds, static_cast<long long>(reports.back().events));
   }
-  std::fputs(sched::FormatTable(reports).c_str(), stdout);
+  return reports;
+}
 
-  std::string trace_name = setup.trace_path.substr(setup.trace_path.find_last_of('/') + 1);
-  if (setup.trace.load != 1)
-    trace_name += " at load x" + std::to_string(setup.trace.load).substr(0, 4);
-  std::string json = sched::ReportsToJson(reports, trace_name, loaded->cluster_name);
-  if (json_path == "-") {
+// The JSON report (a file, stdout or nothing) and the PNG plots.
+Status WriteOutputs(const std::vector<sched::Report>& reports, const sched::LoadedSim& loaded,
+                    const SimOptions& o) {
+  const sched::SimSetup& s = o.setup;
+  std::string trace_name = s.trace_path.substr(s.trace_path.find_last_of('/') + 1);
+  if (s.trace.load != 1) trace_name += " at load x" + std::to_string(s.trace.load).substr(0, 4);
+  std::string json = sched::ReportsToJson(reports, trace_name, loaded.cluster_name);
+  if (o.json_path == "-") {
     std::fputs(json.c_str(), stdout);
-  } else if (json_path != "none") {
-    std::ofstream out(json_path);
+  } else if (o.json_path != "none") {
+    std::ofstream out(o.json_path);
     out << json << "\n";
-    if (!out) return Fail("cannot write " + json_path);
-    std::fprintf(stderr, "wrote %s\n", json_path.c_str());
+    if (!out) return Unavailable("cannot write " + o.json_path);
+    std::fprintf(stderr, "wrote %s\n", o.json_path.c_str());
   }
-  if (plot) {
-    std::string src = json_path;
-    if (json_path == "-" || json_path == "none") {
-      src = plot_prefix + "report.json";
-      std::ofstream out(src);
-      out << json;
-    }
-    Status s = sched::WritePlots(src, plot_prefix);
-    if (!s.ok()) return Fail(s.ToString());
-    std::fprintf(stderr, "wrote %sjct_cdf.png and %sutilisation.png\n", plot_prefix.c_str(),
-                 plot_prefix.c_str());
+  if (!o.plot) return Status::Ok();
+  std::string src = o.json_path;
+  if (o.json_path == "-" || o.json_path == "none") {
+    src = o.plot_prefix + "report.json";
+    std::ofstream out(src);
+    out << json;
   }
+  if (Status s = sched::WritePlots(src, o.plot_prefix); !s.ok())
+    return Status(s.code(), s.ToString());  // the code's name says what failed
+  std::fprintf(stderr, "wrote %sjct_cdf.png and %sutilisation.png\n", o.plot_prefix.c_str(),
+               o.plot_prefix.c_str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+int SimCommand(const Args& args) {
+  if (std::find(args.begin(), args.end(), "--help") != args.end() ||
+      std::find(args.begin(), args.end(), "-h") != args.end()) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  SimOptions o;
+  if (Status s = ParseSimArgs(args, &o); !s.ok()) return Fail(s.message());
+  auto loaded = sched::LoadSim(o.setup);
+  if (!loaded.ok()) return Fail(loaded.status().ToString());
+  std::fprintf(
+      stderr, "trace %s: %zu jobs (%s format%s), cluster %s\n", o.setup.trace_path.c_str(),
+      loaded->jobs.size(), loaded->trace.format.c_str(),
+      loaded->trace.skipped_rows
+          ? (", " + std::to_string(loaded->trace.skipped_rows) + " bad rows skipped").c_str()
+          : "",
+      loaded->cluster_name.c_str());
+  auto reports = RunPolicies(*loaded, o);
+  if (!reports.ok()) return Fail(reports.status().message());
+  std::fputs(sched::FormatTable(*reports).c_str(), stdout);
+  if (Status s = WriteOutputs(*reports, *loaded, o); !s.ok()) return Fail(s.message());
   return 0;
 }
 

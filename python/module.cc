@@ -179,7 +179,7 @@ py::tuple Checkpoint(const std::string& dir) {
   {
     py::gil_scoped_release nogil;  // save functions take it back
     s = gandiva::checkpoint::SaveState(
-        "file:" + dir + "/" + gandiva::checkpoint::kCheckpointFileName, &bytes);
+        "file:" + dir + "/" + gandiva::checkpoint::kCheckpointFileName, gd_job_id(), &bytes);
   }
   return py::make_tuple(s.ok(), gandiva::StatusCodeName(s.code()), s.message(), bytes);
 }

@@ -116,27 +116,9 @@ nlohmann::json ReadJson(const std::string& path) {
   return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string out_dir = ".";
-  std::vector<std::string> bm_args{argv[0]};
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--out" && i + 1 < argc) {
-      out_dir = argv[++i];
-    } else if (a.rfind("--out=", 0) == 0) {
-      out_dir = a.substr(6);
-    } else {
-      bm_args.push_back(a);
-    }
-  }
-  const std::string managed_json = out_dir + "/bench_boundary.managed.json";
-  const std::string unmanaged_json = out_dir + "/bench_boundary.unmanaged.json";
-
-  // Keep the runtime's "running unmanaged" notice and debug logs out of the table.
-  unsetenv(gandiva::runtime::kEnvControlBlock);
-
+// Runs the benchmarks in a child attached to a shared control block, as a job
+// under gandivad is. Returns 0 on success.
+int RunManaged(const std::vector<std::string>& bm_args, const std::string& json_path) {
   std::printf("== managed (shared-memory control block, as under gandivad) ==\n");
   std::fflush(stdout);
   const pid_t child = fork();
@@ -158,7 +140,7 @@ int main(int argc, char** argv) {
       SharedControlBlock::Remove(name);
       _exit(1);
     }
-    const int rc = RunBenchmarks(bm_args, managed_json);
+    const int rc = RunBenchmarks(bm_args, json_path);
     SharedControlBlock::Remove(name);
     std::fflush(nullptr);
     _exit(rc);
@@ -169,13 +151,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_boundary: managed run failed\n");
     return 1;
   }
+  return 0;
+}
 
-  std::printf("\n== unmanaged (no controller: private control block) ==\n");
-  std::fflush(stdout);
-  LoadSharedLibrary();
-  if (int rc = RunBenchmarks(bm_args, unmanaged_json); rc != 0) return rc;
-
-  // Merge: one row per benchmark, ns per call in each mode.
+// Merges the two runs: one row per benchmark, ns per call in each mode; prints
+// the table and writes out_dir/bench_boundary.json.
+void Merge(const std::string& out_dir, const std::string& managed_json,
+           const std::string& unmanaged_json) {
   nlohmann::json merged;
   merged["context"] = ReadJson(unmanaged_json).value("context", nlohmann::json::object());
   merged["goal_ns"] = 50;
@@ -203,5 +185,34 @@ int main(int argc, char** argv) {
   const std::string path = out_dir + "/bench_boundary.json";
   std::ofstream(path) << merged.dump(2) << "\n";
   std::printf("wrote %s\n", path.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_dir = ".";
+  std::vector<std::string> bm_args{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--out" && i + 1 < argc) {
+      out_dir = argv[++i];
+    } else if (a.rfind("--out=", 0) == 0) {
+      out_dir = a.substr(6);
+    } else {
+      bm_args.push_back(a);
+    }
+  }
+  const std::string managed_json = out_dir + "/bench_boundary.managed.json";
+  const std::string unmanaged_json = out_dir + "/bench_boundary.unmanaged.json";
+
+  // Keep the runtime's "running unmanaged" notice and debug logs out of the table.
+  unsetenv(gandiva::runtime::kEnvControlBlock);
+  if (int rc = RunManaged(bm_args, managed_json); rc != 0) return rc;
+
+  std::printf("\n== unmanaged (no controller: private control block) ==\n");
+  std::fflush(stdout);
+  LoadSharedLibrary();
+  if (int rc = RunBenchmarks(bm_args, unmanaged_json); rc != 0) return rc;
+  Merge(out_dir, managed_json, unmanaged_json);
   return 0;
 }

@@ -182,27 +182,29 @@ class Bench:
         names = {a: "train_cnn.py", b: "train_mlp"}
         self.wait_iterations([a, b], 5)
         time.sleep(self.args.settle)
+        self.report(self.measure_rounds(a, b, names), a, b, names)
 
-        # Rounds of short windows, alone and sliced side by side: on a machine
-        # others load too, the rate alone drifts by tens of percent within a
-        # minute, so each round compares configurations seconds apart and the
-        # result is the median over rounds (pooled figures are in the JSON too).
-        w = self.args.window
+    def measure_rounds(self, a, b, names):
+        """Rounds of short windows, alone and sliced side by side: on a machine
+        others load too, the rate alone drifts by tens of percent within a
+        minute, so each round compares configurations seconds apart and the
+        result is the median over rounds (pooled figures are in the JSON too)."""
         rounds = []
         for r in range(self.args.rounds):
             rnd = {"alone": {}, "sliced": {}}
             for run, held in ((a, b), (b, a)):
-                n, wall = self.alone(run, held, w)
+                n, wall = self.alone(run, held, self.args.window)
                 rnd["alone"][run] = (n, wall)
             for ms in self.args.slices:
-                rnd["sliced"][ms] = self.sliced(ms, w)
+                rnd["sliced"][ms] = self.sliced(ms, self.args.window)
             rounds.append(rnd)
             rates = ", ".join(f"{names[j]} {n / wall:.1f} it/s" for j, (n, wall) in rnd["alone"].items())
             print(f"  round {r + 1}/{self.args.rounds}: alone {rates}", flush=True)
+        return rounds
 
-        def lost(n, wall, rate):
-            return 1 - (n[a] / rate[a] + n[b] / rate[b]) / wall
-
+    def report(self, rounds, a, b, names):
+        """Prints the table and writes bench_slicing_throughput.json."""
+        w = self.args.window
         pooled_rate = {j: sum(rd["alone"][j][0] for rd in rounds) / sum(rd["alone"][j][1] for rd in rounds)
                        for j in (a, b)}
         jobs_info = {job["id"]: job for job in self.client.jobs()}
@@ -224,40 +226,49 @@ class Bench:
         print(f"{'slice ms':>8} {'it A':>6} {'it B':>6} {'share A':>8} {'switches':>8} "
               f"{'handover med/p99 ms':>20} {'idle %':>7} {'lost % median':>14} {'min..max':>16} {'pooled':>7}")
         for ms in self.args.slices:
-            per_round, handover = [], []
-            tot_n, tot_wall = {a: 0, b: 0}, 0.0
-            for rd in rounds:
-                n, wall, h = rd["sliced"][ms]
-                rate = {j: rd["alone"][j][0] / rd["alone"][j][1] for j in (a, b)}
-                per_round.append(lost(n, wall, rate))
-                handover += h
-                tot_wall += wall
-                for j in (a, b):
-                    tot_n[j] += n[j]
-            pooled = lost(tot_n, tot_wall, pooled_rate)
-            work_a = tot_n[a] / pooled_rate[a]
-            share_a = work_a / (work_a + tot_n[b] / pooled_rate[b])
-            c = {"slice_ms": ms, "wall_s": tot_wall,
-                 "iterations": {names[a]: tot_n[a], names[b]: tot_n[b]},
-                 "share_of_device_a": share_a, "switches": len(handover),
-                 "handover_median_ms": statistics.median(handover) if handover else 0.0,
-                 "handover_p99_ms": percentile(handover, 0.99),
-                 "throughput_lost_median": statistics.median(per_round),
-                 "throughput_lost_per_round": per_round,
-                 "throughput_lost_pooled": pooled,
-                 # The part of the loss no machine load can hide: the device idle
-                 # between one job parking and the next running.
-                 "handover_idle_fraction": sum(handover) / 1e3 / tot_wall}
+            c = slice_config(ms, rounds, a, b, names, pooled_rate)
             result["configs"].append(c)
+            per_round, tot_n = c["throughput_lost_per_round"], c["iterations"]
             spread = f"{100 * min(per_round):.1f}..{100 * max(per_round):.1f}"
-            print(f"{ms:>8} {tot_n[a]:>6} {tot_n[b]:>6} {share_a:>8.2f} {len(handover):>8} "
-                  f"{c['handover_median_ms']:>9.3f}/{c['handover_p99_ms']:<9.3f} "
-                  f"{100 * c['handover_idle_fraction']:>7.3f} {100 * c['throughput_lost_median']:>14.2f} {spread:>16} {100 * pooled:>7.2f}")
+            print(f"{ms:>8} {tot_n[names[a]]:>6} {tot_n[names[b]]:>6} {c['share_of_device_a']:>8.2f} "
+                  f"{c['switches']:>8} {c['handover_median_ms']:>9.3f}/{c['handover_p99_ms']:<9.3f} "
+                  f"{100 * c['handover_idle_fraction']:>7.3f} {100 * c['throughput_lost_median']:>14.2f} "
+                  f"{spread:>16} {100 * c['throughput_lost_pooled']:>7.2f}")
         print("idle %: summed handover time / wall (device idle between jobs); goal: lost <= 1 % at 100 ms")
         path = os.path.join(self.args.out, "bench_slicing_throughput.json")
         with open(path, "w") as f:
             json.dump(result, f, indent=2)
         print(f"wrote {path}")
+
+
+def slice_config(ms, rounds, a, b, names, pooled_rate):
+    """One slice length's figures over all rounds: throughput lost against the
+    jobs' rates alone, per round and pooled, the device share, the handovers."""
+    def lost(n, wall, rate):
+        return 1 - (n[a] / rate[a] + n[b] / rate[b]) / wall
+
+    per_round, handover = [], []
+    tot_n, tot_wall = {a: 0, b: 0}, 0.0
+    for rd in rounds:
+        n, wall, h = rd["sliced"][ms]
+        rate = {j: rd["alone"][j][0] / rd["alone"][j][1] for j in (a, b)}
+        per_round.append(lost(n, wall, rate))
+        handover += h
+        tot_wall += wall
+        for j in (a, b):
+            tot_n[j] += n[j]
+    work_a = tot_n[a] / pooled_rate[a]
+    return {"slice_ms": ms, "wall_s": tot_wall,
+            "iterations": {names[a]: tot_n[a], names[b]: tot_n[b]},
+            "share_of_device_a": work_a / (work_a + tot_n[b] / pooled_rate[b]), "switches": len(handover),
+            "handover_median_ms": statistics.median(handover) if handover else 0.0,
+            "handover_p99_ms": percentile(handover, 0.99),
+            "throughput_lost_median": statistics.median(per_round),
+            "throughput_lost_per_round": per_round,
+            "throughput_lost_pooled": lost(tot_n, tot_wall, pooled_rate),
+            # The part of the loss no machine load can hide: the device idle
+            # between one job parking and the next running.
+            "handover_idle_fraction": sum(handover) / 1e3 / tot_wall}
 
 
 def main():

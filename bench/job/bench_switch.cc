@@ -199,71 +199,76 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return o->switches > 0 && o->pingpongs > 1 && o->idle_pingpongs > 1;
 }
 
-}  // namespace
+// Two jobs, each attached to its own control block and parked at its first
+// boundary, with long leases: the parent heartbeats, and no lease expiry may
+// unpark a job behind the controller's back mid-measurement.
+struct Jobs {
+  std::unique_ptr<rt::SharedControlBlock> blocks[2];
+  pid_t pids[2] = {0, 0};
+  rt::ControlBlock* cb[2] = {nullptr, nullptr};
+};
 
-int main(int argc, char** argv) {
-  Options opt;
-  if (!ParseArgs(argc, argv, &opt)) return 2;
-
-  auto* sh = static_cast<Shared*>(
-      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
-  if (sh == MAP_FAILED) {
-    std::perror("mmap");
-    return 1;
-  }
-  new (sh) Shared{};
-
-  // Floors, first halves.
-  const pid_t ponger = Fork([&] { PongLoop(sh); });
-  std::vector<uint64_t> floor = PingPong(sh, opt.pingpongs / 2, 0);
-  std::vector<uint64_t> floor_idle = PingPong(sh, opt.idle_pingpongs / 2, opt.slice_us * 1000);
-
-  // Two jobs with long leases: the parent heartbeats, and no lease expiry may
-  // unpark a job behind the controller's back mid-measurement.
+bool StartJobs(const Options& opt, Shared* sh, Jobs* jobs) {
   const uint64_t lease_ns = 10'000'000'000ull;
   const std::string prefix = "/gandiva.bench_switch." + std::to_string(getpid());
-  std::unique_ptr<rt::SharedControlBlock> blocks[2];
   for (int j = 0; j < 2; ++j) {
     auto b = rt::SharedControlBlock::Create(prefix + (j ? ".b" : ".a"), j + 1, lease_ns, "bench");
     if (!b.ok()) {
       std::fprintf(stderr, "bench_switch: %s\n", b.status().ToString().c_str());
-      return 1;
+      return false;
     }
-    blocks[j] = std::move(b).value();
-    rt::Heartbeat(blocks[j]->get(), MonotonicNowNs());
-    rt::RequestSuspend(blocks[j]->get());  // both park at their first boundary, as new jobs do
+    jobs->blocks[j] = std::move(b).value();
+    jobs->cb[j] = jobs->blocks[j]->get();
+    rt::Heartbeat(jobs->cb[j], MonotonicNowNs());
+    rt::RequestSuspend(jobs->cb[j]);  // both park at their first boundary, as new jobs do
   }
-  pid_t jobs[2];
   for (int j = 0; j < 2; ++j) {
-    const std::string name = blocks[j]->name();
-    jobs[j] = Fork([&, name] { JobLoop(name, sh, opt.spin_us * 1000); });
+    const std::string name = jobs->blocks[j]->name();
+    jobs->pids[j] = Fork([&, name] { JobLoop(name, sh, opt.spin_us * 1000); });
   }
-  rt::ControlBlock* cb[2] = {blocks[0]->get(), blocks[1]->get()};
   for (int j = 0; j < 2; ++j) {
-    if (!rt::WaitForPhase(cb[j], rt::kPhaseParked, 10'000'000'000ull)) {
+    if (!rt::WaitForPhase(jobs->cb[j], rt::kPhaseParked, 10'000'000'000ull)) {
       std::fprintf(stderr, "bench_switch: job %d never parked\n", j);
-      return 1;
+      return false;
     }
   }
+  return true;
+}
 
-  // The device loop: run one job a slice, park it, resume the other.
-  std::vector<uint64_t> handover;        // with pre-wake, as gandivad switches
-  std::vector<uint64_t> handover_plain;  // without: the next job sleeps until resumed
-  handover.reserve(opt.switches);
-  handover_plain.reserve(opt.switches);
+// Stops the jobs: releases them (as gandivad does on SIGTERM) and lets them
+// exit. iterations: how many each ran.
+void StopJobs(Shared* sh, Jobs* jobs, uint64_t iterations[2]) {
+  sh->stop.store(1);
+  for (int j = 0; j < 2; ++j) rt::ReleaseForever(jobs->cb[j]);
+  for (int j = 0; j < 2; ++j) {
+    waitpid(jobs->pids[j], nullptr, 0);
+    iterations[j] = jobs->cb[j]->profile.iterations.load();
+    rt::SharedControlBlock::Remove(jobs->blocks[j]->name());
+  }
+}
+
+struct Switches {
+  std::vector<uint64_t> handover;         // with pre-wake, as gandivad switches
+  std::vector<uint64_t> handover_plain;   // without: the next job sleeps until resumed
   std::vector<uint64_t> controller_side;  // A parked -> resume request issued
-  controller_side.reserve(opt.switches);
+};
+
+// The device loop: run one job a slice, park it, resume the other. False if a
+// job did not park or resume in time.
+bool RunSwitches(const Options& opt, const Jobs& jobs, Switches* out) {
+  out->handover.reserve(opt.switches);
+  out->handover_plain.reserve(opt.switches);
+  out->controller_side.reserve(opt.switches);
   int running = 0;
-  rt::RequestResume(cb[running]);
+  rt::RequestResume(jobs.cb[running]);
   const int warmup = 20;
-  bool ok = true;
-  for (int i = 0; i < opt.switches + warmup && ok; ++i) {
+  for (int i = 0; i < opt.switches + warmup; ++i) {
     SleepNs(opt.slice_us * 1000);
     const uint64_t now = MonotonicNowNs();
-    rt::Heartbeat(cb[0], now);
-    rt::Heartbeat(cb[1], now);
-    rt::ControlBlock* a = cb[running];
-    rt::ControlBlock* b = cb[1 - running];
+    rt::Heartbeat(jobs.cb[0], now);
+    rt::Heartbeat(jobs.cb[1], now);
+    rt::ControlBlock* a = jobs.cb[running];
+    rt::ControlBlock* b = jobs.cb[1 - running];
     rt::RequestSuspend(a);
     // Every other switch as gandivad makes it, with the next job pre-woken to spin
     // for the resume (runtime::PreWake); the others without: interleaved, so both
@@ -272,49 +277,41 @@ int main(int argc, char** argv) {
     if (prewake) rt::PreWake(b, opt.spin_us * 1000 * 3 / 2 + 50'000);
     if (!rt::WaitForPhase(a, rt::kPhaseParked, 5'000'000'000ull)) {
       std::fprintf(stderr, "bench_switch: job did not park\n");
-      ok = false;
-      break;
+      return false;
     }
     const uint64_t resume_at = MonotonicNowNs();
     rt::RequestResume(b);
     // Wait for B to be running, so no two switches overlap.
     if (!rt::WaitForPhase(b, rt::kPhaseRunning, 5'000'000'000ull)) {
       std::fprintf(stderr, "bench_switch: job did not resume\n");
-      ok = false;
-      break;
+      return false;
     }
     const uint64_t parked = a->parked_at_ns.load(std::memory_order_acquire);
     const uint64_t resumed = b->resumed_at_ns.load(std::memory_order_acquire);
     if (i >= warmup && resumed > parked) {
-      (prewake ? handover : handover_plain).push_back(resumed - parked);
-      controller_side.push_back(resume_at - parked);
+      (prewake ? out->handover : out->handover_plain).push_back(resumed - parked);
+      out->controller_side.push_back(resume_at - parked);
     }
     running = 1 - running;
   }
+  return true;
+}
 
-  // Stop the jobs: release them (as gandivad does on SIGTERM) and let them exit.
-  sh->stop.store(1);
-  uint64_t iterations[2];
-  for (int j = 0; j < 2; ++j) rt::ReleaseForever(cb[j]);
-  for (int j = 0; j < 2; ++j) {
-    waitpid(jobs[j], nullptr, 0);
-    iterations[j] = cb[j]->profile.iterations.load();
-    rt::SharedControlBlock::Remove(blocks[j]->name());
-  }
+// Appends the floor's samples: n back to back, n_idle after a slice-long sleep each.
+void MeasureFloor(Shared* sh, const Options& opt, int n, int n_idle, std::vector<uint64_t>* floor,
+                  std::vector<uint64_t>* floor_idle) {
+  std::vector<uint64_t> v = PingPong(sh, n, 0);
+  floor->insert(floor->end(), v.begin(), v.end());
+  v = PingPong(sh, n_idle, opt.slice_us * 1000);
+  floor_idle->insert(floor_idle->end(), v.begin(), v.end());
+}
 
-  // Floor, second half: bracketing the switches evens out drift in machine load.
-  std::vector<uint64_t> floor2 = PingPong(sh, opt.pingpongs - opt.pingpongs / 2, 0);
-  floor.insert(floor.end(), floor2.begin(), floor2.end());
-  floor2 = PingPong(sh, opt.idle_pingpongs - opt.idle_pingpongs / 2, opt.slice_us * 1000);
-  floor_idle.insert(floor_idle.end(), floor2.begin(), floor2.end());
-  sh->ping.store(3);
-  rt::FutexWakeAll(&sh->ping);
-  waitpid(ponger, nullptr, 0);
-  if (!ok) return 1;
-
-  const Summary sw = Summarize(handover);
-  const Summary sw_plain = Summarize(handover_plain);
-  const Summary ctl = Summarize(controller_side);
+// Prints the table and writes bench_switch.json.
+void Report(const Options& opt, const Switches& s, const std::vector<uint64_t>& floor,
+            const std::vector<uint64_t>& floor_idle, const uint64_t iterations[2]) {
+  const Summary sw = Summarize(s.handover);
+  const Summary sw_plain = Summarize(s.handover_plain);
+  const Summary ctl = Summarize(s.controller_side);
   const Summary fl = Summarize(floor);
   const Summary fli = Summarize(floor_idle);
   const double ratio = fl.median_us > 0 ? sw.median_us / fl.median_us : 0;
@@ -362,5 +359,41 @@ int main(int argc, char** argv) {
   const std::string path = opt.out_dir + "/bench_switch.json";
   std::ofstream(path) << j.dump(2) << "\n";
   std::printf("wrote %s\n", path.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (!ParseArgs(argc, argv, &opt)) return 2;
+
+  auto* sh = static_cast<Shared*>(
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  if (sh == MAP_FAILED) {
+    std::perror("mmap");
+    return 1;
+  }
+  new (sh) Shared{};
+
+  // Floors, first halves.
+  const pid_t ponger = Fork([&] { PongLoop(sh); });
+  std::vector<uint64_t> floor, floor_idle;
+  MeasureFloor(sh, opt, opt.pingpongs / 2, opt.idle_pingpongs / 2, &floor, &floor_idle);
+
+  Jobs jobs;
+  if (!StartJobs(opt, sh, &jobs)) return 1;
+  Switches switches;
+  const bool ok = RunSwitches(opt, jobs, &switches);
+  uint64_t iterations[2];
+  StopJobs(sh, &jobs, iterations);
+
+  // Floor, second half: bracketing the switches evens out drift in machine load.
+  MeasureFloor(sh, opt, opt.pingpongs - opt.pingpongs / 2,
+               opt.idle_pingpongs - opt.idle_pingpongs / 2, &floor, &floor_idle);
+  sh->ping.store(3);
+  rt::FutexWakeAll(&sh->ping);
+  waitpid(ponger, nullptr, 0);
+  if (!ok) return 1;
+  Report(opt, switches, floor, floor_idle, iterations);
   return 0;
 }

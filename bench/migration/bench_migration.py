@@ -200,6 +200,69 @@ def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations):
             run.wait()
 
 
+def measure(a, b, build, job_exe, root, mib, args):
+    """One state size: the transfer floor, a reference run, one migration; its row."""
+    load_before = os.getloadavg()[0]
+    floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
+    # Long enough that the job is still running on a while b starts and
+    # warms its copy (which initialises N MiB), short enough to be cheap.
+    iterations = 1500 + 2 * mib
+    ref = reference_run(job_exe, mib, iterations, root)
+    op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, 300)
+    if res["checksum"] != ref["checksum"] or res["iterations"] != iterations:
+        raise RuntimeError(f"{mib} MiB: migrated checksum {res['checksum']} != reference "
+                           f"{ref['checksum']} (iterations {res['iterations']})")
+    if not 0 < res["restored_at_iteration"] < iterations:
+        raise RuntimeError(f"{mib} MiB: job on b restored at iteration {res['restored_at_iteration']}")
+    down = op["downtime_ms"]
+    best = lambda path: floor[path]["best_ms"] if floor else float("nan")  # noqa: E731
+    row = {
+        "mib": mib, "bytes": op["bytes"], "downtime_ms": round(down, 1),
+        "throughput_gbps": round(op["bytes"] / (down / 1e3) / 1e9, 3),
+        "memcpy_warm_ms": best("memcpy_warm"), "memcpy_fresh_ms": best("memcpy_fresh"),
+        "unix_socket_ms": best("unix_socket"),
+        "zmq_plain_ms": best("zmq_tcp"), "zmq_curve_ms": best("zmq_tcp_curve"),
+        "ratio_downtime_to_zmq_curve": round(down / best("zmq_tcp_curve"), 2),
+        "loadavg_1m_before": load_before,
+        "migrate_command_s": round(wall, 3), "operation_s": op.get("duration_s"),
+        "restored_at_iteration": res["restored_at_iteration"], "iterations": iterations,
+        "checksum": res["checksum"], "checksum_matches_reference": True,
+        "phases_ms": phases(events, down), "floor": floor}
+    print(f"  {mib} MiB: downtime {down:.1f} ms, checksum ok, phases {row['phases_ms']}", flush=True)
+    return row
+
+
+def print_tables(rows):
+    print()
+    print(f"{'size':>8} {'downtime ms':>12} {'GB/s':>6} {'memcpy ms':>10} {'unix ms':>8} "
+          f"{'zmq ms':>8} {'curve ms':>9} {'down/curve':>10}")
+    for r in rows:
+        print(f"{r['mib']:>5} MiB {r['downtime_ms']:>12.1f} {r['throughput_gbps']:>6.2f} "
+              f"{r['memcpy_warm_ms']:>10.1f} {r['unix_socket_ms']:>8.1f} {r['zmq_plain_ms']:>8.1f} "
+              f"{r['zmq_curve_ms']:>9.1f} {r['ratio_downtime_to_zmq_curve']:>10.2f}")
+    print()
+    print(f"{'size':>8} {'park->save':>11} {'stream':>8} {'(save)':>8} {'load':>7} {'switch':>7}   ms")
+    for r in rows:
+        p = r["phases_ms"]
+        if p:
+            print(f"{r['mib']:>5} MiB {p['park_to_save_ms']:>11.1f} {p['stream_ms']:>8.1f} "
+                  f"{p['save_ms']:>8.1f} {p['load_ms']:>7.1f} {p['switch_ms']:>7.1f}")
+
+
+def goal_verdict(rows):
+    """Whether the 1 GiB migration met the goal (None if 1 GiB was not measured)."""
+    goal = next((r for r in rows if r["mib"] == GOAL_SIZE_MIB), None)
+    if not goal:
+        return None
+    verdict = {"size_mib": GOAL_SIZE_MIB, "downtime_ms": goal["downtime_ms"],
+               "ratio_to_zmq_curve": goal["ratio_downtime_to_zmq_curve"],
+               "met": goal["downtime_ms"] <= GOAL_DOWNTIME_MS and goal["ratio_downtime_to_zmq_curve"] <= GOAL_RATIO}
+    print(f"\ngoal (1 GiB: downtime <= {GOAL_DOWNTIME_MS:.0f} ms and <= {GOAL_RATIO}x raw CURVE transfer): "
+          f"{'met' if verdict['met'] else 'MISSED'} ({goal['downtime_ms']:.0f} ms, "
+          f"{goal['ratio_downtime_to_zmq_curve']:.2f}x)")
+    return verdict
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", default="build")
@@ -227,34 +290,7 @@ def main():
         a.start([b])
         b.start([a])
         for mib in sizes:
-            load_before = os.getloadavg()[0]
-            floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
-            # Long enough that the job is still running on a while b starts and
-            # warms its copy (which initialises N MiB), short enough to be cheap.
-            iterations = 1500 + 2 * mib
-            ref = reference_run(job_exe, mib, iterations, root)
-            op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, 300)
-            if res["checksum"] != ref["checksum"] or res["iterations"] != iterations:
-                raise RuntimeError(f"{mib} MiB: migrated checksum {res['checksum']} != reference "
-                                   f"{ref['checksum']} (iterations {res['iterations']})")
-            if not 0 < res["restored_at_iteration"] < iterations:
-                raise RuntimeError(f"{mib} MiB: job on b restored at iteration {res['restored_at_iteration']}")
-            down = op["downtime_ms"]
-            best = lambda path: floor[path]["best_ms"] if floor else float("nan")  # noqa: E731
-            rows.append({
-                "mib": mib, "bytes": op["bytes"], "downtime_ms": round(down, 1),
-                "throughput_gbps": round(op["bytes"] / (down / 1e3) / 1e9, 3),
-                "memcpy_warm_ms": best("memcpy_warm"), "memcpy_fresh_ms": best("memcpy_fresh"),
-                "unix_socket_ms": best("unix_socket"),
-                "zmq_plain_ms": best("zmq_tcp"), "zmq_curve_ms": best("zmq_tcp_curve"),
-                "ratio_downtime_to_zmq_curve": round(down / best("zmq_tcp_curve"), 2),
-                "loadavg_1m_before": load_before,
-                "migrate_command_s": round(wall, 3), "operation_s": op.get("duration_s"),
-                "restored_at_iteration": res["restored_at_iteration"], "iterations": iterations,
-                "checksum": res["checksum"], "checksum_matches_reference": True,
-                "phases_ms": phases(events, down), "floor": floor})
-            r = rows[-1]
-            print(f"  {mib} MiB: downtime {down:.1f} ms, checksum ok, phases {r['phases_ms']}", flush=True)
+            rows.append(measure(a, b, build, job_exe, root, mib, args))
     finally:
         a.stop()
         b.stop()
@@ -263,29 +299,8 @@ def main():
         else:
             shutil.rmtree(root, ignore_errors=True)
 
-    print()
-    print(f"{'size':>8} {'downtime ms':>12} {'GB/s':>6} {'memcpy ms':>10} {'unix ms':>8} "
-          f"{'zmq ms':>8} {'curve ms':>9} {'down/curve':>10}")
-    for r in rows:
-        print(f"{r['mib']:>5} MiB {r['downtime_ms']:>12.1f} {r['throughput_gbps']:>6.2f} "
-              f"{r['memcpy_warm_ms']:>10.1f} {r['unix_socket_ms']:>8.1f} {r['zmq_plain_ms']:>8.1f} "
-              f"{r['zmq_curve_ms']:>9.1f} {r['ratio_downtime_to_zmq_curve']:>10.2f}")
-    print()
-    print(f"{'size':>8} {'park->save':>11} {'stream':>8} {'(save)':>8} {'load':>7} {'switch':>7}   ms")
-    for r in rows:
-        p = r["phases_ms"]
-        if p:
-            print(f"{r['mib']:>5} MiB {p['park_to_save_ms']:>11.1f} {p['stream_ms']:>8.1f} "
-                  f"{p['save_ms']:>8.1f} {p['load_ms']:>7.1f} {p['switch_ms']:>7.1f}")
-    goal = next((r for r in rows if r["mib"] == GOAL_SIZE_MIB), None)
-    verdict = None
-    if goal:
-        verdict = {"size_mib": GOAL_SIZE_MIB, "downtime_ms": goal["downtime_ms"],
-                   "ratio_to_zmq_curve": goal["ratio_downtime_to_zmq_curve"],
-                   "met": goal["downtime_ms"] <= GOAL_DOWNTIME_MS and goal["ratio_downtime_to_zmq_curve"] <= GOAL_RATIO}
-        print(f"\ngoal (1 GiB: downtime <= {GOAL_DOWNTIME_MS:.0f} ms and <= {GOAL_RATIO}x raw CURVE transfer): "
-              f"{'met' if verdict['met'] else 'MISSED'} ({goal['downtime_ms']:.0f} ms, "
-              f"{goal['ratio_downtime_to_zmq_curve']:.2f}x)")
+    print_tables(rows)
+    verdict = goal_verdict(rows)
     out = os.path.join(args.out, "bench_migration.json")
     with open(out, "w") as f:
         json.dump({"bench": "migration", "host": os.uname().nodename, "cpus": os.cpu_count(),

@@ -41,14 +41,15 @@ void Die(const char* what) {
   std::exit(1);
 }
 
-}  // namespace
+// Nanoseconds per cuLaunchKernel call, straight into the stand-in and through
+// the shim, on each path a program reaches the driver by.
+struct HookTimes {
+  double direct_ns, export_ns;     // exported symbol (direct link)
+  double direct_proc_ns, proc_ns;  // cuGetProcAddress (cudart's path)
+  double direct_ptsz_ns, ptsz_ns;  // cuGetProcAddress, per-thread stream
+};
 
-int main(int argc, char** argv) {
-  const char* json_path = argc > 1 ? argv[1] : "bench_shim.json";
-  setenv("GD_STANDIN_KERNEL_NS", "0", 1);             // a launch costs only its bookkeeping
-  setenv("GANDIVA_SHIM_LIBCUDA", GD_STANDIN_LIB, 1);  // the shims load the stand-in
-  setenv("GANDIVA_LOG", "error", 1);
-
+HookTimes MeasureHooks() {
   void* standin = dlopen(GD_STANDIN_LIB, RTLD_NOW | RTLD_LOCAL);
   if (!standin) Die("cannot load the stand-in driver");
   void* shim = dlopen(GD_SHIM_LIB, RTLD_NOW | RTLD_LOCAL);
@@ -95,93 +96,124 @@ int main(int argc, char** argv) {
     return [f, fn] { f(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr); };
   };
   shim_launch(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, nullptr, nullptr);  // loads the driver in the shim
-  const double direct_ns = BestNsPerCall(launch_with(direct_launch), kCalls);
-  const double export_ns = BestNsPerCall(launch_with(shim_launch), kCalls);
-  const double direct_proc_ns = BestNsPerCall(launch_with(direct_proc_launch), kCalls);
-  const double proc_ns = BestNsPerCall(launch_with(shim_proc_launch), kCalls);
-  const double direct_ptsz_ns = BestNsPerCall(launch_with(direct_ptsz), kCalls);
-  const double ptsz_ns = BestNsPerCall(launch_with(shim_ptsz), kCalls);
+  HookTimes t;
+  t.direct_ns = BestNsPerCall(launch_with(direct_launch), kCalls);
+  t.export_ns = BestNsPerCall(launch_with(shim_launch), kCalls);
+  t.direct_proc_ns = BestNsPerCall(launch_with(direct_proc_launch), kCalls);
+  t.proc_ns = BestNsPerCall(launch_with(shim_proc_launch), kCalls);
+  t.direct_ptsz_ns = BestNsPerCall(launch_with(direct_ptsz), kCalls);
+  t.ptsz_ns = BestNsPerCall(launch_with(shim_ptsz), kCalls);
+  return t;
+}
 
-  // The gate alone, on this binary's copy of the shim core, attached (unmanaged).
-  if (!gandiva::shim::LoadDriver()) Die("core: cannot load the stand-in");
-  const double gate_ns = BestNsPerCall([] { gandiva::shim::Gate(); }, 50'000'000);
+// Seconds, best of a few rounds.
+struct SwapTimes {
+  double out_best = 1e30, in_best = 1e30, in_full_best = 1e30;
+  double memcpy_fresh = 1e30, memcpy_warm = 1e30;
+};
 
-  // Swap: 4 x 64 MiB VMM-backed allocations, out and back in, against memcpy.
+constexpr size_t kSwapEach = 64ull << 20, kSwapCount = 4, kSwapTotal = kSwapEach * kSwapCount;
+
+// Swap: 4 x 64 MiB VMM-backed allocations, out and back in, against memcpy.
+SwapTimes MeasureSwap() {
   using gandiva::shim::HookId;
   using gandiva::shim::Real;
-  const size_t kEach = 64ull << 20, kCount = 4, kTotal = kEach * kCount;
-  std::vector<CUdeviceptr> ptrs(kCount);
+  std::vector<CUdeviceptr> ptrs(kSwapCount);
   for (auto& ptr : ptrs) {
-    if (gandiva::shim::MemoryTracker::Get().Alloc(&ptr, kEach) != CUDA_SUCCESS) Die("alloc failed");
-    Real<HookId::cuMemsetD8_v2>::Get()(ptr, 0x5a, kEach);
+    if (gandiva::shim::MemoryTracker::Get().Alloc(&ptr, kSwapEach) != CUDA_SUCCESS)
+      Die("alloc failed");
+    Real<HookId::cuMemsetD8_v2>::Get()(ptr, 0x5a, kSwapEach);
   }
+  SwapTimes t;
   setenv("GANDIVA_SHIM_SWAP_VERIFY", "sample", 1);
-  double out_best = 1e30, in_best = 1e30, in_full_best = 1e30;
   for (int r = 0; r < 3; ++r) {
     auto out = gandiva::shim::SwapOutAll();
     auto back = gandiva::shim::SwapInAll();
-    if (out.status || back.status || out.bytes != kTotal) Die("swap failed");
-    out_best = std::min(out_best, out.ns / 1e9);
-    in_best = std::min(in_best, back.ns / 1e9);
+    if (out.status || back.status || out.bytes != kSwapTotal) Die("swap failed");
+    t.out_best = std::min(t.out_best, out.ns / 1e9);
+    t.in_best = std::min(t.in_best, back.ns / 1e9);
   }
   setenv("GANDIVA_SHIM_SWAP_VERIFY", "full", 1);
   for (int r = 0; r < 2; ++r) {
     gandiva::shim::SwapOutAll();
     auto back = gandiva::shim::SwapInAll();
-    in_full_best = std::min(in_full_best, back.ns / 1e9);
+    t.in_full_best = std::min(t.in_full_best, back.ns / 1e9);
   }
-  double memcpy_fresh = 1e30, memcpy_warm = 1e30;
-  std::vector<char> src(kTotal, 1);
-  std::vector<char> warm(kTotal, 0);
+  std::vector<char> src(kSwapTotal, 1);
+  std::vector<char> warm(kSwapTotal, 0);
   for (int r = 0; r < 3; ++r) {
-    void* dst = mmap(nullptr, kTotal, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* dst =
+        mmap(nullptr, kSwapTotal, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     uint64_t t0 = MonotonicNowNs();
-    std::memcpy(dst, src.data(), kTotal);
-    memcpy_fresh = std::min(memcpy_fresh, (MonotonicNowNs() - t0) / 1e9);
-    munmap(dst, kTotal);
+    std::memcpy(dst, src.data(), kSwapTotal);
+    t.memcpy_fresh = std::min(t.memcpy_fresh, (MonotonicNowNs() - t0) / 1e9);
+    munmap(dst, kSwapTotal);
     t0 = MonotonicNowNs();
-    std::memcpy(warm.data(), src.data(), kTotal);
-    memcpy_warm = std::min(memcpy_warm, (MonotonicNowNs() - t0) / 1e9);
+    std::memcpy(warm.data(), src.data(), kSwapTotal);
+    t.memcpy_warm = std::min(t.memcpy_warm, (MonotonicNowNs() - t0) / 1e9);
   }
-  const double gib = kTotal / double(1ull << 30);
+  return t;
+}
 
+void PrintTable(const HookTimes& h, double gate_ns, const SwapTimes& s) {
+  const double gib = kSwapTotal / double(1ull << 30);
   std::printf("%-44s %10s %10s %10s\n", "hooked call (cuLaunchKernel, stand-in)", "direct ns",
               "shim ns", "added ns");
-  std::printf("%-44s %10.2f %10.2f %10.2f\n", "exported symbol (direct link)", direct_ns, export_ns,
-              export_ns - direct_ns);
-  std::printf("%-44s %10.2f %10.2f %10.2f\n", "cuGetProcAddress (cudart's path)", direct_proc_ns,
-              proc_ns, proc_ns - direct_proc_ns);
+  std::printf("%-44s %10.2f %10.2f %10.2f\n", "exported symbol (direct link)", h.direct_ns,
+              h.export_ns, h.export_ns - h.direct_ns);
+  std::printf("%-44s %10.2f %10.2f %10.2f\n", "cuGetProcAddress (cudart's path)", h.direct_proc_ns,
+              h.proc_ns, h.proc_ns - h.direct_proc_ns);
   std::printf("%-44s %10.2f %10.2f %10.2f\n", "cuGetProcAddress, per-thread stream (_ptsz)",
-              direct_ptsz_ns, ptsz_ns, ptsz_ns - direct_ptsz_ns);
+              h.direct_ptsz_ns, h.ptsz_ns, h.ptsz_ns - h.direct_ptsz_ns);
   std::printf("%-44s %10.2f\n", "launch gate alone (ns)", gate_ns);
   std::printf("%-44s %10s %10s %10s\n", "swap 256 MiB (4 x 64 MiB)", "s", "GiB/s", "vs memcpy");
-  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-out", out_best, gib / out_best,
-              memcpy_fresh / out_best);
-  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-in (sample verify)", in_best, gib / in_best,
-              memcpy_fresh / in_best);
-  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-in (full verify)", in_full_best,
-              gib / in_full_best, memcpy_fresh / in_full_best);
-  std::printf("%-44s %10.4f %10.2f\n", "memcpy, fresh destination", memcpy_fresh,
-              gib / memcpy_fresh);
-  std::printf("%-44s %10.4f %10.2f\n", "memcpy, warm destination", memcpy_warm, gib / memcpy_warm);
+  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-out", s.out_best, gib / s.out_best,
+              s.memcpy_fresh / s.out_best);
+  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-in (sample verify)", s.in_best, gib / s.in_best,
+              s.memcpy_fresh / s.in_best);
+  std::printf("%-44s %10.4f %10.2f %10.2f\n", "swap-in (full verify)", s.in_full_best,
+              gib / s.in_full_best, s.memcpy_fresh / s.in_full_best);
+  std::printf("%-44s %10.4f %10.2f\n", "memcpy, fresh destination", s.memcpy_fresh,
+              gib / s.memcpy_fresh);
+  std::printf("%-44s %10.4f %10.2f\n", "memcpy, warm destination", s.memcpy_warm,
+              gib / s.memcpy_warm);
+}
 
-  FILE* f = std::fopen(json_path, "w");
-  if (f) {
-    std::fprintf(
-        f,
-        "{\n  \"driver\": \"stand-in (test double)\",\n"
-        "  \"launch_direct_ns\": %.3f,\n  \"launch_shim_export_ns\": %.3f,\n"
-        "  \"launch_direct_procaddr_ns\": %.3f,\n  \"launch_shim_procaddr_ns\": %.3f,\n"
-        "  \"launch_direct_ptsz_ns\": %.3f,\n  \"launch_shim_ptsz_ns\": %.3f,\n"
-        "  \"added_export_ns\": %.3f,\n  \"added_procaddr_ns\": %.3f,\n  \"gate_ns\": %.3f,\n"
-        "  \"swap_bytes\": %zu,\n  \"swap_out_s\": %.6f,\n  \"swap_in_sample_verify_s\": %.6f,\n"
-        "  \"swap_in_full_verify_s\": %.6f,\n  \"memcpy_fresh_s\": %.6f,\n  \"memcpy_warm_s\": "
-        "%.6f,\n"
-        "  \"swap_out_vs_memcpy\": %.3f,\n  \"swap_in_vs_memcpy\": %.3f\n}\n",
-        direct_ns, export_ns, direct_proc_ns, proc_ns, direct_ptsz_ns, ptsz_ns,
-        export_ns - direct_ns, proc_ns - direct_proc_ns, gate_ns, kTotal, out_best, in_best,
-        in_full_best, memcpy_fresh, memcpy_warm, memcpy_fresh / out_best, memcpy_fresh / in_best);
-    std::fclose(f);
-  }
+void WriteJson(const char* path, const HookTimes& h, double gate_ns, const SwapTimes& s) {
+  FILE* f = std::fopen(path, "w");
+  if (!f) return;
+  std::fprintf(
+      f,
+      "{\n  \"driver\": \"stand-in (test double)\",\n"
+      "  \"launch_direct_ns\": %.3f,\n  \"launch_shim_export_ns\": %.3f,\n"
+      "  \"launch_direct_procaddr_ns\": %.3f,\n  \"launch_shim_procaddr_ns\": %.3f,\n"
+      "  \"launch_direct_ptsz_ns\": %.3f,\n  \"launch_shim_ptsz_ns\": %.3f,\n"
+      "  \"added_export_ns\": %.3f,\n  \"added_procaddr_ns\": %.3f,\n  \"gate_ns\": %.3f,\n"
+      "  \"swap_bytes\": %zu,\n  \"swap_out_s\": %.6f,\n  \"swap_in_sample_verify_s\": %.6f,\n"
+      "  \"swap_in_full_verify_s\": %.6f,\n  \"memcpy_fresh_s\": %.6f,\n  \"memcpy_warm_s\": "
+      "%.6f,\n"
+      "  \"swap_out_vs_memcpy\": %.3f,\n  \"swap_in_vs_memcpy\": %.3f\n}\n",
+      h.direct_ns, h.export_ns, h.direct_proc_ns, h.proc_ns, h.direct_ptsz_ns, h.ptsz_ns,
+      h.export_ns - h.direct_ns, h.proc_ns - h.direct_proc_ns, gate_ns, kSwapTotal, s.out_best,
+      s.in_best, s.in_full_best, s.memcpy_fresh, s.memcpy_warm, s.memcpy_fresh / s.out_best,
+      s.memcpy_fresh / s.in_best);
+  std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* json_path = argc > 1 ? argv[1] : "bench_shim.json";
+  setenv("GD_STANDIN_KERNEL_NS", "0", 1);             // a launch costs only its bookkeeping
+  setenv("GANDIVA_SHIM_LIBCUDA", GD_STANDIN_LIB, 1);  // the shims load the stand-in
+  setenv("GANDIVA_LOG", "error", 1);
+
+  const HookTimes hooks = MeasureHooks();
+  // The gate alone, on this binary's copy of the shim core, attached (unmanaged).
+  if (!gandiva::shim::LoadDriver()) Die("core: cannot load the stand-in");
+  const double gate_ns = BestNsPerCall([] { gandiva::shim::Gate(); }, 50'000'000);
+  const SwapTimes swap = MeasureSwap();
+  PrintTable(hooks, gate_ns, swap);
+  WriteJson(json_path, hooks, gate_ns, swap);
   return 0;
 }

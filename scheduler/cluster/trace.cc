@@ -33,6 +33,87 @@ int Find(const std::vector<std::string>& header, std::initializer_list<const cha
   return -1;
 }
 
+// The columns of a trace with this header; *format_name: the format, detected
+// from the header when fmt is kAuto.
+Columns ColumnsOf(const std::vector<std::string>& header, TraceFormat fmt,
+                  std::string* format_name) {
+  if (fmt == TraceFormat::kAuto) {
+    if (Find(header, {"timestamp"}) >= 0 && Find(header, {"cluster"}) >= 0)
+      fmt = TraceFormat::kPhilly;
+    else if (Find(header, {"num_gpu"}) >= 0 && Find(header, {"model_name"}) >= 0)
+      fmt = TraceFormat::kTiresias;
+    else
+      fmt = TraceFormat::kGeneric;
+  }
+  Columns col;
+  if (fmt == TraceFormat::kPhilly) {
+    *format_name = "philly";
+    col.submit = Find(header, {"timestamp"});
+    col.submit_is_datetime = true;
+    col.duration = Find(header, {"duration"});
+    col.gpus = Find(header, {"num_gpus"});
+    col.vc = Find(header, {"cluster"});
+  } else if (fmt == TraceFormat::kTiresias) {
+    *format_name = "tiresias";
+    col.submit = Find(header, {"submit_time"});
+    col.duration = Find(header, {"duration"});
+    col.gpus = Find(header, {"num_gpu"});
+  } else {
+    *format_name = "generic";
+    col.submit = Find(header, {"submit_time"});
+    col.duration = Find(header, {"duration"});
+    col.gpu_time = Find(header, {"gpu_time", "work"});
+    col.gpus = Find(header, {"num_gpus"});
+    col.vc = Find(header, {"vc"});
+    col.user = Find(header, {"user"});
+    col.job_type = Find(header, {"job_type"});
+    col.gpu_type = Find(header, {"gpu_type"});
+  }
+  return col;
+}
+
+// One data row into *job; returns why it is malformed, or "" if it is not.
+std::string ParseRow(const std::vector<std::string>& f, size_t header_size, const Columns& col,
+                     TraceJob* job) {
+  auto get = [&](int c) -> const std::string& {
+    static const std::string kEmpty;
+    return c >= 0 && c < static_cast<int>(f.size()) ? f[c] : kEmpty;
+  };
+  long gpus = 0;
+  double dur = -1;
+  if (f.size() < header_size)
+    return "expected " + std::to_string(header_size) + " fields, got " + std::to_string(f.size());
+  if (col.submit_is_datetime ? !ParseDateTime(get(col.submit), &job->submit_time)
+                             : !csv::ParseDouble(get(col.submit), &job->submit_time))
+    return "bad submit time '" + get(col.submit) + "'";
+  if (!csv::ParseInt(get(col.gpus), &gpus) || gpus < 1 || gpus > 100000)
+    return "GPU count must be a positive integer, got '" + get(col.gpus) + "'";
+  if (col.duration >= 0 ? !csv::ParseDouble(get(col.duration), &dur) || dur < 0
+                        : !csv::ParseDouble(get(col.gpu_time), &dur) || dur < 0)
+    return "duration must be a number >= 0, got '" +
+           get(col.duration >= 0 ? col.duration : col.gpu_time) + "'";
+  job->num_gpus = static_cast<int>(gpus);
+  job->duration = col.duration >= 0 ? dur : dur / static_cast<double>(gpus);
+  job->vc = get(col.vc);
+  job->user = get(col.user);
+  job->job_type = get(col.job_type);
+  job->gpu_type = get(col.gpu_type);
+  return "";
+}
+
+// Jobs in submit order (stable), the first max_jobs kept, submit times rebased
+// to the first job and divided by the load.
+void SortAndRebase(const TraceOptions& opt, Trace* trace) {
+  std::stable_sort(
+      trace->jobs.begin(), trace->jobs.end(),
+      [](const TraceJob& a, const TraceJob& b) { return a.submit_time < b.submit_time; });
+  if (opt.max_jobs > 0 && static_cast<int>(trace->jobs.size()) > opt.max_jobs)
+    trace->jobs.resize(opt.max_jobs);
+  if (!trace->jobs.empty()) {
+    double t0 = trace->jobs.front().submit_time;
+    for (auto& j : trace->jobs) j.submit_time = (j.submit_time - t0) / opt.load;
+  }
+}
 }  // namespace
 
 bool ParseDateTime(std::string_view s, double* seconds) {
@@ -67,65 +148,15 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name,
     if (!have_header) {
       have_header = true;
       csv::Split(line, &header);
-      TraceFormat fmt = opt.format;
-      if (fmt == TraceFormat::kAuto) {
-        if (Find(header, {"timestamp"}) >= 0 && Find(header, {"cluster"}) >= 0)
-          fmt = TraceFormat::kPhilly;
-        else if (Find(header, {"num_gpu"}) >= 0 && Find(header, {"model_name"}) >= 0)
-          fmt = TraceFormat::kTiresias;
-        else
-          fmt = TraceFormat::kGeneric;
-      }
-      if (fmt == TraceFormat::kPhilly) {
-        trace.format = "philly";
-        col.submit = Find(header, {"timestamp"});
-        col.submit_is_datetime = true;
-        col.duration = Find(header, {"duration"});
-        col.gpus = Find(header, {"num_gpus"});
-        col.vc = Find(header, {"cluster"});
-      } else if (fmt == TraceFormat::kTiresias) {
-        trace.format = "tiresias";
-        col.submit = Find(header, {"submit_time"});
-        col.duration = Find(header, {"duration"});
-        col.gpus = Find(header, {"num_gpu"});
-      } else {
-        trace.format = "generic";
-        col.submit = Find(header, {"submit_time"});
-        col.duration = Find(header, {"duration"});
-        col.gpu_time = Find(header, {"gpu_time", "work"});
-        col.gpus = Find(header, {"num_gpus"});
-        col.vc = Find(header, {"vc"});
-        col.user = Find(header, {"user"});
-        col.job_type = Find(header, {"job_type"});
-        col.gpu_type = Find(header, {"gpu_type"});
-      }
+      col = ColumnsOf(header, opt.format, &trace.format);
       if (col.submit < 0 || col.gpus < 0 || (col.duration < 0 && col.gpu_time < 0))
         return InvalidArgument(where(line_no) + "header of a " + trace.format +
                                " trace must name the submit time, GPU count and duration columns");
       continue;
     }
     csv::Split(line, &f);
-    std::string why;
     TraceJob job;
-    long gpus = 0;
-    double dur = -1;
-    auto get = [&](int c) -> const std::string& {
-      static const std::string kEmpty;
-      return c >= 0 && c < static_cast<int>(f.size()) ? f[c] : kEmpty;
-    };
-    if (f.size() < header.size()) {
-      why =
-          "expected " + std::to_string(header.size()) + " fields, got " + std::to_string(f.size());
-    } else if (col.submit_is_datetime ? !ParseDateTime(get(col.submit), &job.submit_time)
-                                      : !csv::ParseDouble(get(col.submit), &job.submit_time)) {
-      why = "bad submit time '" + get(col.submit) + "'";
-    } else if (!csv::ParseInt(get(col.gpus), &gpus) || gpus < 1 || gpus > 100000) {
-      why = "GPU count must be a positive integer, got '" + get(col.gpus) + "'";
-    } else if (col.duration >= 0 ? !csv::ParseDouble(get(col.duration), &dur) || dur < 0
-                                 : !csv::ParseDouble(get(col.gpu_time), &dur) || dur < 0) {
-      why = "duration must be a number >= 0, got '" +
-            get(col.duration >= 0 ? col.duration : col.gpu_time) + "'";
-    }
+    const std::string why = ParseRow(f, header.size(), col, &job);
     if (!why.empty()) {
       if (opt.skip_bad_rows) {
         ++trace.skipped_rows;
@@ -133,24 +164,10 @@ StatusOr<Trace> ParseTrace(const std::string& text, const std::string& name,
       }
       return InvalidArgument(where(line_no) + why + " (use --skip-bad-rows to skip such rows)");
     }
-    job.num_gpus = static_cast<int>(gpus);
-    job.duration = col.duration >= 0 ? dur : dur / static_cast<double>(gpus);
-    job.vc = get(col.vc);
-    job.user = get(col.user);
-    job.job_type = get(col.job_type);
-    job.gpu_type = get(col.gpu_type);
     trace.jobs.push_back(std::move(job));
   }
   if (!have_header) return InvalidArgument(name + ": empty trace");
-  std::stable_sort(trace.jobs.begin(), trace.jobs.end(), [](const TraceJob& a, const TraceJob& b) {
-    return a.submit_time < b.submit_time;
-  });
-  if (opt.max_jobs > 0 && static_cast<int>(trace.jobs.size()) > opt.max_jobs)
-    trace.jobs.resize(opt.max_jobs);
-  if (!trace.jobs.empty()) {
-    double t0 = trace.jobs.front().submit_time;
-    for (auto& j : trace.jobs) j.submit_time = (j.submit_time - t0) / opt.load;
-  }
+  SortAndRebase(opt, &trace);
   return trace;
 }
 

@@ -22,6 +22,37 @@ MLP_EXAMPLE = os.path.join(BUILD, "examples", "train_mlp")
 sys.path.insert(0, os.path.join(BUILD, "python"))
 
 
+def wait_for(predicate, timeout=30, what="condition", log=None):
+    """Polls predicate until it returns something true, and returns that; fails
+    the test after timeout seconds (with log(), e.g. a daemon's log, if given)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}" +
+                         (f"\n--- gandivad log ---\n{log()}" if log else ""))
+
+
+def pids_running(text):
+    """Pids of the processes (but this one) whose command line contains text,
+    like `pgrep -f`; read from /proc, as procps tools hang under a preloaded
+    ASan runtime (make test-asan)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:  # gone meanwhile
+            continue
+        if text in cmdline:
+            pids.append(int(entry))
+    return pids
+
+
 class Daemon:
     """A gandivad process with its own endpoint; stopped at the end of the test."""
 
@@ -68,13 +99,7 @@ class Daemon:
         return {j["name"]: j for j in self.cli_json("ps", "--all")}
 
     def wait_for(self, predicate, timeout=30, what="condition"):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}\n--- gandivad log ---\n{self.read_log()}")
+        return wait_for(predicate, timeout, what, log=self.read_log)
 
     def stop(self, sig=signal.SIGTERM):
         if self.proc.poll() is None:

@@ -2,6 +2,7 @@
 name, Unix socket and CURVE-authenticated TCP port; keys made with `gandiva keygen`.
 Optionally each in its own network namespace (ip netns + veth)."""
 
+import functools
 import os
 import shutil
 import socket
@@ -9,17 +10,12 @@ import subprocess
 import threading
 import time
 
+import conftest
 from conftest import GANDIVA, GANDIVAD, BUILD
 
 
-def wait_for(predicate, timeout=60, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+# Migrations take longer than most waits: a minute unless a test says otherwise.
+wait_for = functools.partial(conftest.wait_for, timeout=60)
 
 
 def free_port():

@@ -6,11 +6,10 @@ buffer must equal that of a run never interrupted."""
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
-from conftest import BUILD, GANDIVA
+from conftest import BUILD, GANDIVA, wait_for
 from nodes import Node
 
 SHIM = os.path.join(BUILD, "shim", "libgandiva_shim.so")
@@ -70,16 +69,6 @@ def nodes(tmp_path):
     yield make
     for n in made:
         n.stop()
-
-
-def wait_for(predicate, timeout=30, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        v = predicate()
-        if v:
-            return v
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def start(node, cmd, *flags, name="cuda"):

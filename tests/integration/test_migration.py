@@ -2,14 +2,17 @@
 with real training jobs: results must be bitwise those of a run never moved,
 and every failure must leave the job training on its source."""
 
+import contextlib
+import functools
 import json
 import os
+import signal
 import subprocess
 import time
 
 import pytest
 
-from conftest import CNN_EXAMPLE, MLP_EXAMPLE, PYTHON, BUILD
+from conftest import CNN_EXAMPLE, MLP_EXAMPLE, PYTHON, BUILD, pids_running
 from nodes import Node, Proxy, delete_netns, make_netns_pair, netns_available, wait_for
 
 CNN_ITERATIONS = 400
@@ -165,7 +168,7 @@ def test_killed_destination_aborts_and_the_job_continues(cluster, tmp_path):
     # b's warm copy lost its controller before the state came: past its lease it
     # must exit, not train from scratch (and overwrite the result).
     deadline = time.monotonic() + 20
-    while subprocess.run(["pgrep", "-f", str(out)], capture_output=True).returncode == 0:
+    while pids_running(str(out)):
         assert time.monotonic() < deadline, "the destination's orphaned copy is still running"
         time.sleep(0.2)
     same_training(ref, json.loads(out.read_text()))
@@ -240,7 +243,9 @@ def test_checkpoint_then_restore_in_a_new_process_continues_exactly(cluster, tmp
     assert "checkpointed" in r.stdout
     assert (ckpt / "state.gdck").exists()
     run.kill()  # the original dies after the checkpoint (and gandiva run with it)
-    subprocess.run(["pkill", "-9", "-f", str(out)], capture_output=True)
+    for pid in pids_running(str(out)):
+        with contextlib.suppress(ProcessLookupError):  # gone meanwhile
+            os.kill(pid, signal.SIGKILL)
     run.wait(timeout=30)
     restored = subprocess.Popen(
         [os.path.join(BUILD, "cli", "gandiva"), "run", "--name", "again", "--restore", str(ckpt), "--",

@@ -1,10 +1,10 @@
 // The checkpoint part of the C API (gandiva.h): state registration, section
-// writers and readers, gd_checkpoint.
+// writers and readers. gd_checkpoint is the runtime's (runtime/src/c_api.cc):
+// the stream records the job id, which only the runtime knows.
 #include <cstring>
 #include <new>
 
 #include "gandiva/checkpoint/registry.h"
-#include "gandiva/checkpoint/state_transfer.h"
 #include "gandiva/common/log.h"
 #include "gandiva/gandiva.h"
 
@@ -61,20 +61,5 @@ long long gd_read(gd_reader* r, void* out, size_t n) {
 }
 
 long long gd_section_size(gd_reader* r) { return r ? static_cast<long long>(r->impl->size()) : -1; }
-
-int gd_checkpoint(const char* dir) {
-  if (!dir || !*dir) return -1;
-  const std::string target =
-      std::string("file:") + dir + "/" + gandiva::checkpoint::kCheckpointFileName;
-  uint64_t bytes = 0;
-  Status s = gandiva::checkpoint::SaveState(target, &bytes);
-  if (!s.ok()) {
-    GD_LOG(kError, "gd_checkpoint(%s): %s", dir, s.ToString().c_str());
-    return -1;
-  }
-  GD_LOG(kDebug, "checkpoint of %llu bytes written to %s", static_cast<unsigned long long>(bytes),
-         target.c_str());
-  return 0;
-}
 
 }  // extern "C"

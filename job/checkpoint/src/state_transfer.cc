@@ -9,7 +9,6 @@
 #include <thread>
 
 #include "gandiva/checkpoint/registry.h"
-#include "gandiva/runtime/job_runtime.h"
 #include "io.h"
 #include "stream.h"
 
@@ -23,10 +22,11 @@ std::mutex& TransferMutex() {
   return *mu;
 }
 
-Metadata MakeMetadata(const std::vector<std::shared_ptr<const StateEntry>>& entries) {
+Metadata MakeMetadata(const std::vector<std::shared_ptr<const StateEntry>>& entries,
+                      uint64_t job_id) {
   Metadata m;
   m.emplace_back("format", "gandiva-checkpoint");
-  m.emplace_back("job_id", std::to_string(runtime::JobRuntime::Get().job_id()));
+  m.emplace_back("job_id", std::to_string(job_id));
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   m.emplace_back(
       "created_unix_ms",
@@ -42,13 +42,13 @@ Metadata MakeMetadata(const std::vector<std::shared_ptr<const StateEntry>>& entr
 
 }  // namespace
 
-Status SaveState(const std::string& target, uint64_t* bytes) {
+Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes) {
   *bytes = 0;
   std::lock_guard<std::mutex> lock(TransferMutex());
   const auto entries = StateRegistry::Global().Snapshot();
   GD_RETURN_IF_ERROR(CheckSaveable(entries));  // refused before the target is opened
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Sink> sink, OpenSink(target));
-  return WriteStream(sink.get(), entries, MakeMetadata(entries), bytes);
+  return WriteStream(sink.get(), entries, MakeMetadata(entries, job_id), bytes);
 }
 
 Status RestoreState(const std::string& target, uint64_t* bytes) {

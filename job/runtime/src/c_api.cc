@@ -1,4 +1,9 @@
-// The C API (gandiva.h) over JobRuntime.
+// The C API (gandiva.h) over JobRuntime, and gd_checkpoint, which writes the
+// registered state with this job's id in the stream's header.
+#include <string>
+
+#include "gandiva/checkpoint/state_transfer.h"
+#include "gandiva/common/log.h"
 #include "gandiva/gandiva.h"
 #include "gandiva/runtime/job_runtime.h"
 
@@ -29,5 +34,20 @@ int gd_get_iteration_stats(gd_iteration_stats* out) {
 }
 
 void gd_detach(void) { JobRuntime::Get().Detach(); }
+
+int gd_checkpoint(const char* dir) {
+  if (!dir || !*dir) return -1;
+  const std::string target =
+      std::string("file:") + dir + "/" + gandiva::checkpoint::kCheckpointFileName;
+  uint64_t bytes = 0;
+  gandiva::Status s = gandiva::checkpoint::SaveState(target, JobRuntime::Get().job_id(), &bytes);
+  if (!s.ok()) {
+    GD_LOG(kError, "gd_checkpoint(%s): %s", dir, s.ToString().c_str());
+    return -1;
+  }
+  GD_LOG(kDebug, "checkpoint of %llu bytes written to %s", static_cast<unsigned long long>(bytes),
+         target.c_str());
+  return 0;
+}
 
 }  // extern "C"

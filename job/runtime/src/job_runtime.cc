@@ -166,7 +166,7 @@ void JobRuntime::Transfer(Request kind) {
                            strnlen(cb_->transfer_target, kTransferTargetSize));
   const uint64_t start = MonotonicNowNs();
   uint64_t bytes = 0;
-  Status s = kind == kRequestCheckpoint ? checkpoint::SaveState(target, &bytes)
+  Status s = kind == kRequestCheckpoint ? checkpoint::SaveState(target, cb_->job_id, &bytes)
                                         : checkpoint::RestoreState(target, &bytes);
   cb_->transfer_bytes.store(bytes, std::memory_order_relaxed);
   cb_->transfer_ns.store(MonotonicNowNs() - start, std::memory_order_relaxed);

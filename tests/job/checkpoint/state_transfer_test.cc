@@ -18,11 +18,15 @@
 
 #include "gandiva/checkpoint/registry.h"
 #include "gandiva/gandiva.hpp"
+#include "stream.h"
 
 namespace gandiva::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The job id SaveState records in the stream's header.
+constexpr uint64_t kJobId = 7;
 
 // One listening Unix socket; Accept() serves one connection.
 class Listener {
@@ -158,13 +162,28 @@ TEST_F(StateTransferTest, FailedSaveKeepsThePreviousCheckpoint) {
   blobs_[0]->data.resize(2 << 20);
   blobs_[0]->fail_save = true;
   uint64_t bytes = 0;
-  Status s = SaveState("file:" + (dir_ / kCheckpointFileName).string(), &bytes);
+  Status s = SaveState("file:" + (dir_ / kCheckpointFileName).string(), kJobId, &bytes);
   EXPECT_NE(s.message().find("saving section 'model': save function returned 3"), std::string::npos)
       << s.ToString();
   EXPECT_EQ(fs::file_size(dir_ / kCheckpointFileName), before);
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
   blobs_[0]->data.resize(1 << 20);
   ASSERT_TRUE(RestoreState("file:" + (dir_ / kCheckpointFileName).string(), &bytes).ok());
+}
+
+TEST_F(StateTransferTest, HeaderRecordsTheCallersJobId) {
+  Add("counter", 8, 2);
+  const std::string target = "file:" + (dir_ / kCheckpointFileName).string();
+  uint64_t bytes = 0;
+  ASSERT_TRUE(SaveState(target, kJobId, &bytes).ok());
+  auto source = OpenSource(target);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  auto stream = ReadStream(source->get());
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  std::string job_id;
+  for (const auto& [key, value] : stream->metadata)
+    if (key == "job_id") job_id = value;
+  EXPECT_EQ(job_id, std::to_string(kJobId));
 }
 
 TEST_F(StateTransferTest, MissingFileIsNotFound) {
@@ -198,7 +217,7 @@ TEST_F(StateTransferTest, SocketRoundTripWithATestListener) {
   std::vector<uint8_t> stream;
   std::thread rx = listener.Receive(&stream);
   uint64_t sent = 0;
-  Status s = SaveState(listener.target(), &sent);
+  Status s = SaveState(listener.target(), kJobId, &sent);
   rx.join();
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(sent, stream.size());
@@ -218,7 +237,7 @@ TEST_F(StateTransferTest, SocketStreamCutShortLoadsNothing) {
   std::vector<uint8_t> stream;
   std::thread rx = listener.Receive(&stream);
   uint64_t bytes = 0;
-  ASSERT_TRUE(SaveState(listener.target(), &bytes).ok());
+  ASSERT_TRUE(SaveState(listener.target(), kJobId, &bytes).ok());
   rx.join();
   stream.resize(stream.size() / 2);
   std::thread tx = listener.Send(&stream);
@@ -235,13 +254,13 @@ TEST_F(StateTransferTest, PeerHangingUpIsAnErrorNotSigpipe) {
   Listener listener((dir_ / "ctl.sock").string());
   std::thread hang = listener.HangUp();
   uint64_t bytes = 0;
-  Status s = SaveState(listener.target(), &bytes);
+  Status s = SaveState(listener.target(), kJobId, &bytes);
   hang.join();
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
   // The hang-up may hit the header or the section, whichever is being written.
   EXPECT_NE(s.message().find("unix socket"), std::string::npos) << s.ToString();
   // Nobody listening at all.
-  s = SaveState("unix:" + (dir_ / "nobody.sock").string(), &bytes);
+  s = SaveState("unix:" + (dir_ / "nobody.sock").string(), kJobId, &bytes);
   EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
 }
 
@@ -277,7 +296,7 @@ TEST_F(StateTransferTest, LargeSectionThroughFileAndSocket) {
   const std::string file = "file:" + (dir_ / kCheckpointFileName).string();
   uint64_t bytes = 0;
   t0 = Clock::now();
-  ASSERT_TRUE(SaveState(file, &bytes).ok());
+  ASSERT_TRUE(SaveState(file, kJobId, &bytes).ok());
   const double file_write = rate(t0);
   t0 = Clock::now();
   ASSERT_TRUE(RestoreState(file, &bytes).ok());
@@ -289,7 +308,7 @@ TEST_F(StateTransferTest, LargeSectionThroughFileAndSocket) {
   stream.reserve(size + (1 << 20));
   std::thread rx = listener.Receive(&stream);
   t0 = Clock::now();
-  ASSERT_TRUE(SaveState(listener.target(), &bytes).ok());
+  ASSERT_TRUE(SaveState(listener.target(), kJobId, &bytes).ok());
   rx.join();
   const double sock_write = rate(t0);
   blobs_[0]->loaded.clear();

@@ -158,6 +158,15 @@ class SimCluster : public Cluster {
   void SetContribution(JobId j, double value);
   void AccumulateUtil(double t);
   void Push(double t, EventKind kind, JobId j, uint32_t version);
+  Status CheckRunning(JobId j) const;  // failed_precondition unless j is running
+
+  // One instant of Run, in order: stale events dropped, then finishes and
+  // stall ends (they free GPUs), arrivals, wake-ups.
+  void DropStaleEvents();
+  void FinishesAndStallEnds(Policy& policy);
+  void Arrivals(Policy& policy);
+  void Wakes();
+  SimResult TakeResult(const Policy& policy);  // after the last instant
 
   Topology topo_;
   const PerfModel* perf_;
@@ -172,6 +181,7 @@ class SimCluster : public Cluster {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   std::set<double> wakes_;
   double now_ = 0;
+  size_t next_arrival_ = 0;  // jobs_ are in submit order
   int unfinished_ = 0;
   // Utilisation accounting.
   std::vector<double> contribution_;  // effective GPUs per job right now

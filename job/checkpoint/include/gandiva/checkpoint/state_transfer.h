@@ -15,8 +15,10 @@
 
 namespace gandiva::checkpoint {
 
-// Writes every registered state to target. *bytes: bytes written.
-Status SaveState(const std::string& target, uint64_t* bytes);
+// Writes every registered state to target. job_id goes into the stream's
+// header (the caller's, e.g. JobRuntime::job_id(); 0 when unmanaged).
+// *bytes: bytes written.
+Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes);
 // Reads a stream from target, verifies every chunk, and loads each section
 // into the state registered under its name. *bytes: bytes read.
 Status RestoreState(const std::string& target, uint64_t* bytes);

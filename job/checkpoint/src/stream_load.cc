@@ -1,0 +1,69 @@
+// Loading a verified checkpoint stream (stream.h) into the registered states,
+// and the section reader that load functions read through.
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "stream.h"
+
+namespace gandiva::checkpoint {
+
+Status LoadStream(const VerifiedStream& stream,
+                  const std::vector<std::shared_ptr<const StateEntry>>& entries) {
+  std::map<std::string, const StateEntry*> by_name;
+  std::string registered, in_stream;
+  for (const auto& e : entries) {
+    by_name[e->name] = e.get();
+    registered += (registered.empty() ? "" : ", ") + e->name;
+  }
+  for (const auto& s : stream.sections) in_stream += (in_stream.empty() ? "" : ", ") + s.name;
+  // All checks before the first load: a mismatch must not half-load the job.
+  for (const auto& s : stream.sections) {
+    if (!by_name.count(s.name))
+      return FailedPrecondition(
+          "checkpoint section '" + s.name + "' (offset " + std::to_string(s.offset) +
+          ") has no registered loader; registered: " + (registered.empty() ? "none" : registered));
+  }
+  for (const auto& e : entries) {
+    bool found = false;
+    for (const auto& s : stream.sections) found = found || s.name == e->name;
+    if (!found)
+      return FailedPrecondition(
+          "state '" + e->name + "' is registered but the checkpoint has no " +
+          "section for it; sections: " + (in_stream.empty() ? "none" : in_stream));
+  }
+  for (const auto& s : stream.sections) {
+    ChunkSectionReader reader(s);
+    Status loaded = by_name[s.name]->load(reader);
+    if (!loaded.ok())
+      return Status(loaded.code(), "loading section '" + s.name + "': " + loaded.message());
+  }
+  return Status::Ok();
+}
+
+size_t ChunkSectionReader::Read(void* out, size_t n) {
+  auto* dst = static_cast<uint8_t*>(out);
+  size_t copied = 0;
+  while (copied < n) {
+    std::span<const uint8_t> piece = Next(n - copied);
+    if (piece.empty()) break;
+    std::memcpy(dst + copied, piece.data(), piece.size());
+    copied += piece.size();
+  }
+  return copied;
+}
+
+std::span<const uint8_t> ChunkSectionReader::Next(size_t max) {
+  while (chunk_ < section_.chunks.size() && pos_ == section_.chunks[chunk_].size()) {
+    ++chunk_;
+    pos_ = 0;
+  }
+  if (chunk_ == section_.chunks.size() || max == 0) return {};
+  std::span<const uint8_t> piece =
+      section_.chunks[chunk_].subspan(pos_, std::min(max, section_.chunks[chunk_].size() - pos_));
+  pos_ += piece.size();
+  consumed_ += piece.size();
+  return piece;
+}
+
+}  // namespace gandiva::checkpoint

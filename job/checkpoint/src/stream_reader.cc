@@ -1,0 +1,357 @@
+// Checkpoint stream reader (stream.h): verifies every frame of a stream, from
+// a mapped file in place or from a socket into slabs, before anything loads.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cinttypes>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+#include "crc32c.h"
+#include "format.h"
+#include "stream.h"
+
+namespace gandiva::checkpoint {
+namespace {
+
+std::string Hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08" PRIx32, v);
+  return buf;
+}
+
+const char* FrameName(uint8_t type) {
+  switch (type) {
+    case kFrameHeader:
+      return "header";
+    case kFrameSectionBegin:
+      return "section-begin";
+    case kFrameChunk:
+      return "chunk";
+    case kFrameSectionEnd:
+      return "section-end";
+    case kFrameEnd:
+      return "end";
+    default:
+      return "unknown";
+  }
+}
+
+uint32_t MaxPayload(uint8_t type) {
+  switch (type) {
+    case kFrameHeader:
+      return kMaxHeaderPayload;
+    case kFrameSectionBegin:
+      return kMaxSectionName;
+    case kFrameChunk:
+      return kMaxChunkPayload;
+    case kFrameSectionEnd:
+      return sizeof(SectionEndPayload);
+    case kFrameEnd:
+      return sizeof(EndPayload);
+    default:
+      return 0;
+  }
+}
+
+Metadata DecodeMetadata(std::string_view text) {
+  Metadata out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    out.emplace_back(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1)));
+  }
+  return out;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+// Faults in a fresh slab's pages on a second thread while the receiving
+// thread fills it: on fresh memory the page faults cost as much as the copy
+// from the socket. Contents are never touched, so racing the receiver is safe.
+class Prefaulter {
+ public:
+  ~Prefaulter() { Stop(); }
+  void Start(uint8_t* p, size_t n) {
+    Stop();
+    stop_.store(false, std::memory_order_relaxed);
+    thread_ = std::thread([this, p, n] {
+      constexpr size_t kStep = 2u << 20;
+      for (size_t off = 0; off < n && !stop_.load(std::memory_order_relaxed); off += kStep)
+        if (::madvise(p + off, std::min(kStep, n - off), MADV_POPULATE_WRITE) != 0) return;
+    });
+  }
+  void Stop() {
+    stop_.store(true, std::memory_order_relaxed);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+class Parser {
+ public:
+  Parser(Source* source, VerifiedStream* out)
+      : source_(source), mapped_(source->Mapped()), out_(out) {}
+
+  Status Run();
+
+ private:
+  // Up to n bytes at the cursor: in place when mapped, else read into dst.
+  StatusOr<size_t> Fill(uint8_t* dst, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+      GD_ASSIGN_OR_RETURN(size_t r, source_->Read(dst + got, n - got));
+      if (r == 0) break;
+      got += r;
+    }
+    return got;
+  }
+  // Where the cursor is, for messages.
+  std::string Where() const {
+    std::string s = "at offset " + std::to_string(offset_);
+    if (in_section_) {
+      s += " in section '" + section_->name + "' (section byte " + std::to_string(section_->bytes) +
+           ", after its chunk " + std::to_string(section_->chunks.size()) + ")";
+    } else if (!out_->sections.empty()) {
+      s += " after section '" + out_->sections.back().name + "'";
+    }
+    return s;
+  }
+  std::string Describe() const { return " [" + source_->Describe() + "]"; }
+  StatusOr<uint8_t*> Allocate(size_t n) {
+    uint8_t* p = out_->storage.empty() ? nullptr : out_->storage.back()->Take(n);
+    if (!p) {
+      // Slabs grow with the stream: small states stay small, big ones take few mappings.
+      slab_size_ = std::min<size_t>(slab_size_ * 2, kMaxSlab);
+      GD_ASSIGN_OR_RETURN(auto slab, Slab::Create(std::max(slab_size_, n)));
+      out_->storage.push_back(std::move(slab));
+      p = out_->storage.back()->Take(n);
+      prefaulter_.Start(p, out_->storage.back()->size());
+    }
+    return p;
+  }
+  // Up to n bytes at stream offset `at` copied into dst: from the mapping, or
+  // read from the source (whose cursor is then at `at`).
+  StatusOr<size_t> Copy(uint64_t at, uint8_t* dst, size_t n) {
+    if (mapped_.empty()) return Fill(dst, n);
+    const size_t got = std::min<size_t>(mapped_.size() - at, n);
+    std::memcpy(dst, mapped_.data() + at, got);
+    return got;
+  }
+  // A frame's text for messages: "chunk N" or "<type> frame".
+  std::string FrameWhat(uint8_t type) const {
+    return type == kFrameChunk ? "chunk " + std::to_string(out_->chunks + 1)
+                               : std::string(FrameName(type)) + " frame";
+  }
+  Status ReadPreamble();
+  // The frame header at offset_, checked (checksum, known type, length bound).
+  Status ReadFrameHeader(FrameHeader* h);
+  // The payload of the frame whose header is at offset_, checksum verified.
+  Status ReadPayload(const FrameHeader& h, std::span<const uint8_t>* payload);
+  Status Frame(const FrameHeader& h, std::span<const uint8_t> payload);
+
+  Source* source_;
+  std::span<const uint8_t> mapped_;
+  VerifiedStream* out_;
+  uint64_t offset_ = 0;
+  uint32_t digest_ = 0;
+  bool seen_header_ = false;
+  bool in_section_ = false;
+  bool done_ = false;
+  VerifiedSection* section_ = nullptr;
+  std::vector<uint8_t> scratch_;
+  static constexpr size_t kMaxSlab = 256u << 20;
+  Prefaulter prefaulter_;
+  size_t slab_size_ = 2u << 20;
+};
+
+Status Parser::Run() {
+  GD_RETURN_IF_ERROR(ReadPreamble());
+  offset_ = kPreambleSize;
+  while (!done_) {
+    FrameHeader h;
+    GD_RETURN_IF_ERROR(ReadFrameHeader(&h));
+    std::span<const uint8_t> payload;
+    GD_RETURN_IF_ERROR(ReadPayload(h, &payload));
+    GD_RETURN_IF_ERROR(Frame(h, payload));
+    offset_ += sizeof(h) + h.length;
+  }
+  out_->stream_bytes = offset_;
+  if (!mapped_.empty() && offset_ < mapped_.size())
+    return DataLoss(std::to_string(mapped_.size() - offset_) +
+                    " unexpected bytes after the end frame at offset " + std::to_string(offset_) +
+                    Describe());
+  return Status::Ok();
+}
+
+Status Parser::ReadPreamble() {
+  uint8_t pre[kPreambleSize];
+  GD_ASSIGN_OR_RETURN(size_t got, Copy(0, pre, kPreambleSize));
+  if (got == 0) return DataLoss("empty checkpoint stream: no bytes at all" + Describe());
+  if (std::memcmp(pre, kMagic, std::min(got, sizeof(kMagic))) != 0)
+    return DataLoss("not a gandiva checkpoint: bad magic at offset 0" + Describe());
+  if (got < kPreambleSize)
+    return DataLoss("truncated checkpoint: stream ends at offset " + std::to_string(got) +
+                    " inside the 16-byte preamble" + Describe());
+  uint32_t version, crc;
+  std::memcpy(&version, pre + 8, 4);
+  std::memcpy(&crc, pre + 12, 4);
+  if (Crc32c(pre, 12) != crc)
+    return DataLoss("corrupt checkpoint preamble at offset 0: checksum " + Hex(Crc32c(pre, 12)) +
+                    " != stored " + Hex(crc) + Describe());
+  if (version != kFormatVersion)
+    return DataLoss("unsupported checkpoint format version " + std::to_string(version) +
+                    " (this build reads version " + std::to_string(kFormatVersion) + ")" +
+                    Describe());
+  return Status::Ok();
+}
+
+Status Parser::ReadFrameHeader(FrameHeader* h) {
+  GD_ASSIGN_OR_RETURN(size_t got, Copy(offset_, reinterpret_cast<uint8_t*>(h), sizeof(*h)));
+  if (got == 0)
+    return DataLoss("missing end frame: stream ends " + Where() + " after " +
+                    std::to_string(out_->chunks) + " chunks; the writer did not finish" +
+                    Describe());
+  if (got < sizeof(*h))
+    return DataLoss("truncated checkpoint: stream ends inside a frame header " + Where() +
+                    Describe());
+  const uint32_t header_crc = Crc32c(h, offsetof(FrameHeader, header_crc));
+  if (header_crc != h->header_crc)
+    return DataLoss("corrupt frame header " + Where() + ": checksum " + Hex(header_crc) +
+                    " != stored " + Hex(h->header_crc) + Describe());
+  if (h->length > MaxPayload(h->type))
+    return DataLoss(std::string(MaxPayload(h->type) ? "oversized " : "unknown ") + "frame (type " +
+                    std::to_string(h->type) + ", " + std::to_string(h->length) + " bytes) " +
+                    Where() + Describe());
+  return Status::Ok();
+}
+
+Status Parser::ReadPayload(const FrameHeader& h, std::span<const uint8_t>* payload) {
+  const uint64_t at = offset_ + sizeof(h);
+  size_t got;
+  if (!mapped_.empty()) {
+    got = std::min<size_t>(mapped_.size() - at, h.length);
+    *payload = mapped_.subspan(at, got);
+  } else if (h.type == kFrameChunk) {
+    GD_ASSIGN_OR_RETURN(uint8_t * dst, Allocate(h.length));
+    GD_ASSIGN_OR_RETURN(got, Fill(dst, h.length));
+    *payload = {dst, got};
+  } else {
+    scratch_.resize(h.length);
+    GD_ASSIGN_OR_RETURN(got, Fill(scratch_.data(), h.length));
+    *payload = {scratch_.data(), got};
+  }
+  if (got < h.length)
+    return DataLoss("truncated checkpoint: stream ends inside " + FrameWhat(h.type) + " (" +
+                    std::to_string(got) + " of " + std::to_string(h.length) +
+                    " payload bytes) whose header is " + Where() + Describe());
+  const uint32_t payload_crc = Crc32c(payload->data(), payload->size());
+  if (payload_crc != h.payload_crc)
+    return DataLoss("corrupt " + FrameWhat(h.type) + " " + Where() + ": CRC32C " +
+                    Hex(payload_crc) + " != stored " + Hex(h.payload_crc) + Describe());
+  return Status::Ok();
+}
+
+Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
+  const auto bad = [&](const std::string& why) {
+    return DataLoss("malformed checkpoint: " + why + " " + Where() + Describe());
+  };
+  if (!seen_header_ && h.type != kFrameHeader) return bad("first frame is not the header frame");
+  const uint32_t digest_before = digest_;
+  digest_ = Crc32c(&h.header_crc, sizeof(h.header_crc), digest_);
+  switch (h.type) {
+    case kFrameHeader:
+      if (seen_header_) return bad("a second header frame");
+      seen_header_ = true;
+      out_->metadata = DecodeMetadata(
+          std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()));
+      return Status::Ok();
+    case kFrameSectionBegin: {
+      if (in_section_) return bad("section-begin inside an open section");
+      if (payload.empty()) return bad("a section without a name");
+      std::string name(reinterpret_cast<const char*>(payload.data()), payload.size());
+      for (const auto& s : out_->sections)
+        if (s.name == name) return bad("section '" + name + "' appears twice");
+      out_->sections.push_back(VerifiedSection{std::move(name), 0, offset_, {}});
+      section_ = &out_->sections.back();
+      in_section_ = true;
+      return Status::Ok();
+    }
+    case kFrameChunk:
+      if (!in_section_) return bad("a chunk outside any section");
+      if (!payload.empty()) section_->chunks.push_back(payload);
+      section_->bytes += payload.size();
+      ++out_->chunks;
+      return Status::Ok();
+    case kFrameSectionEnd: {
+      if (!in_section_) return bad("section-end without a section");
+      SectionEndPayload end;
+      if (payload.size() != sizeof(end)) return bad("section-end frame of the wrong size");
+      std::memcpy(&end, payload.data(), sizeof(end));
+      if (end.bytes != section_->bytes)
+        return bad("section '" + section_->name + "' has " + std::to_string(section_->bytes) +
+                   " bytes but its section-end frame says " + std::to_string(end.bytes));
+      in_section_ = false;
+      return Status::Ok();
+    }
+    case kFrameEnd: {
+      if (in_section_) return bad("end frame inside section '" + section_->name + "'");
+      EndPayload end;
+      if (payload.size() != sizeof(end)) return bad("end frame of the wrong size");
+      std::memcpy(&end, payload.data(), sizeof(end));
+      if (end.stream_bytes != offset_ || end.chunks != out_->chunks ||
+          end.sections != out_->sections.size())
+        return bad("end frame says " + std::to_string(end.stream_bytes) + " bytes, " +
+                   std::to_string(end.chunks) + " chunks, " + std::to_string(end.sections) +
+                   " sections; the stream has " + std::to_string(offset_) + ", " +
+                   std::to_string(out_->chunks) + ", " + std::to_string(out_->sections.size()));
+      if (end.digest != digest_before)
+        return bad("frame digest " + Hex(digest_before) + " != " + Hex(end.digest) +
+                   " stored in the end frame");
+      done_ = true;
+      return Status::Ok();
+    }
+    default:
+      return bad("unknown frame type " + std::to_string(h.type));
+  }
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Slab>> Slab::Create(size_t size) {
+  void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED)
+    return ResourceExhausted("no memory to receive a checkpoint (" + std::to_string(size) +
+                             " more bytes)");
+  return std::unique_ptr<Slab>(new Slab(static_cast<uint8_t*>(p), size));
+}
+
+Slab::~Slab() { ::munmap(data_, size_); }
+
+uint8_t* Slab::Take(size_t n) {
+  if (size_ - used_ < n) return nullptr;
+  uint8_t* p = data_ + used_;
+  used_ += (n + 63) & ~size_t{63};
+  if (used_ > size_) used_ = size_;
+  return p;
+}
+
+StatusOr<VerifiedStream> ReadStream(Source* source) {
+  VerifiedStream out;
+  Parser parser(source, &out);
+  GD_RETURN_IF_ERROR(parser.Run());
+  return out;
+}
+
+}  // namespace gandiva::checkpoint
