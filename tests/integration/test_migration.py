@@ -3,7 +3,6 @@ with real training jobs: results must be bitwise those of a run never moved,
 and every failure must leave the job training on its source."""
 
 import contextlib
-import functools
 import json
 import os
 import signal
