@@ -101,15 +101,7 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
     CUdeviceptr va = 0;
     if (Real<HookId::cuMemAddressReserve>::Get()(&va, mapped, gran, 0, 0) == CUDA_SUCCESS) {
       if (MapPhysical(va, mapped, device) == CUDA_SUCCESS) {
-        std::lock_guard<std::mutex> lock(mu_);
-        Allocation a;
-        a.ptr = va;
-        a.size = size;
-        a.mapped_size = mapped;
-        a.ctx = ctx;
-        a.device = device;
-        a.kind = AllocKind::kVmm;
-        InsertLocked(a);
+        Record(va, size, mapped, ctx, device, AllocKind::kVmm);
         *dptr = va;
         return CUDA_SUCCESS;
       }
@@ -118,16 +110,7 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
     // Out of memory or VMM trouble: the driver's own allocator decides.
   }
   const CUresult r = Real<HookId::cuMemAlloc_v2>::Get()(dptr, size);
-  if (r == CUDA_SUCCESS) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Allocation a;
-    a.ptr = *dptr;
-    a.size = size;
-    a.ctx = ctx;
-    a.device = device;
-    a.kind = AllocKind::kPlain;
-    InsertLocked(a);
-  }
+  if (r == CUDA_SUCCESS) Record(*dptr, size, 0, ctx, device, AllocKind::kPlain);
   return r;
 }
 
@@ -194,6 +177,19 @@ bool PastFirstBoundary() {
 }
 
 }  // namespace
+
+void MemoryTracker::Record(CUdeviceptr ptr, size_t size, size_t mapped, CUcontext ctx,
+                           CUdevice device, AllocKind kind) {
+  Allocation a;
+  a.ptr = ptr;
+  a.size = size;
+  a.mapped_size = mapped;
+  a.ctx = ctx;
+  a.device = device;
+  a.kind = kind;
+  std::lock_guard<std::mutex> lock(mu_);
+  InsertLocked(a);
+}
 
 void MemoryTracker::InsertLocked(Allocation a) {
   a.seq = next_seq_++;

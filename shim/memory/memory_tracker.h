@@ -101,6 +101,9 @@ class MemoryTracker {
   MemoryTotals TotalsLocked() const;
   void PublishLocked();
   // Every allocation enters and leaves the table through these (drift bookkeeping).
+  // Adds a new allocation to the table (takes mu_).
+  void Record(CUdeviceptr ptr, size_t size, size_t mapped, CUcontext ctx, CUdevice device,
+              AllocKind kind);
   void InsertLocked(Allocation a);
   void EraseLocked(std::map<CUdeviceptr, Allocation>::iterator it);
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, CNN_EXAMPLE, INTERVAL_JOB, PYTHON
+from conftest import BUILD, CNN_EXAMPLE, INTERVAL_JOB, PYTHON, wait_for
 from nodes import Node
 
 import gandiva  # noqa: E402  (conftest puts the built package on sys.path)
@@ -61,13 +61,7 @@ class Checked:
         return self.call("list_jobs", job=job_id)["jobs"][0]
 
     def wait_for(self, predicate, what, timeout=90):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            value = predicate()
-            if value:
-                return value
-            time.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}")
+        return wait_for(predicate, timeout, what)
 
     def follow(self, job_id, timeout=180):
         """Polls the job's operation until it ends (each poll's reply checked)."""

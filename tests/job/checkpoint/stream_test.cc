@@ -87,7 +87,8 @@ class StreamTest : public ::testing::Test {
             EXPECT_EQ(got, st->loaded.size());
             EXPECT_EQ(r.remaining(), 0u);
             return Status::Ok();
-          }}));
+          },
+          /*check=*/nullptr}));
     }
     return out;
   }
@@ -319,7 +320,7 @@ TEST_F(StreamTest, SaveAndLoadFailuresNameTheSection) {
   auto entries = Entries();
   entries.push_back(std::make_shared<StateEntry>(
       StateEntry{"broken", [](SectionWriter&) { return Internal("no memory for the buffer"); },
-                 [](SectionReader&) { return Status::Ok(); }}));
+                 [](SectionReader&) { return Status::Ok(); }, /*check=*/nullptr}));
   MemorySink sink;
   uint64_t bytes = 0;
   Status s = WriteStream(&sink, entries, {}, &bytes);
@@ -334,7 +335,8 @@ TEST_F(StreamTest, SaveAndLoadFailuresNameTheSection) {
   entries = Entries();
   entries[1] = std::make_shared<StateEntry>(
       StateEntry{"optimizer", [](SectionWriter&) { return Status::Ok(); },
-                 [](SectionReader&) { return InvalidArgument("shape mismatch"); }});
+                 [](SectionReader&) { return InvalidArgument("shape mismatch"); },
+                 /*check=*/nullptr});
   s = LoadStream(*stream, entries);
   EXPECT_NE(s.message().find("loading section 'optimizer': shape mismatch"), std::string::npos)
       << s.ToString();
