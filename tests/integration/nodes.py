@@ -2,7 +2,6 @@
 name, Unix socket and CURVE-authenticated TCP port; keys made with `gandiva keygen`.
 Optionally each in its own network namespace (ip netns + veth)."""
 
-import functools
 import os
 import shutil
 import socket
@@ -14,8 +13,9 @@ import conftest
 from conftest import GANDIVA, GANDIVAD, BUILD
 
 
-# Migrations take longer than most waits: a minute unless a test says otherwise.
-wait_for = functools.partial(conftest.wait_for, timeout=60)
+def wait_for(predicate, timeout=60, what="condition"):
+    """conftest.wait_for, with a minute by default: migrations take longer than most waits."""
+    return conftest.wait_for(predicate, timeout, what)
 
 
 def free_port():
