@@ -30,7 +30,7 @@ demo: build
 
 # Unit, integration and Python tests (GPU-only tests skip without a GPU).
 test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 900
+	cd $(BUILD_DIR) && ctest --output-on-failure --timeout 900 -j$(JOBS)
 
 test-unit: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L unit
