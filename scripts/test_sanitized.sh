@@ -11,7 +11,8 @@
 #            such as pgrep hang under it, so the tests read /proc instead); leak
 #            checking is off in this pass, as CPython and PyTorch free little at exit.
 #         Left out: the tests that preload the CUDA shim (shim.Paths/*,
-#         shim.cuda_checkpoint_migration, integration_swap). The shim exports
+#         shim.cuda_checkpoint_migration, integration_swap, and the GPU suite's
+#         dry run, gpu.*). The shim exports
 #         its own dlsym, and ASan's start-up resolves its interceptors through
 #         dlsym before its shadow memory exists: an instrumented shim crashes
 #         there (shim/exports.cc, dlsym). Its unit tests run.
@@ -40,12 +41,12 @@ case "$mode" in
   asan)
     asan="halt_on_error=1:log_path=$logs/asan"
     (cd "$build" && ASAN_OPTIONS="$asan:detect_leaks=1" \
-       ctest --output-on-failure --timeout 900 -LE pytest -E '^shim\.Paths/') || status=1
+       ctest --output-on-failure --timeout 900 -j2 -LE pytest -E '^(shim\.Paths/|gpu\.)') || status=1
     # libstdc++ is preloaded too: python3 does not link it, and without it the
     # ASan runtime finds no __cxa_throw to forward to (a CHECK failure at the
     # first C++ exception, e.g. Boost's when a job opens its control block).
-    skip='^(shim\.cuda_checkpoint_migration|integration_swap)$'
-    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] || skip='^(shim\.cuda_checkpoint_migration|integration_swap|integration_migration)$'
+    skip='^(shim\.cuda_checkpoint_migration|integration_swap|gpu\..*)$'
+    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] || skip='^(shim\.cuda_checkpoint_migration|integration_swap|gpu\..*|integration_migration)$'
     cxx=${CXX:-g++}
     preload="$($cxx -print-file-name=libasan.so) $($cxx -print-file-name=libstdc++.so.6)"
     (cd "$build" && LD_PRELOAD="$preload" ASAN_OPTIONS="$asan:detect_leaks=0" \
