@@ -70,6 +70,13 @@ ApiServer::~ApiServer() {
   if (!impl_->ipc_path.empty()) unlink(impl_->ipc_path.c_str());
 }
 
+namespace {
+// The largest frame a client may send: a migration chunk (4 MiB) with room to
+// spare. A peer that declares a larger frame is disconnected before ZeroMQ
+// allocates for it (a mangled length would otherwise ask malloc for exabytes).
+constexpr int64_t kMaxMessageBytes = 16 << 20;
+}  // namespace
+
 Status ApiServer::Bind() {
   const std::string& ep = options_.local_endpoint;
   if (ep.rfind("ipc://", 0) != 0)
@@ -87,6 +94,7 @@ Status ApiServer::Bind() {
     }
     impl_->local.set(zmq::sockopt::linger, 0);
     impl_->local.set(zmq::sockopt::affinity, uint64_t{1});  // I/O thread 1
+    impl_->local.set(zmq::sockopt::maxmsgsize, kMaxMessageBytes);
     impl_->local.bind(ep);
     chmod(path.c_str(), 0600);
     impl_->ipc_path = path;
@@ -100,6 +108,7 @@ Status ApiServer::Bind() {
       zmq::socket_t& r = *impl_->remote;
       r.set(zmq::sockopt::linger, 0);
       r.set(zmq::sockopt::affinity, uint64_t{2});  // I/O thread 2
+      r.set(zmq::sockopt::maxmsgsize, kMaxMessageBytes);
       r.set(zmq::sockopt::curve_server, 1);
       r.set(zmq::sockopt::curve_secretkey, options_.server_keys.secret_key);
       r.set(zmq::sockopt::zap_domain, "gandiva");
