@@ -69,6 +69,14 @@ std::optional<Json> RegisterFields(NodeCommand& c) {
                  {"env", CurrentEnvironment()}};
   if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
   if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
+  if (c.flags().Has("ranks")) {
+    auto ranks = c.flags().GetInt("ranks", 1);
+    if (!ranks.ok()) {
+      c.UsageError(ranks.status().message());
+      return std::nullopt;
+    }
+    fields["ranks"] = *ranks;
+  }
   if (c.flags().Has("weight")) {
     auto w = c.flags().GetDouble("weight", 1.0);
     if (!w.ok()) {
@@ -86,6 +94,12 @@ void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
   setenv(runtime::kEnvControlBlock, reg["control_block"].get<std::string>().c_str(), 1);
   setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
   setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
+  // A gang: each rank takes its own block (by LOCAL_RANK/RANK); a migration
+  // restarts the launcher with this environment, so the destination knows too.
+  if (const int64_t ranks = reg["ranks"].get<int64_t>(); ranks > 1)
+    setenv(runtime::kEnvRanks, std::to_string(ranks).c_str(), 1);
+  else
+    unsetenv(runtime::kEnvRanks);
   const bool gpu =
       EnumFromJson<protocol::DeviceKind>(reg["device_kind"]) == protocol::DeviceKind::kGpu;
   if (!c.flags().Has("shim") && (!gpu || c.flags().Has("no-shim"))) return;
@@ -135,14 +149,49 @@ bool ReportMigratedAway(NodeCommand& c, int64_t job) {
   return true;
 }
 
+// A gang's checkpoint (DIR/gang, DIR/rank-<k>/) restores only into a gang of
+// as many ranks; a job of one process restores DIR/state.gdck.
+Status CheckRestoreDir(const std::filesystem::path& dir, int64_t ranks) {
+  namespace fs = std::filesystem;
+  int64_t parts = 0;
+  while (fs::exists(dir / (checkpoint::kRankDirPrefix + std::to_string(parts)) /
+                    checkpoint::kCheckpointFileName))
+    ++parts;
+  if (ranks > 1 || parts > 0) {
+    if (parts != ranks || !fs::exists(dir / checkpoint::kGangManifestName))
+      return InvalidArgument(dir.string() + " holds a checkpoint of " + std::to_string(parts) +
+                             " rank(s) (" + checkpoint::kRankDirPrefix + "<k>/" +
+                             checkpoint::kCheckpointFileName + "); this job has --ranks " +
+                             std::to_string(ranks));
+    return Status::Ok();
+  }
+  if (!fs::exists(dir / checkpoint::kCheckpointFileName))
+    return NotFound("no checkpoint at " + (dir / checkpoint::kCheckpointFileName).string());
+  return Status::Ok();
+}
+
+// Why a gang failed (a rank died, one never registered), as gandivad saw it.
+void ReportGangError(NodeCommand& c, int64_t job) {
+  auto jobs =
+      CheckedReply(MessageType::kListJobs, c.client().Call(MessageType::kListJobs, {{"job", job}}));
+  if (!jobs.ok() || (*jobs)["jobs"].empty()) return;
+  const Json& j = (*jobs)["jobs"][0];
+  if (j.contains("gang_error") && !j["gang_error"].get<std::string>().empty())
+    std::fprintf(stderr, "gandiva run: job %lld failed: %s\n", static_cast<long long>(job),
+                 j["gang_error"].get<std::string>().c_str());
+}
+
 }  // namespace
 
 int RunCommand(const Args& args) {
-  NodeCommand c("gandiva run", {"device", "weight", "name", "restore"}, {"shim", "no-shim"});
+  NodeCommand c("gandiva run", {"device", "weight", "name", "restore", "ranks"},
+                {"shim", "no-shim"});
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
   if (cmd.empty())
-    return c.UsageError("usage: gandiva run [--device D] [--weight W] [--name N] -- CMD...");
+    return c.UsageError(
+        "usage: gandiva run [--device D] [--weight W] [--name N] [--ranks N] [--restore DIR] -- "
+        "CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");
 
@@ -150,8 +199,9 @@ int RunCommand(const Args& args) {
     // The job restores at its first boundary; a missing checkpoint is a usage error now, not later.
     std::error_code ec;
     const auto dir = std::filesystem::absolute(c.flags().Get("restore"), ec);
-    if (!std::filesystem::exists(dir / checkpoint::kCheckpointFileName))
-      return c.UsageError("no checkpoint at " + (dir / checkpoint::kCheckpointFileName).string());
+    const auto ranks = c.flags().GetInt("ranks", 1);
+    if (Status s = CheckRestoreDir(dir, ranks.ok() ? *ranks : 1); !s.ok())
+      return c.UsageError(s.message());
     setenv(checkpoint::kEnvRestore, dir.c_str(), 1);
   }
 #ifdef GANDIVA_BUILD_PYTHON_DIR
@@ -182,6 +232,7 @@ int RunCommand(const Args& args) {
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   // A job that migrated away was ended here on purpose.
   if (ReportMigratedAway(c, job)) return 0;
+  ReportGangError(c, job);
   // The daemon may be gone by now; the exit code is what matters to the caller.
   if (auto told = c.client().Call(MessageType::kJobExited, {{"job", job}, {"exit_code", code}});
       !told.ok())

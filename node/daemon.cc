@@ -39,6 +39,8 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --peers FILE       nodes jobs may migrate to: lines "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE"
   --state-dir DIR    transfer sockets and logs of jobs started here (default: the endpoint's dir)
   --peer-timeout-ms N  a peer silent this long during a migration has failed (default 20000)
+  --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
+                     (default 60000)
   --node NAME        node name (default: the host name)
   --log LEVEL        error, warn, info (default) or debug
   --daemonize        detach into the background once the API is up; prints the pid
@@ -52,6 +54,9 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   if (lease < 100 || lease > 600000) return InvalidArgument("--lease-ms must be 100..600000");
   opts->slice_ms = static_cast<uint64_t>(slice);
   opts->lease_ms = static_cast<uint64_t>(lease);
+  GD_ASSIGN_OR_RETURN(long long rank_timeout, flags.GetInt("rank-timeout-ms", 60000));
+  if (rank_timeout < 100) return InvalidArgument("--rank-timeout-ms must be at least 100");
+  opts->rank_timeout_ms = static_cast<uint64_t>(rank_timeout);
   if (flags.Has("devices")) {
     GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
     GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
@@ -210,7 +215,8 @@ int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
   Flags flags(
       {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib"},
+       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib",
+       "rank-timeout-ms"},
       {"daemonize", "help"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 

@@ -67,6 +67,10 @@ void Node::Stop() {
   heartbeat_.Stop();
   monitor_.Stop();
   migrator_.Stop();  // operations give up; a job they held is released below
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, gang] : gangs_) gang->ReleaseForever();  // every rank, before its leader
+  }
   int released = 0;
   jobs_.ForEachLive([&](const Job& job) {
     if (!job.cb()) return;
@@ -100,6 +104,8 @@ std::string Node::PickDevice(const std::string& wanted) const {
 StatusOr<Job> Node::Register(NewJob n) {
   if (n.command.empty()) return InvalidArgument("register_job needs a non-empty command");
   if (!(n.weight > 0 && n.weight <= 16)) return InvalidArgument("weight must be in (0, 16]");
+  if (n.ranks < 1 || n.ranks > kMaxRanks)
+    return InvalidArgument("ranks must be in 1.." + std::to_string(kMaxRanks));
   std::lock_guard lock(mu_);
   const std::string device = PickDevice(n.device);
   DeviceLoop* dev = FindDevice(device);
@@ -120,16 +126,25 @@ StatusOr<Job> Node::Register(NewJob n) {
                                      block_name, job.id, options_.lease_ms * kMs, options_.node));
   runtime::Heartbeat(job.cb(), MonotonicNowNs());
   runtime::RequestSuspend(job.cb());  // it parks at its first boundary, then queues
+  job.ranks = n.ranks;
+  if (n.ranks > 1) {  // a gang: one block per rank, driven through this one
+    GD_ASSIGN_OR_RETURN(auto gang,
+                        Gang::Create(job.block, n.ranks, options_.rank_timeout_ms * kMs));
+    gang->Start();
+    gangs_[job.id] = std::move(gang);
+  }
   jobs_.Insert(job);
   dev->AddJob(job.id, job.SharedCb(), job.weight, n.held);
-  GD_LOG(kInfo, "job %llu (%s) registered on %s", static_cast<unsigned long long>(job.id),
-         job.name.c_str(), device.c_str());
+  GD_LOG(kInfo, "job %llu (%s) registered on %s%s", static_cast<unsigned long long>(job.id),
+         job.name.c_str(), device.c_str(),
+         n.ranks > 1 ? (", a gang of " + std::to_string(n.ranks) + " ranks").c_str() : "");
   return job;
 }
 
 Status Node::SetProcess(uint64_t job, int pid, bool spawned) {
   std::lock_guard lock(mu_);
   GD_RETURN_IF_ERROR(jobs_.SetProcess(job, pid, UniqueFd(), spawned));
+  if (auto g = gangs_.find(job); g != gangs_.end()) g->second->SetLauncher(pid);
   auto fd = monitor_.Watch(job, pid);
   if (!fd.ok()) {
     EndJobLocked(job, true, -1);
@@ -149,6 +164,15 @@ void Node::EndJobLocked(uint64_t id, bool failed, int exit_code) {
   DeviceUsage usage;
   if (DeviceLoop* dev = FindDevice(job->device))
     if (auto left = dev->RemoveJob(id)) usage = left->usage;
+  if (auto g = gangs_.find(id); g != gangs_.end()) {
+    g->second->Finish();  // ranks still alive (a failed or migrated gang) are killed
+    const std::string why = g->second->error();
+    (void)jobs_.UpdateLive(id, [&](Job& j) {
+      j.gang_error = why;
+      return Status::Ok();
+    });
+    if (!why.empty()) failed = true;
+  }
   if (auto ended = jobs_.End(id, failed, exit_code, usage))
     monitor_.Unwatch(ended->pidfd.get());  // then the pidfd closes
 }
@@ -157,8 +181,10 @@ void Node::OnProcessExit(uint64_t id) {
   std::lock_guard lock(mu_);
   auto job = jobs_.Find(id);
   if (!job.ok() || job->ended) return;
-  // A clean exit detaches (phase exited); anything else is a crash.
+  // A clean exit detaches (phase exited; a gang: every rank); anything else is a crash.
   bool clean = job->cb()->phase.load() == runtime::kPhaseExited;
+  if (auto g = gangs_.find(id); g != gangs_.end())
+    clean = g->second->AllExited() && g->second->error().empty();
   int code = -1;
   if (job->spawned) {  // our child: its exit status is ours to collect
     int status = 0;
@@ -221,6 +247,13 @@ bool Node::JobHeld(const Job& job) const {
   return dev && dev->IsHeld(job.id);
 }
 
+std::string Node::GangErrorOf(const Job& job) {
+  if (job.ended || job.ranks <= 1) return job.gang_error;
+  std::lock_guard lock(mu_);
+  auto g = gangs_.find(job.id);
+  return g == gangs_.end() ? "" : g->second->error();
+}
+
 DeviceUsage Node::UsageOf(const Job& job) const {
   if (job.ended) return job.usage_at_end;
   DeviceLoop* dev = FindDevice(job.device);
@@ -257,8 +290,13 @@ void Node::MarkMigrated(uint64_t id) {
 void Node::EndMigrated(uint64_t id) { EndJob(id, false, 0); }
 
 StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
-  GD_ASSIGN_OR_RETURN(Job job, Register(NewJob{a.name, a.device, a.weight.value_or(1.0), a.command,
-                                               a.cwd, a.env, /*held=*/true, a.migrated_from}));
+  NewJob arriving{a.name, a.device, a.weight.value_or(1.0), a.command,
+                  a.cwd,  a.env,    /*held=*/true,          a.migrated_from};
+  // A gang arrives as its launcher, started again with the environment it ran
+  // with (GANDIVA_RANKS among it); its state is one container for all ranks.
+  if (auto r = a.env.find(runtime::kEnvRanks); r != a.env.end())
+    arriving.ranks = static_cast<uint32_t>(std::max(1, std::atoi(r->second.c_str())));
+  GD_ASSIGN_OR_RETURN(Job job, Register(std::move(arriving)));
   // Held: it parks at its first boundary (warm) and stays there until the state is in;
   // should this node die meanwhile, the copy exits rather than train from scratch.
   job.cb()->exit_if_orphaned.store(1);
@@ -282,6 +320,8 @@ StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
 Status Node::KillJob(uint64_t id) {
   GD_ASSIGN_OR_RETURN(Job job, jobs_.Find(id));
   if (!job.ended && job.pid > 0) kill(job.pid, SIGKILL);
+  std::lock_guard lock(mu_);
+  if (auto g = gangs_.find(id); g != gangs_.end() && !job.ended) g->second->KillAll();
   return Status::Ok();
 }
 

@@ -26,6 +26,7 @@
 #include "devices/devices.h"
 #include "gandiva/protocol/curve.h"
 #include "gandiva/status.h"
+#include "jobs/gang.h"
 #include "jobs/heartbeat.h"
 #include "jobs/job_table.h"
 #include "jobs/process_monitor.h"
@@ -48,7 +49,10 @@ struct NodeOptions {
   PeerFault fault = PeerFault::kNone;     // test-only fault injection (--fault)
   int peer_timeout_ms = 20000;            // a peer silent this long has failed
   MigrationTimeouts timeouts;
+  uint64_t rank_timeout_ms = 60000;  // a gang's rank that has not registered by then fails it
 };
+
+inline constexpr uint32_t kMaxRanks = 64;
 
 inline constexpr uint64_t kMinSliceMs = 50;
 inline constexpr uint64_t kMaxSliceMs = 250;
@@ -63,6 +67,7 @@ struct NewJob {
   std::map<std::string, std::string> env;
   bool held = false;  // stays parked at its first boundary until released
   std::string migrated_from;
+  uint32_t ranks = 1;  // processes of a gang, each with its own control block
 };
 
 class Node final : public JobHost {
@@ -97,6 +102,8 @@ class Node final : public JobHost {
   bool JobHeld(const Job& job) const;
   // The job's device figures, live or frozen at its end.
   DeviceUsage UsageOf(const Job& job) const;
+  // Why the job's gang failed, or "" (also for a job of one process).
+  std::string GangErrorOf(const Job& job);
 
   // JobHost, for the migrator.
   StatusOr<MovableJob> LiveJob(int64_t job) override;
@@ -116,6 +123,7 @@ class Node final : public JobHost {
   std::mutex mu_;
   JobTable jobs_;
   std::map<std::string, std::unique_ptr<DeviceLoop>> devices_;  // fixed after construction
+  std::map<uint64_t, std::unique_ptr<Gang>> gangs_;  // jobs of several processes; under mu_
   ProcessMonitor monitor_;
   Heartbeat heartbeat_;
   Migrator migrator_;

@@ -16,7 +16,11 @@ using protocol::MessageType;
 namespace {
 
 Json JobJson(Node& node, const Job& job) {
-  return JobToJson(job, node.JobHeld(job), node.UsageOf(job), node.migrator().OperationOf(job.id));
+  Json j =
+      JobToJson(job, node.JobHeld(job), node.UsageOf(job), node.migrator().OperationOf(job.id));
+  j["ranks"] = job.ranks;
+  j["gang_error"] = node.GangErrorOf(job);
+  return j;
 }
 
 StatusOr<Json> ListJobs(Node& node, const Json& req) {
@@ -38,6 +42,11 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
   n.device = req.value("device", "");
   n.weight = req.value("weight", 1.0);
   n.cwd = req.value("cwd", "");
+  const int64_t ranks = req.value("ranks", int64_t{1});
+  if (ranks < 1 || ranks > kMaxRanks)
+    return InvalidArgument("ranks must be in 1.." + std::to_string(kMaxRanks) + ", not " +
+                           std::to_string(ranks));
+  n.ranks = static_cast<uint32_t>(ranks);
   GD_ASSIGN_OR_RETURN(n.env, EnvFromRequest(req));
   GD_ASSIGN_OR_RETURN(Job job, node.Register(std::move(n)));
   return Json{{"job", job.id},
@@ -45,7 +54,8 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
               {"device", job.device},
               {"device_kind", node.FindDevice(job.device)->info().kind},
               {"control_block", job.block->name()},
-              {"lease_ms", node.options().lease_ms}};
+              {"lease_ms", node.options().lease_ms},
+              {"ranks", job.ranks}};
 }
 
 StatusOr<Json> JobStarted(Node& node, const Json& req) {

@@ -58,6 +58,9 @@ struct Job {
   uint64_t ended_ns = 0;
   DeviceUsage usage_at_end;  // its device figures, frozen when it ended
 
+  uint32_t ranks = 1;      // processes in the job: > 1 for a gang (node/jobs/gang.h)
+  std::string gang_error;  // why the gang failed (a rank died, never registered), or ""
+
   bool migrated = false;      // moved to another node; this copy is gone
   std::string migrated_from;  // "node/job" when it arrived by migration
 

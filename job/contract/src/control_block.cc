@@ -13,6 +13,7 @@ void InitControlBlock(ControlBlock* cb, uint64_t job_id, uint64_t lease_ns, cons
   cb->version = kControlBlockVersion;
   cb->job_id = job_id;
   cb->lease_ns = lease_ns;
+  cb->gang_size = 1;
   std::strncpy(cb->node, node ? node : "", sizeof(cb->node) - 1);
 }
 
@@ -28,6 +29,9 @@ namespace gandiva::runtime {
 
 void RequestSuspend(ControlBlock* cb) {
   cb->request.store(kRequestSuspend, std::memory_order_release);
+  // A gang's own block is watched by the node's gang thread (node/jobs/gang.h),
+  // which sleeps on `request`; a job's block is read at its next boundary.
+  if (cb->gang_rank == kGangLeader) FutexWakeAll(&cb->request);
 }
 
 void RequestResume(ControlBlock* cb) {

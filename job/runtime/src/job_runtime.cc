@@ -34,9 +34,32 @@ JobRuntime& JobRuntime::CreateInstance() {
   return *instance_.load(std::memory_order_acquire);
 }
 
+std::string JobRuntime::BlockNameFromEnvironment(std::string* why_not) {
+  const char* base = std::getenv(kEnvControlBlock);
+  if (!base || !*base) {
+    *why_not = std::string(kEnvControlBlock) + " not set";
+    return "";
+  }
+  const char* ranks = std::getenv(kEnvRanks);
+  if (!ranks || std::atoi(ranks) <= 1) return base;
+  // A gang: each rank has its own block, chosen by the launcher's rank variables.
+  const char* rank = std::getenv(kEnvLocalRank);
+  if (!rank || !*rank) rank = std::getenv(kEnvRank);
+  char* end = nullptr;
+  const long k = rank ? std::strtol(rank, &end, 10) : -1;
+  if (!rank || *end != '\0' || k < 0 || k >= std::atoi(ranks)) {
+    *why_not = std::string("a gang of ") + ranks + " ranks, but this process has no rank (" +
+               kEnvLocalRank + "/" + kEnvRank + " " + (rank ? rank : "unset") + ")";
+    return "";
+  }
+  return std::string(base) + kRankBlockSuffix + std::to_string(k);
+}
+
 void JobRuntime::AttachFromEnvironment() {
-  const char* name = std::getenv(kEnvControlBlock);
-  if (name && *name) {
+  std::string why_not;
+  const std::string block_name = BlockNameFromEnvironment(&why_not);
+  const char* name = block_name.empty() ? nullptr : block_name.c_str();
+  if (name) {
     auto opened = SharedControlBlock::Open(name);
     // The block belongs to the first process that attaches; a child of the job
     // (a data-loader worker, a subprocess inheriting the environment) runs unmanaged.
@@ -58,7 +81,7 @@ void JobRuntime::AttachFromEnvironment() {
       GD_LOG(kWarn, "cannot attach to the controller (%s); running unmanaged",
              opened.status().ToString().c_str());
   } else {
-    GD_LOG(kInfo, "no gandiva controller (%s not set); running unmanaged", kEnvControlBlock);
+    GD_LOG(kInfo, "no gandiva controller (%s); running unmanaged", why_not.c_str());
   }
   private_block_ = std::make_unique<ControlBlock>();
   InitControlBlock(private_block_.get(), 0, 0, "");
@@ -70,7 +93,7 @@ void JobRuntime::FirstBoundary() {
   // `gandiva run --restore DIR`: continue from a checkpoint, managed or not.
   if (const char* dir = std::getenv(checkpoint::kEnvRestore);
       dir && *dir && checkpoint::StateRegistry::Global().ClaimEnvironmentRestore()) {
-    const std::string target = std::string("file:") + dir + "/" + checkpoint::kCheckpointFileName;
+    const std::string target = RestoreTarget(dir);
     uint64_t bytes = 0;
     Status s = checkpoint::RestoreState(target, &bytes);
     if (!s.ok()) {
@@ -85,6 +108,13 @@ void JobRuntime::FirstBoundary() {
     cb_->boundary_source.store(1, std::memory_order_relaxed);
   cb_->phase.store(kPhaseRunning, std::memory_order_release);
   FutexWakeAll(&cb_->phase);
+}
+
+std::string JobRuntime::RestoreTarget(const char* dir) const {
+  std::string path = std::string("file:") + dir + "/";
+  if (cb_->gang_size > 1)  // a gang's checkpoint: one part per rank, all at one iteration
+    path += checkpoint::kRankDirPrefix + std::to_string(cb_->gang_rank) + "/";
+  return path + checkpoint::kCheckpointFileName;
 }
 
 // The CUDA shim, when preloaded, exports its park hooks under this name so that
@@ -129,6 +159,9 @@ bool JobRuntime::SleepUntilResumed() {
       Transfer(static_cast<Request>(request));
       continue;
     }
+    // A gang moved its park target past this rank's count: run up to it (the
+    // controller wakes us after raising it, and again until we have left).
+    if (!ParkDueHere()) return true;
     const uint64_t lease_left = LeaseLeftNs();
     if (lease_left == 0) {
       BecomeUnmanaged("the controller's lease expired");

@@ -20,7 +20,10 @@
 namespace gandiva::runtime {
 
 inline constexpr uint32_t kControlBlockMagic = 0x42434447;  // "GDCB"
-inline constexpr uint32_t kControlBlockVersion = 4;
+inline constexpr uint32_t kControlBlockVersion = 5;  // 5: gangs (gang_rank/gang_size, park_at_boundary)
+// gang_rank of a gang's own block, which no process attaches to: the node's gang
+// thread watches it (RequestSuspend wakes it) and carries requests to the ranks.
+inline constexpr uint32_t kGangLeader = 0xffffffff;
 inline constexpr size_t kProfileRingSize = 1024;  // iteration times kept for p50/p99
 
 // What the controller asks of the job.
@@ -71,12 +74,22 @@ struct alignas(64) ControlBlock {
   uint64_t job_id;
   uint64_t lease_ns;  // a parked job resumes itself when the heartbeat is older than this
   char node[32];
+  // A gang (a job of several processes) has one block per rank: this is rank
+  // gang_rank of gang_size. 0 of 1 for a job of one process.
+  uint32_t gang_rank;
+  uint32_t gang_size;
 
   // Controller -> job.
   alignas(64) std::atomic<uint32_t> request;
   std::atomic<uint32_t> controller_gone;  // set when the controller stops: never park again
   std::atomic<uint64_t> heartbeat_ns;     // CLOCK_MONOTONIC of the controller's last heartbeat
   std::atomic<uint64_t> prewake_spin_ns;  // see PreWake(); the job takes it (exchange 0)
+  // Where a suspend takes effect: at the first boundary whose count
+  // (profile.iterations) is >= this, or at the next boundary when 0. A parked
+  // job whose count is below it leaves its park and runs up to it. Gangs use it
+  // to park every rank at the same iteration (node/jobs/gang_park.h); stored
+  // before `request`, read by the job only when `request` is not kRequestRun.
+  std::atomic<uint64_t> park_at_boundary;
 
   // Job -> controller.
   alignas(64) std::atomic<uint32_t> phase;

@@ -9,6 +9,13 @@ namespace gandiva::runtime {
 inline constexpr const char* kEnvControlBlock = "GANDIVA_CONTROL_BLOCK";  // shm name
 inline constexpr const char* kEnvJobId = "GANDIVA_JOB_ID";
 inline constexpr const char* kEnvEndpoint = "GANDIVA_ENDPOINT";
+// A gang of this many processes (`gandiva run --ranks N`): each process takes
+// the control block "<GANDIVA_CONTROL_BLOCK>.r<k>", k its LOCAL_RANK (else RANK),
+// as set by torchrun or any launcher of torch.distributed jobs.
+inline constexpr const char* kEnvRanks = "GANDIVA_RANKS";
+inline constexpr const char* kEnvLocalRank = "LOCAL_RANK";
+inline constexpr const char* kEnvRank = "RANK";
+inline constexpr const char* kRankBlockSuffix = ".r";
 
 }  // namespace gandiva::runtime
 
@@ -18,6 +25,10 @@ namespace gandiva::checkpoint {
 // DIR/<kCheckpointFileName> at its first boundary.
 inline constexpr const char* kEnvRestore = "GANDIVA_RESTORE";
 inline constexpr const char* kCheckpointFileName = "state.gdck";
+// A gang's checkpoint: DIR/rank-<k>/<kCheckpointFileName> per rank, all taken at
+// the same iteration, and DIR/<kGangManifestName> ("ranks N\niteration I\n").
+inline constexpr const char* kRankDirPrefix = "rank-";
+inline constexpr const char* kGangManifestName = "gang";
 
 }  // namespace gandiva::checkpoint
 

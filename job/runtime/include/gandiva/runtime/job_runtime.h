@@ -50,7 +50,7 @@ class JobRuntime {
       FirstBoundary();
     }
     if (cb_->request.load(std::memory_order_acquire) != kRequestRun &&
-        managed_.load(std::memory_order_relaxed)) {
+        managed_.load(std::memory_order_relaxed) && ParkDueHere()) {
       Park(now);
       last_exit_ns_ = MonotonicNowNs();
       return;
@@ -61,6 +61,13 @@ class JobRuntime {
   // Launch gate: returns at once unless the job is parked, else waits for resume.
   void GateWait() {
     if (cb_->phase.load(std::memory_order_acquire) == kPhaseParked) WaitWhileParked();
+  }
+
+  // Whether a suspend takes effect at this boundary (see park_at_boundary).
+  // Read only once a suspend is requested: the fast path never gets here.
+  bool ParkDueHere() const {
+    const uint64_t at = cb_->park_at_boundary.load(std::memory_order_acquire);
+    return at == 0 || cb_->profile.iterations.load(std::memory_order_relaxed) >= at;
   }
 
   bool managed() const { return managed_.load(std::memory_order_relaxed); }
@@ -76,6 +83,11 @@ class JobRuntime {
   JobRuntime();
   static JobRuntime& CreateInstance();
   void AttachFromEnvironment();
+  // The control block this process takes: GANDIVA_CONTROL_BLOCK, or its rank's
+  // block in a gang; empty (and why in *why_not) when it cannot tell.
+  static std::string BlockNameFromEnvironment(std::string* why_not);
+  // The checkpoint this process restores from GANDIVA_RESTORE=DIR: its rank's part in a gang.
+  std::string RestoreTarget(const char* dir) const;
   void FirstBoundary();
   void Park(uint64_t now);
   // Sleeps until resume is requested; false if it gave up on a dead controller.

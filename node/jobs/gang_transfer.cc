@@ -1,0 +1,202 @@
+// A gang's checkpoint and restore, rank by rank; see gang_transfer.h.
+#include "jobs/gang_transfer.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gandiva/common/clock.h"
+#include "gandiva/common/unique_fd.h"
+#include "gandiva/common/units.h"
+#include "gandiva/contract/environment.h"
+
+namespace gandiva::controller {
+
+namespace fs = std::filesystem;
+using runtime::ControlBlock;
+
+namespace {
+
+constexpr uint64_t kRankTransferTimeoutNs = 600 * kSec;
+
+// Asks every rank to move its state to/from targets[k], then waits for all.
+Status RunOnRanks(uint32_t kind, const std::vector<std::string>& targets,
+                  const std::vector<ControlBlock*>& ranks, const std::atomic<bool>& stopping,
+                  uint64_t* bytes) {
+  for (size_t k = 0; k < ranks.size(); ++k)
+    if (!runtime::RequestTransfer(ranks[k], static_cast<runtime::Request>(kind),
+                                  targets[k].c_str()))
+      return InvalidArgument("rank target too long: " + targets[k]);
+  const uint64_t deadline = MonotonicNowNs() + kRankTransferTimeoutNs;
+  Status result = Status::Ok();
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    runtime::TransferState s = runtime::kTransferBusy;
+    while (!stopping.load() && MonotonicNowNs() < deadline) {
+      s = runtime::WaitForTransfer(ranks[k], 100 * kMs);
+      if (s == runtime::kTransferDone || s == runtime::kTransferFailed) break;
+    }
+    *bytes += ranks[k]->transfer_bytes.load();
+    if (s == runtime::kTransferFailed && result.ok())
+      result = Internal("rank " + std::to_string(k) + ": " + ranks[k]->transfer_error);
+    else if (s != runtime::kTransferDone && result.ok())
+      result = DeadlineExceeded("rank " + std::to_string(k) + " did not finish its transfer");
+  }
+  return result;
+}
+
+StatusOr<UniqueFd> Connect(const std::string& path) {
+  UniqueFd fd(socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) return Internal("socket: " + std::string(std::strerror(errno)));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return InvalidArgument("socket path too long");
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
+    return Unavailable("cannot connect to " + path + ": " + std::strerror(errno));
+  return fd;
+}
+
+Status WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return Unavailable("write to the state socket: " + std::string(std::strerror(errno)));
+    p += w, n -= static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+Status WriteFile(const std::string& path, std::string_view data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(data.data(), static_cast<std::streamsize>(data.size()));
+  out.close();
+  return out ? Status::Ok() : Internal("cannot write " + path);
+}
+
+std::string RankDir(const std::string& dir, size_t k) {
+  return dir + "/" + checkpoint::kRankDirPrefix + std::to_string(k);
+}
+
+// "file:DIR/state.gdck": a checkpoint directory with one part per rank.
+Status FileTransfer(uint32_t kind, const std::string& path,
+                    const std::vector<ControlBlock*>& ranks, const std::atomic<bool>& stopping,
+                    uint64_t* bytes) {
+  const std::string dir = fs::path(path).parent_path().string();
+  const std::string manifest = dir + "/" + checkpoint::kGangManifestName;
+  if (kind == runtime::kRequestRestore) {
+    auto text = ReadFile(manifest);
+    if (!text.ok() || *text != "ranks " + std::to_string(ranks.size()) + "\n")
+      return FailedPrecondition(dir + " is not a checkpoint of a " + std::to_string(ranks.size()) +
+                                "-rank gang");
+  }
+  std::vector<std::string> targets;
+  for (size_t k = 0; k < ranks.size(); ++k) {
+    std::error_code ec;
+    fs::create_directories(RankDir(dir, k), ec);
+    if (ec) return Internal("cannot create " + RankDir(dir, k) + ": " + ec.message());
+    targets.push_back("file:" + RankDir(dir, k) + "/" + checkpoint::kCheckpointFileName);
+  }
+  GD_RETURN_IF_ERROR(RunOnRanks(kind, targets, ranks, stopping, bytes));
+  if (kind == runtime::kRequestCheckpoint)
+    return WriteFile(manifest, "ranks " + std::to_string(ranks.size()) + "\n");
+  return Status::Ok();
+}
+
+std::vector<std::string> PartFiles(const std::string& socket, size_t n) {
+  std::vector<std::string> parts;
+  for (size_t k = 0; k < n; ++k) parts.push_back(socket + ".rank-" + std::to_string(k) + ".gdck");
+  return parts;
+}
+
+Status SendContainer(const std::string& socket, const std::vector<std::string>& parts) {
+  GD_ASSIGN_OR_RETURN(UniqueFd fd, Connect(socket));
+  const uint32_t n = static_cast<uint32_t>(parts.size());
+  GD_RETURN_IF_ERROR(WriteAll(fd.get(), kGangStreamMagic, sizeof(kGangStreamMagic)));
+  GD_RETURN_IF_ERROR(WriteAll(fd.get(), &n, sizeof(n)));
+  for (const std::string& part : parts) {
+    GD_ASSIGN_OR_RETURN(std::string data, ReadFile(part));
+    const uint64_t len = data.size();
+    GD_RETURN_IF_ERROR(WriteAll(fd.get(), &len, sizeof(len)));
+    GD_RETURN_IF_ERROR(WriteAll(fd.get(), data.data(), data.size()));
+  }
+  return Status::Ok();
+}
+
+Status ReceiveContainer(const std::string& socket, const std::vector<std::string>& parts) {
+  GD_ASSIGN_OR_RETURN(UniqueFd fd, Connect(socket));
+  std::string all;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t r = read(fd.get(), buf, sizeof(buf));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Unavailable("read from the state socket: " + std::string(std::strerror(errno)));
+    if (r == 0) break;
+    all.append(buf, static_cast<size_t>(r));
+  }
+  uint32_t n = 0;
+  if (all.size() < sizeof(kGangStreamMagic) + sizeof(n) ||
+      std::memcmp(all.data(), kGangStreamMagic, sizeof(kGangStreamMagic)) != 0)
+    return DataLoss("the state is not a gang's (no GDGANG01 header)");
+  std::memcpy(&n, all.data() + sizeof(kGangStreamMagic), sizeof(n));
+  if (n != parts.size())
+    return FailedPrecondition("the state is of a " + std::to_string(n) + "-rank gang; this gang has " +
+                              std::to_string(parts.size()) + " ranks");
+  size_t at = sizeof(kGangStreamMagic) + sizeof(n);
+  for (const std::string& part : parts) {
+    uint64_t len = 0;
+    if (all.size() - at < sizeof(len)) return DataLoss("the gang's state is cut short");
+    std::memcpy(&len, all.data() + at, sizeof(len));
+    at += sizeof(len);
+    if (all.size() - at < len) return DataLoss("the gang's state is cut short");
+    GD_RETURN_IF_ERROR(WriteFile(part, std::string_view(all).substr(at, len)));
+    at += len;
+  }
+  return Status::Ok();
+}
+
+// "unix:SOCKET": one container on the socket, each rank's part in a file beside it.
+Status SocketTransfer(uint32_t kind, const std::string& socket,
+                      const std::vector<ControlBlock*>& ranks, const std::atomic<bool>& stopping,
+                      uint64_t* bytes) {
+  const std::vector<std::string> parts = PartFiles(socket, ranks.size());
+  std::vector<std::string> targets;
+  for (const std::string& p : parts) targets.push_back("file:" + p);
+  Status s = Status::Ok();
+  if (kind == runtime::kRequestCheckpoint) {
+    s = RunOnRanks(kind, targets, ranks, stopping, bytes);
+    if (s.ok()) s = SendContainer(socket, parts);
+  } else {
+    s = ReceiveContainer(socket, parts);
+    if (s.ok()) s = RunOnRanks(kind, targets, ranks, stopping, bytes);
+  }
+  for (const std::string& p : parts) unlink(p.c_str());
+  return s;
+}
+
+}  // namespace
+
+Status GangTransfer(uint32_t kind, const std::string& target,
+                    const std::vector<ControlBlock*>& ranks, const std::atomic<bool>& stopping,
+                    uint64_t* bytes) {
+  *bytes = 0;
+  if (target.rfind("file:", 0) == 0) return FileTransfer(kind, target.substr(5), ranks, stopping, bytes);
+  if (target.rfind("unix:", 0) == 0)
+    return SocketTransfer(kind, target.substr(5), ranks, stopping, bytes);
+  return InvalidArgument("gang transfer target must be file:PATH or unix:PATH, got '" + target + "'");
+}
+
+}  // namespace gandiva::controller
