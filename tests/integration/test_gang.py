@@ -21,9 +21,12 @@ ITERATIONS = 120
 WORK_MS = 4  # long enough iterations that a suspend lands mid-run
 
 
-def ddp_cmd(out, iterations=ITERATIONS, ranks=2):
-    return [PYTHON, TORCHRUN, "--standalone", f"--nproc_per_node={ranks}", DDP_JOB,
-            "--iterations", str(iterations), "--work-ms", str(WORK_MS), "--out", str(out)]
+def ddp_cmd(out, iterations=ITERATIONS, ranks=2, work_ms=WORK_MS):
+    # A rendezvous on a port of its own (--standalone's is fixed at 29400): a
+    # migration's warm copy starts while the job still runs on its source.
+    return [PYTHON, TORCHRUN, "--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0", "--nnodes=1",
+            f"--nproc_per_node={ranks}", DDP_JOB,
+            "--iterations", str(iterations), "--work-ms", str(work_ms), "--out", str(out)]
 
 
 def read(out, rank):
@@ -56,9 +59,12 @@ def assert_same_training(out, reference):
         assert got["losses"] == reference[k]["losses"], f"rank {k}'s loss history differs"
 
 
-def run_gang(daemon, out, *flags, iterations=ITERATIONS):
+def run_gang(daemon, out, *flags, iterations=ITERATIONS, work_ms=WORK_MS):
+    """`gandiva run --ranks 2` of the DDP job (work_ms only stretches its
+    iterations: the losses do not depend on it)."""
     return subprocess.Popen([GANDIVA, "run", "--ranks", "2", "--name", "ddp", *flags, "--",
-                             *ddp_cmd(out, iterations)], env=daemon.env, stdout=subprocess.PIPE,
+                             *ddp_cmd(out, iterations, work_ms=work_ms)], env=daemon.env,
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -89,10 +95,11 @@ def test_suspend_parks_every_rank_at_one_iteration_and_resume_releases_them(
 def test_time_sliced_with_another_job(daemon_factory, tmp_path, reference):
     d = daemon_factory("--devices", "cpu:1", "--slice-ms", "50")
     out = tmp_path / "ddp"
-    gang = run_gang(d, out)
-    d.wait_for(lambda: job(d).get("state") in ("running", "suspended"), what="the gang registered")
-    other = d.run(PYTHON, INTERVAL_JOB, "--iterations", "150", "--work-ms", "4",
+    # The other job first, long enough to outlast the gang's start and its run.
+    other = d.run(PYTHON, INTERVAL_JOB, "--iterations", "4000", "--work-ms", "4",
                   "--out", str(tmp_path / "other.json"), name="other")
+    d.wait_for(lambda: d.jobs().get("other", {}).get("iterations", 0) > 10, what="the other job")
+    gang = run_gang(d, out, work_ms=20)
     assert gang.wait(timeout=120) == 0, gang.stderr.read()
     assert other.wait(timeout=120) == 0, other.stderr.read()
     jobs = d.jobs()
@@ -102,6 +109,7 @@ def test_time_sliced_with_another_job(daemon_factory, tmp_path, reference):
     ids = (jobs["ddp"]["id"], jobs["other"]["id"])
     assert (ids[0], ids[1]) in handed and (ids[1], ids[0]) in handed, "the two did not take turns"
     assert jobs["ddp"]["slices"] >= 2
+    assert json.loads((tmp_path / "other.json").read_text())["done"]
     assert_same_training(out, reference)
 
 
@@ -176,10 +184,11 @@ def test_migration_restarts_every_rank_on_the_destination(tmp_path, reference):
         for node, other in ((a, b), (b, a)):
             node.start([a.public, b.public], [(other.name, other.tcp, other.public)])
         out = tmp_path / "ddp"
+        # Slow iterations: the copy on b warms up (torchrun, imports) while it trains on a.
         run = subprocess.Popen([GANDIVA, "run", "--ranks", "2", "--name", "ddp", "--",
-                                *ddp_cmd(out)], env=a.env, stdout=subprocess.PIPE,
+                                *ddp_cmd(out, work_ms=100)], env=a.env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-        wait_for(lambda: progress(out) >= 30, what="the gang training on a")
+        wait_for(lambda: progress(out) >= 20, what="the gang training on a")
         op = json.loads(a.cli("migrate", "1", "--to", "b", "--json").stdout)
         assert op["state"] == "done", op
         assert run.wait(timeout=60) == 0
@@ -190,7 +199,8 @@ def test_migration_restarts_every_rank_on_the_destination(tmp_path, reference):
         assert moved["state"] == "exited" and moved["ranks"] == 2, b.read_log()
         for k in range(2):
             r = read(out, k)
-            assert r["restored_at"] is not None and r["restored_at"] >= 30
+            assert r["restored_at"] is not None and r["restored_at"] >= 20
+        assert read(out, 0)["restored_at"] == read(out, 1)["restored_at"]
         assert_same_training(out, reference)
     finally:
         a.stop()

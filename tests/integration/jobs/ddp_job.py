@@ -34,7 +34,7 @@ def main():
     torch.manual_seed(1234)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
     ddp = torch.nn.parallel.DistributedDataParallel(model)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     data = torch.Generator().manual_seed(100 + rank)
     state = gandiva.torch.register(model, optimizer, generators=[data],
                                    extra={"losses": [], "restored_at": None})
