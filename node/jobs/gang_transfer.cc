@@ -2,6 +2,7 @@
 #include "jobs/gang_transfer.h"
 
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ using runtime::ControlBlock;
 namespace {
 
 constexpr uint64_t kRankTransferTimeoutNs = 600 * kSec;
+constexpr time_t kSocketTimeoutS = 60;
 
 // Asks every rank to move its state to/from targets[k], then waits for all.
 Status RunOnRanks(uint32_t kind, const std::vector<std::string>& targets,
@@ -58,6 +60,11 @@ StatusOr<UniqueFd> Connect(const std::string& path) {
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   if (connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0)
     return Unavailable("cannot connect to " + path + ": " + std::strerror(errno));
+  // A migrator that stalls mid-stream must not keep the gang's transfer (and a
+  // stopping node) waiting for ever.
+  const timeval timeout{kSocketTimeoutS, 0};
+  setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
   return fd;
 }
 
