@@ -115,7 +115,9 @@ Json JobReply() {
           {"fail_open", false},
           {"exit_code", -1},
           {"migrated_from", ""},
-          {"operation", nullptr}};
+          {"operation", nullptr},
+          {"ranks", 1},
+          {"gang_error", ""}};
 }
 
 Json DeviceReply() {
@@ -139,7 +141,8 @@ std::map<MessageType, Json> GoodReplies() {
         {"device", "gpu0"},
         {"device_kind", "gpu"},
         {"control_block", "/gandiva.a.1.1"},
-        {"lease_ms", 2000}}},
+        {"lease_ms", 2000},
+        {"ranks", 1}}},
       {MessageType::kJobStarted, Json::object()},
       {MessageType::kJobExited, Json::object()},
       {MessageType::kSuspend, {{"state", "suspending"}}},
