@@ -128,10 +128,13 @@ StatusOr<Job> Node::Register(NewJob n) {
   runtime::RequestSuspend(job.cb());  // it parks at its first boundary, then queues
   job.ranks = n.ranks;
   if (n.ranks > 1) {  // a gang: one block per rank, driven through this one
-    GD_ASSIGN_OR_RETURN(auto gang,
-                        Gang::Create(job.block, n.ranks, options_.rank_timeout_ms * kMs));
-    gang->Start();
-    gangs_[job.id] = std::move(gang);
+    auto gang = Gang::Create(job.block, n.ranks, options_.rank_timeout_ms * kMs);
+    if (!gang.ok()) {
+      runtime::SharedControlBlock::Remove(block_name);
+      return gang.status();
+    }
+    (*gang)->Start();
+    gangs_[job.id] = std::move(gang).value();
   }
   jobs_.Insert(job);
   dev->AddJob(job.id, job.SharedCb(), job.weight, n.held);

@@ -47,10 +47,17 @@ std::string JobRuntime::BlockNameFromEnvironment(std::string* why_not) {
   if (!rank || !*rank) rank = std::getenv(kEnvRank);
   char* end = nullptr;
   const long k = rank ? std::strtol(rank, &end, 10) : -1;
-  if (!rank || *end != '\0' || k < 0 || k >= std::atoi(ranks)) {
+  if (!rank || *end != '\0' || k < 0) {
     *why_not = std::string("a gang of ") + ranks + " ranks, but this process has no rank (" +
                kEnvLocalRank + "/" + kEnvRank + " " + (rank ? rank : "unset") + ")";
     return "";
+  }
+  if (k >= std::atoi(ranks)) {
+    // Running it unmanaged would hang the gang: its other ranks park, this one
+    // waits for them in its first collective. Say so and stop instead.
+    GD_LOG(kError, "this process is rank %ld, but the gang has %s ranks (gandiva run --ranks %s): "
+           "start as many processes as --ranks says", k, ranks, ranks);
+    std::_Exit(75);
   }
   return std::string(base) + kRankBlockSuffix + std::to_string(k);
 }
