@@ -36,6 +36,7 @@ class FakeJob {
           std::chrono::milliseconds load_delay = std::chrono::milliseconds(0))
       : cb_(std::move(cb)), state_(std::move(state)), load_delay_(load_delay) {
     cb_->phase.store(runtime::kPhaseRunning);
+    cb_->registered_states.store(1);  // its byte string
     thread_ = std::thread([this] { Loop(); });
   }
   ~FakeJob() {
