@@ -295,6 +295,22 @@ TEST_F(MigratorTest, RefusesToMoveAJobThatRegisteredNoState) {
   ExpectSourceTrainsOn();
 }
 
+TEST_F(MigratorTest, AJobWhoseSaveFailsBeforeItConnectsEndsTheMigrationAtOnce) {
+  auto m = MakeMigrator(PeerStep::kNone);
+  host_.at(1).job->refuse_save = true;
+  const uint64_t start = MonotonicNowNs();
+  Operation op = MigrateAndWait(*m);
+  // Told through the control block, not by the stream timeout (30 s here).
+  EXPECT_LT(MonotonicNowNs() - start, 10'000 * kMs);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("the job could not write its state: fake job: refused to save"),
+            std::string::npos)
+      << op.error;
+  EXPECT_TRUE(record_->aborted);
+  EXPECT_FALSE(record_->started);
+  ExpectSourceTrainsOn();
+}
+
 TEST_F(MigratorTest, ChecksPointsToAFileAndReleasesTheJob) {
   auto m = MakeMigrator(PeerStep::kNone);
   const std::string dir = ::testing::TempDir();

@@ -11,6 +11,7 @@ import pickle
 import struct
 import subprocess
 import sys
+import textwrap
 
 import pytest
 import torch
@@ -201,6 +202,37 @@ def test_attaching_the_optimizer_with_a_registered_loader_is_refused(registered)
     registered.append(gandiva.torch.register(model, opt, loader, name="loop"))
     with pytest.raises(RuntimeError, match="attach the loader"):
         gandiva.torch.attach(opt)
+
+
+def test_an_attached_loader_marks_one_boundary_per_batch_and_counts_iterations():
+    code = textwrap.dedent("""
+        import torch, gandiva, gandiva.torch
+        from torch.utils.data import DataLoader, TensorDataset
+        loader = gandiva.torch.resumable(DataLoader(TensorDataset(torch.arange(50)),
+                                                    batch_size=8, shuffle=True))
+        state = gandiva.torch.register(None, None, loader)
+        gandiva.torch.attach(loader)  # the first boundary
+        seen = []
+        for epoch in loader.epochs(2):
+            for (batch,) in loader:
+                seen.append(state.iteration)
+        # A boundary after each batch's body: 14 measured iterations after the first.
+        assert gandiva.stats()["iterations"] == 14, gandiva.stats()
+        assert seen == list(range(1, 15)) and state.iteration == 14, seen
+        assert (loader.epoch, loader.position) == (2, 0)
+        try:
+            gandiva.torch.attach(loader)
+        except RuntimeError as e:
+            assert "attached already" in str(e)
+        else:
+            raise AssertionError("attached twice")
+        print("ok")
+    """)
+    env = dict(os.environ, PYTHONPATH=PYDIR)
+    env.pop("GANDIVA_CONTROL_BLOCK", None)
+    r = subprocess.run(["/usr/bin/python3", "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout == "ok\n", r.stderr
 
 
 # ---- the example, restored by a new process (GANDIVA_RESTORE), no daemon --------
