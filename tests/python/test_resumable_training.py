@@ -120,6 +120,16 @@ def test_a_checkpoint_of_other_objects_is_refused_saying_which(registered):
         b._load(saved)
 
 
+def test_checkpoint_with_nothing_registered_says_what_to_register(tmp_path):
+    assert gandiva._gandiva.registered_states() == []
+    with pytest.raises(gandiva.GandivaError) as e:
+        gandiva.checkpoint(tmp_path / "ckpt")
+    assert e.value.code == "failed_precondition"
+    assert e.value.message.startswith("this process registered no state: call "
+                                      "gandiva.torch.register(model, optimizer, ...)")
+    assert not (tmp_path / "ckpt" / "state.gdck").exists()
+
+
 def make_loader(workers=0, samples=50, batch=8, shuffle=True):
     data = TensorDataset(torch.arange(samples))
     return DataLoader(data, batch_size=batch, shuffle=shuffle, num_workers=workers)
