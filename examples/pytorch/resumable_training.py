@@ -79,7 +79,7 @@ def main():
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2 if args.schedule == "epoch"
                                                 else 25, gamma=0.5)
-    scaler = torch.cuda.amp.GradScaler(enabled=torch.cuda.is_available())
+    scaler = torch.cuda.amp.GradScaler(enabled=False)  # the model is on the CPU here
     loader = DataLoader(synthetic_dataset(args.samples, args.seed), batch_size=args.batch,
                         shuffle=True, num_workers=args.workers)
     losses = []
