@@ -110,9 +110,9 @@ void JobRuntime::Park(uint64_t now) {
     if (!hooks_.on_parked && !hooks_.on_resuming) hooks_ = FindProcessParkHooks();
     hooks_looked_up_ = true;
   }
+  PublishRegisteredStates();  // an uncontended lock: tens of ns
   cb_->parked_at_ns.store(now, std::memory_order_relaxed);
   cb_->park_count.fetch_add(1, std::memory_order_relaxed);
-  PublishRegisteredStates();
   cb_->phase.store(kPhaseParked, std::memory_order_release);
   FutexWakeAll(&cb_->phase);  // the controller may be waiting for the park
   if (hooks_.on_parked) hooks_.on_parked(cb_);
