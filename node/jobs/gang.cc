@@ -341,8 +341,13 @@ void Gang::MirrorProfile() {
   to.last_boundary_ns.store(from.last_boundary_ns.load(std::memory_order_relaxed),
                             std::memory_order_relaxed);
   to.iterations.store(n, std::memory_order_relaxed);
-  for (size_t k = 0; k < ranks_.size(); ++k)
+  // What every rank registered: the migrator refuses a job that registered nothing.
+  uint32_t registered = UINT32_MAX;
+  for (size_t k = 0; k < ranks_.size(); ++k) {
     if (rank(k)->fail_open.load()) leader_->fail_open.store(1);
+    registered = std::min(registered, rank(k)->registered_states.load(std::memory_order_relaxed));
+  }
+  leader_->registered_states.store(registered, std::memory_order_relaxed);
   if (leader_->phase.load() != runtime::kPhaseExited && AllExited()) {
     leader_->phase.store(runtime::kPhaseExited, std::memory_order_release);
     FutexWakeAll(&leader_->phase);

@@ -20,7 +20,8 @@
 namespace gandiva::runtime {
 
 inline constexpr uint32_t kControlBlockMagic = 0x42434447;  // "GDCB"
-inline constexpr uint32_t kControlBlockVersion = 5;  // 5: gangs (gang_rank/gang_size, park_at_boundary)
+// 5: registered_states; 6: gangs (gang_rank/gang_size, park_at_boundary).
+inline constexpr uint32_t kControlBlockVersion = 6;
 // gang_rank of a gang's own block, which no process attaches to: the node's gang
 // thread watches it (RequestSuspend wakes it) and carries requests to the ranks.
 inline constexpr uint32_t kGangLeader = 0xffffffff;
@@ -95,6 +96,10 @@ struct alignas(64) ControlBlock {
   alignas(64) std::atomic<uint32_t> phase;
   std::atomic<uint32_t> fail_open;  // 1 once the job resumed itself on an expired lease
   std::atomic<int32_t> pid;
+  // Sections of registered state (checkpoint/registry.h), stored at the first
+  // boundary and at every park: 0 there means a checkpoint would hold nothing,
+  // and the controller refuses to migrate such a job.
+  std::atomic<uint32_t> registered_states;
   std::atomic<uint64_t> park_count;
   std::atomic<uint64_t> parked_at_ns;   // when the job last parked
   std::atomic<uint64_t> resumed_at_ns;  // when the job last left a park

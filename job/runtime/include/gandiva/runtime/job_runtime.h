@@ -90,6 +90,7 @@ class JobRuntime {
   std::string RestoreTarget(const char* dir) const;
   void FirstBoundary();
   void Park(uint64_t now);
+  void PublishRegisteredStates();
   // Sleeps until resume is requested; false if it gave up on a dead controller.
   bool SleepUntilResumed();
   void WaitWhileParked();
