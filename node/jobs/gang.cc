@@ -268,7 +268,8 @@ void Gang::Suspend() {
   if (settled_) return;
   const GangParkDecision d = DecideGangPark(views, target_);
   if (d.kind == GangParkDecision::kRaise) {
-    GD_LOG(kDebug, "job %llu: a rank passed boundary %llu before it saw the suspend; parking at %llu",
+    GD_LOG(kDebug,
+           "job %llu: a rank passed boundary %llu before it saw the suspend; parking at %llu",
            static_cast<unsigned long long>(leader_->job_id),
            static_cast<unsigned long long>(target_), static_cast<unsigned long long>(d.target));
     target_ = d.target;
@@ -330,7 +331,8 @@ void Gang::MirrorProfile() {
   const runtime::ProfileRing& from = rank(0)->profile;
   runtime::ProfileRing& to = leader_->profile;
   const uint64_t n = from.iterations.load(std::memory_order_relaxed);
-  for (uint64_t i = std::max(mirrored_, n > runtime::kProfileRingSize ? n - runtime::kProfileRingSize : 0);
+  for (uint64_t i =
+           std::max(mirrored_, n > runtime::kProfileRingSize ? n - runtime::kProfileRingSize : 0);
        i < n; ++i)
     to.ring_ns[i % runtime::kProfileRingSize].store(
         from.ring_ns[i % runtime::kProfileRingSize].load(std::memory_order_relaxed),

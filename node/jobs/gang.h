@@ -71,10 +71,10 @@ class Gang {
   Gang(std::shared_ptr<runtime::SharedControlBlock> leader,
        std::vector<std::unique_ptr<runtime::SharedControlBlock>> ranks, uint64_t timeout_ns);
   void Loop();
-  void Forward();      // heartbeat, controller_gone, exit_if_orphaned: leader -> ranks
-  void WatchRanks();   // registrations, deaths, the registration deadline
-  void Drive();        // the leader's request, carried out on the ranks
-  void Suspend();      // one tick of parking the gang
+  void Forward();     // heartbeat, controller_gone, exit_if_orphaned: leader -> ranks
+  void WatchRanks();  // registrations, deaths, the registration deadline
+  void Drive();       // the leader's request, carried out on the ranks
+  void Suspend();     // one tick of parking the gang
   void Resume();
   void StartTransfer(uint32_t kind);
   void FinishTransfer();

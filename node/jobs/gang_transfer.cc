@@ -73,7 +73,8 @@ Status WriteAll(int fd, const void* data, size_t n) {
   while (n > 0) {
     const ssize_t w = write(fd, p, n);
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Unavailable("write to the state socket: " + std::string(std::strerror(errno)));
+    if (w <= 0)
+      return Unavailable("write to the state socket: " + std::string(std::strerror(errno)));
     p += w, n -= static_cast<size_t>(w);
   }
   return Status::Ok();
@@ -99,9 +100,8 @@ std::string RankDir(const std::string& dir, size_t k) {
 }
 
 // "file:DIR/state.gdck": a checkpoint directory with one part per rank.
-Status FileTransfer(uint32_t kind, const std::string& path,
-                    const std::vector<ControlBlock*>& ranks, const std::atomic<bool>& stopping,
-                    uint64_t* bytes) {
+Status FileTransfer(uint32_t kind, const std::string& path, const std::vector<ControlBlock*>& ranks,
+                    const std::atomic<bool>& stopping, uint64_t* bytes) {
   const std::string dir = fs::path(path).parent_path().string();
   const std::string manifest = dir + "/" + checkpoint::kGangManifestName;
   if (kind == runtime::kRequestRestore) {
@@ -150,7 +150,8 @@ Status ReceiveContainer(const std::string& socket, const std::vector<std::string
   for (;;) {
     const ssize_t r = read(fd.get(), buf, sizeof(buf));
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Unavailable("read from the state socket: " + std::string(std::strerror(errno)));
+    if (r < 0)
+      return Unavailable("read from the state socket: " + std::string(std::strerror(errno)));
     if (r == 0) break;
     all.append(buf, static_cast<size_t>(r));
   }
@@ -160,8 +161,9 @@ Status ReceiveContainer(const std::string& socket, const std::vector<std::string
     return DataLoss("the state is not a gang's (no GDGANG01 header)");
   std::memcpy(&n, all.data() + sizeof(kGangStreamMagic), sizeof(n));
   if (n != parts.size())
-    return FailedPrecondition("the state is of a " + std::to_string(n) + "-rank gang; this gang has " +
-                              std::to_string(parts.size()) + " ranks");
+    return FailedPrecondition("the state is of a " + std::to_string(n) +
+                              "-rank gang; this gang has " + std::to_string(parts.size()) +
+                              " ranks");
   size_t at = sizeof(kGangStreamMagic) + sizeof(n);
   for (const std::string& part : parts) {
     uint64_t len = 0;
@@ -200,10 +202,12 @@ Status GangTransfer(uint32_t kind, const std::string& target,
                     const std::vector<ControlBlock*>& ranks, const std::atomic<bool>& stopping,
                     uint64_t* bytes) {
   *bytes = 0;
-  if (target.rfind("file:", 0) == 0) return FileTransfer(kind, target.substr(5), ranks, stopping, bytes);
+  if (target.rfind("file:", 0) == 0)
+    return FileTransfer(kind, target.substr(5), ranks, stopping, bytes);
   if (target.rfind("unix:", 0) == 0)
     return SocketTransfer(kind, target.substr(5), ranks, stopping, bytes);
-  return InvalidArgument("gang transfer target must be file:PATH or unix:PATH, got '" + target + "'");
+  return InvalidArgument("gang transfer target must be file:PATH or unix:PATH, got '" + target +
+                         "'");
 }
 
 }  // namespace gandiva::controller

@@ -94,7 +94,7 @@ TEST(GangParkTest, LockstepRanksAlwaysSettleAtOneCount) {
                            (ranks[j].count == r.count && ranks[j].state == RankView::kParked)))
               blocked = true;
           if (blocked) continue;
-          ++r.count;                        // the next boundary
+          ++r.count;  // the next boundary
           if (unseen[k] > 0) {
             --unseen[k];
           } else if (r.count >= target) {

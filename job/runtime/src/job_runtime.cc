@@ -55,8 +55,10 @@ std::string JobRuntime::BlockNameFromEnvironment(std::string* why_not) {
   if (k >= std::atoi(ranks)) {
     // Running it unmanaged would hang the gang: its other ranks park, this one
     // waits for them in its first collective. Say so and stop instead.
-    GD_LOG(kError, "this process is rank %ld, but the gang has %s ranks (gandiva run --ranks %s): "
-           "start as many processes as --ranks says", k, ranks, ranks);
+    GD_LOG(kError,
+           "this process is rank %ld, but the gang has %s ranks (gandiva run --ranks %s): "
+           "start as many processes as --ranks says",
+           k, ranks, ranks);
     std::_Exit(75);
   }
   return std::string(base) + kRankBlockSuffix + std::to_string(k);

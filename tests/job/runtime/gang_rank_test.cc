@@ -43,8 +43,8 @@ class GangRankTest : public ::testing::Test {
       cb(k)->gang_rank = k;
       cb(k)->gang_size = kRanks;
     }
-    shared_ = static_cast<Lockstep*>(mmap(nullptr, sizeof(Lockstep), PROT_READ | PROT_WRITE,
-                                          MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    shared_ = static_cast<Lockstep*>(
+        mmap(nullptr, sizeof(Lockstep), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     new (shared_) Lockstep();
     for (int k = 0; k < kRanks; ++k) {
       pids_[k] = fork();
@@ -90,8 +90,10 @@ class GangRankTest : public ::testing::Test {
   template <typename F>
   bool WaitFor(F f, uint64_t timeout_ns = 10 * kSec) {
     for (const uint64_t end = MonotonicNowNs() + timeout_ns; MonotonicNowNs() < end;)
-      if (f()) return true;
-      else usleep(200);
+      if (f())
+        return true;
+      else
+        usleep(200);
     return false;
   }
 
