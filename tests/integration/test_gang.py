@@ -101,15 +101,16 @@ def test_time_sliced_with_another_job(daemon_factory, tmp_path, reference):
     d.wait_for(lambda: d.jobs().get("other", {}).get("iterations", 0) > 10, what="the other job")
     gang = run_gang(d, out, work_ms=20)
     assert gang.wait(timeout=120) == 0, gang.stderr.read()
-    assert other.wait(timeout=120) == 0, other.stderr.read()
     jobs = d.jobs()
-    assert jobs["ddp"]["state"] == "exited" and jobs["other"]["state"] == "exited"
+    assert jobs["ddp"]["state"] == "exited"
+    assert other.poll() is None, "the other job ended first: they did not share the device"
+    d.cli("kill", str(jobs["other"]["id"]))
+    other.wait(timeout=30)
     switches = json.loads(d.cli("switches", "--json").stdout)
     handed = {(s["from"], s["to"]) for s in switches}
     ids = (jobs["ddp"]["id"], jobs["other"]["id"])
     assert (ids[0], ids[1]) in handed and (ids[1], ids[0]) in handed, "the two did not take turns"
-    assert jobs["ddp"]["slices"] >= 2
-    assert json.loads((tmp_path / "other.json").read_text())["done"]
+    assert jobs["ddp"]["slices"] >= 2 and jobs["other"]["slices"] >= 2
     assert_same_training(out, reference)
 
 
