@@ -24,6 +24,8 @@ int SimCommand(const Args& args);         // gandiva sim ...  (scheduler simulat
 int KeygenCommand(const Args& args);      // gandiva keygen --out DIR [--name N]
 int CheckpointCommand(const Args& args);  // gandiva checkpoint JOB --to DIR
 int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]
+int LogsCommand(const Args& args);        // gandiva logs JOB [--follow] [--stderr]
+int WaitCommand(const Args& args);        // gandiva wait JOB
 
 }  // namespace gandiva::cli
 

@@ -14,6 +14,11 @@ node controller:
   daemon [flags]                      run gandivad (see `gandiva daemon --help`)
   run [--device D] [--weight W] [--name N] -- CMD...
                                       run CMD as a job under the controller; returns its exit code
+  run --detach [--memory-mib N] [flags] -- CMD...
+                                      gandivad starts CMD itself (launch); prints the job id
+  logs JOB [--follow] [--stderr]      a launched job's output (--follow: until it ended)
+  wait JOB [--timeout-s S]            waits for a job to end; exits with its exit code
+                                      (128+N: signal N, 127/126: failed to start, 255: lost)
   ps [--json] [--all]                 jobs with live iteration statistics
   devices [--json]                    devices, their slices and jobs
   suspend JOB | resume JOB | kill JOB [--signal N]
@@ -58,6 +63,8 @@ int main(int argc, char** argv) {
   if (cmd == "keygen") return KeygenCommand(args);
   if (cmd == "checkpoint") return CheckpointCommand(args);
   if (cmd == "migrate") return MigrateCommand(args);
+  if (cmd == "logs") return LogsCommand(args);
+  if (cmd == "wait") return WaitCommand(args);
   std::fprintf(stderr, "gandiva: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

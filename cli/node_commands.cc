@@ -101,6 +101,10 @@ int DevicesCommand(const Args& args) {
     std::printf("%s\n", (*reply)["devices"].dump(2).c_str());
   else
     std::fputs(DevicesTable((*reply)["devices"]).c_str(), stdout);
+  // Other devices-like facts of the node, for people (the JSON stays the device list).
+  if (auto hello = c.Call(MessageType::kHello); hello && !c.json())
+    std::printf("memory limits of launched jobs: %s\n",
+                (*hello)["memory_limits"].get<std::string>().c_str());
   return kExitOk;
 }
 

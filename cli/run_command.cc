@@ -12,6 +12,7 @@
 
 #include "gandiva/common/log.h"
 #include "gandiva/contract/environment.h"
+#include "job_commands.h"
 #include "node_client.h"
 
 extern char** environ;
@@ -135,16 +136,41 @@ bool ReportMigratedAway(NodeCommand& c, int64_t job) {
   return true;
 }
 
+// `run --detach`: gandivad starts the job (launch) with this environment, the
+// shim preloaded as `run` would (asked for, or a GPU node unless --no-shim).
+int RunDetached(NodeCommand& c, Json fields) {
+  if (const char* restore = std::getenv(checkpoint::kEnvRestore)) fields["restore"] = restore;
+  bool shim = c.flags().Has("shim");
+  if (!shim && !c.flags().Has("no-shim")) {
+    auto devices = c.Call(MessageType::kListDevices);
+    if (!devices) return kExitFailed;
+    for (const Json& d : (*devices)["devices"])
+      if ((!c.flags().Has("device") || d["name"] == c.flags().Get("device")) &&
+          EnumFromJson<protocol::DeviceKind>(d["kind"]) == protocol::DeviceKind::kGpu)
+        shim = true;
+  }
+  if (shim) {
+    const std::string path = ShimPath();
+    if (path.empty()) return c.UsageError("the CUDA shim is not built");
+    const std::string old = fields["env"].value("LD_PRELOAD", "");
+    fields["env"]["LD_PRELOAD"] = old.empty() ? path : path + ":" + old;
+  }
+  return LaunchDetached(c, std::move(fields));
+}
+
 }  // namespace
 
 int RunCommand(const Args& args) {
-  NodeCommand c("gandiva run", {"device", "weight", "name", "restore"}, {"shim", "no-shim"});
+  NodeCommand c("gandiva run", {"device", "weight", "name", "restore", "memory-mib"},
+                {"shim", "no-shim", "detach"});
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
   if (cmd.empty())
     return c.UsageError("usage: gandiva run [--device D] [--weight W] [--name N] -- CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");
+  if (c.flags().Has("memory-mib") && !c.flags().Has("detach"))
+    return c.UsageError("--memory-mib needs --detach (gandivad starts the job)");
 
   if (c.flags().Has("restore")) {
     // The job restores at its first boundary; a missing checkpoint is a usage error now, not later.
@@ -160,6 +186,7 @@ int RunCommand(const Args& args) {
 #endif
   auto fields = RegisterFields(c);
   if (!fields) return kExitUsage;
+  if (c.flags().Has("detach")) return RunDetached(c, std::move(*fields));
   auto reg = c.Call(MessageType::kRegisterJob, *fields);
   if (!reg) return kExitFailed;
   const int64_t job = (*reg)["job"].get<int64_t>();

@@ -68,8 +68,10 @@ StatusOr<Json> JobExited(Node& node, const Json& req) {
   const uint64_t id = req.at("job").get<uint64_t>();
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Find(id));
   const int code = req.at("exit_code").get<int>();
-  node.EndJob(id, code != 0, code);
-  GD_RETURN_IF_ERROR(node.jobs().SetExitCode(id, code));
+  const int signal = req.value("signal", 0);
+  if (signal < 0 || signal >= 65) return InvalidArgument("bad signal " + std::to_string(signal));
+  node.EndJob(id, code != 0, code, EndFromReport(code, signal));
+  GD_RETURN_IF_ERROR(node.jobs().SetExitCode(id, code, EndFromReport(code, signal)));
   return Json::object();
 }
 
@@ -152,7 +154,8 @@ StatusOr<Json> Hello(Node& node) {
   return Json{{"version", protocol::kProtocolVersion},
               {"node", node.options().node},
               {"pid", getpid()},
-              {"endpoint", node.options().endpoint}};
+              {"endpoint", node.options().endpoint},
+              {"memory_limits", node.MemoryLimits()}};
 }
 
 }  // namespace
@@ -174,6 +177,7 @@ void RegisterNodeHandlers(Dispatcher& d, Node& node) {
   };
   for (const auto& [type, fn] : with_body)
     d.OnSync(type, [&node, fn](const Call& c) { return fn(node, c.body()); });
+  RegisterLaunchHandlers(d, node);
   d.OnSync(MessageType::kHello, [&node](const Call&) { return Hello(node); });
   d.OnSync(MessageType::kListDevices, [&node](const Call&) { return ListDevices(node); });
 }
