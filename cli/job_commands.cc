@@ -115,8 +115,9 @@ int WaitCommand(const Args& args) {
   for (;;) {
     auto j = JobRecord(c, *job);
     if (!j) return kExitFailed;
+    // Ended once its process has (a job that detached reads "exited" a moment before).
     const auto state = EnumFromJson<protocol::JobState>((*j)["state"]);
-    if (state && protocol::HasEnded(*state)) {
+    if (state && protocol::HasEnded(*state) && (*j)["exit_reason"] != "none") {
       const bool lost = (*j)["exit_reason"] == "lost";
       // A `gandiva run` job's exit status follows its end by a moment (job_exited).
       if (!lost_since && lost) lost_since = elapsed_s();

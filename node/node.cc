@@ -169,6 +169,18 @@ void Node::EndJobLocked(uint64_t id, bool failed, int exit_code, ProcessEnd end)
 }
 
 void Node::OnProcessExit(uint64_t id) {
+  // Our child (spawned): its exit status is ours to collect. The pidfd may say
+  // it exited a moment before it can be reaped (a many-threaded process is still
+  // tearing down), so this waits, outside any lock; called again for a job
+  // reaped already, it returns at once (ECHILD).
+  int status = 0;
+  bool reaped = false;
+  if (auto found = jobs_.Find(id); found.ok() && found->spawned && !found->ended) {
+    pid_t r;
+    while ((r = waitpid(found->pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    reaped = r == found->pid;
+  }
   std::lock_guard lock(mu_);
   auto job = jobs_.Find(id);
   if (!job.ok() || job->ended) return;
@@ -176,9 +188,8 @@ void Node::OnProcessExit(uint64_t id) {
   ProcessEnd end{protocol::ExitReason::kLost, 0, "its process ended; no exit status reached gandivad"};
   bool clean = job->cb()->phase.load() == runtime::kPhaseExited;  // it detached
   int code = -1;
-  int status = 0;
-  if (job->spawned && waitpid(job->pid, &status, WNOHANG) == job->pid) {
-    end = EndFromWaitStatus(status, &code);  // our child: its exit status is ours to collect
+  if (reaped) {
+    end = EndFromWaitStatus(status, &code);
     clean = end.reason == protocol::ExitReason::kExited && code == 0;
   }
   if (job->migrated) {

@@ -91,6 +91,21 @@ class Client:
         self.call("migrate", **fields)
         return self._follow(job, timeout_s) if wait else None
 
+    def launch(self, command, cwd=None, env=None, **fields):
+        """Has gandivad start `command` (a list) itself; returns the reply (job,
+        pid, stdout_log, ...). fields: name, device, weight, user, restore,
+        memory_limit_bytes. cwd defaults to this process's, env to gandivad's."""
+        import os
+        fields.update(command=list(command), cwd=os.path.abspath(cwd or os.getcwd()))
+        if env is not None:
+            fields["env"] = dict(env)
+        return self.call("launch", **fields)
+
+    def read_log(self, job, offset=0, stream="stdout"):
+        """A launched job's output from absolute `offset`: data, offset,
+        next_offset, end_offset, ended."""
+        return self.call("read_log", job=job, offset=offset, stream=stream)
+
     def _follow(self, job, timeout_s):
         import time
         deadline = time.monotonic() + timeout_s

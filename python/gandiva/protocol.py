@@ -59,6 +59,15 @@ class DeviceKind(WireEnum):
     CPU = "cpu"
 
 
+class ExitReason(WireEnum):
+    NONE = "none"
+    EXITED = "exited"
+    KILLED = "killed"
+    FAILED_TO_START = "failed_to_start"
+    LOST = "lost"
+    MIGRATED = "migrated"
+
+
 class MigrateStartState(WireEnum):
     RUNNING = "running"
     QUEUED = "queued"
@@ -73,6 +82,7 @@ ENUMS = {
     "swap_state": SwapState,
     "device_kind": DeviceKind,
     "migrate_start_state": MigrateStartState,
+    "exit_reason": ExitReason,
 }
 
 PROTOCOL_VERSION = _gandiva.protocol_version()

@@ -112,6 +112,14 @@ Json JobReply() {
           {"auto_boundaries", 0},
           {"boundary_source", "explicit"},
           {"swap_state", "resident"},
+          {"exit_reason", "none"},
+          {"exit_signal", 0},
+          {"exit_detail", ""},
+          {"launched", true},
+          {"user", "ada"},
+          {"stdout_log", "/run/gandiva/job-1.stdout"},
+          {"stderr_log", "/run/gandiva/job-1.stderr"},
+          {"memory_limit", ""},
           {"fail_open", false},
           {"exit_code", -1},
           {"migrated_from", ""},
@@ -130,7 +138,11 @@ std::map<MessageType, Json> GoodReplies() {
   job_with_op["operation"] = OperationReply();
   return {
       {MessageType::kHello,
-       {{"version", 1}, {"node", "a"}, {"pid", 99}, {"endpoint", "ipc:///tmp/gd.sock"}}},
+       {{"version", 1},
+        {"node", "a"},
+        {"pid", 99},
+        {"endpoint", "ipc:///tmp/gd.sock"},
+        {"memory_limits", "not enforced: no cgroup v2 hierarchy is mounted"}}},
       {MessageType::kListDevices, {{"devices", {DeviceReply()}}}},
       {MessageType::kListJobs, {{"jobs", {JobReply(), job_with_op}}}},
       {MessageType::kRegisterJob,
@@ -140,6 +152,20 @@ std::map<MessageType, Json> GoodReplies() {
         {"device_kind", "gpu"},
         {"control_block", "/gandiva.a.1.1"},
         {"lease_ms", 2000}}},
+      {MessageType::kLaunch,
+       {{"job", 3},
+        {"name", "job3"},
+        {"device", "cpu0"},
+        {"pid", 4343},
+        {"stdout_log", "/run/gandiva/job-3.stdout"},
+        {"stderr_log", "/run/gandiva/job-3.stderr"},
+        {"memory_limit", "enforced: memory.max 1073741824 bytes in /sys/fs/cgroup/g/job-3"}}},
+      {MessageType::kReadLog,
+       {{"data", "epoch 1\n"},
+        {"offset", 0},
+        {"next_offset", 8},
+        {"end_offset", 8},
+        {"ended", false}}},
       {MessageType::kJobStarted, Json::object()},
       {MessageType::kJobExited, Json::object()},
       {MessageType::kSuspend, {{"state", "suspending"}}},
@@ -336,7 +362,8 @@ TEST(EnumTest, EveryEnumRoundTripsThroughItsWireStrings) {
   ExpectEnumMatchesSchema<SwapState>();
   ExpectEnumMatchesSchema<DeviceKind>();
   ExpectEnumMatchesSchema<MigrateStartState>();
-  EXPECT_EQ(AllEnums().size(), 7u) << "a new enum: add it to this test";
+  ExpectEnumMatchesSchema<ExitReason>();
+  EXPECT_EQ(AllEnums().size(), 8u) << "a new enum: add it to this test";
 }
 
 TEST(EnumTest, ValuesAreTheWireStrings) {
