@@ -1,6 +1,7 @@
 // `gandiva run`: registers a job with gandivad, starts CMD with the job's
 // environment (control block, job id, Python package path, the CUDA shim
 // preloaded for GPU jobs), reports its pid and its exit, returns its exit code.
+// With --detach, gandivad starts CMD itself (launch) and this returns at once.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -166,7 +167,9 @@ int RunCommand(const Args& args) {
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
   if (cmd.empty())
-    return c.UsageError("usage: gandiva run [--device D] [--weight W] [--name N] -- CMD...");
+    return c.UsageError(
+        "usage: gandiva run [--detach [--memory-mib N]] [--device D] [--weight W] [--name N] "
+        "-- CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");
   if (c.flags().Has("memory-mib") && !c.flags().Has("detach"))
@@ -210,7 +213,9 @@ int RunCommand(const Args& args) {
   // A job that migrated away was ended here on purpose.
   if (ReportMigratedAway(c, job)) return 0;
   // The daemon may be gone by now; the exit code is what matters to the caller.
-  if (auto told = c.client().Call(MessageType::kJobExited, {{"job", job}, {"exit_code", code}});
+  const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (auto told = c.client().Call(MessageType::kJobExited,
+                                  {{"job", job}, {"exit_code", code}, {"signal", signal}});
       !told.ok())
     GD_LOG(kDebug, "could not report the exit: %s", told.status().ToString().c_str());
   return code;

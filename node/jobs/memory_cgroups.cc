@@ -67,7 +67,8 @@ MemoryCgroups MemoryCgroups::Probe(const std::string& name) {
     m.status_ = "not enforced: no cgroup v2 hierarchy is mounted";
     return m;
   }
-  const std::string own = mount + OwnCgroupPath();
+  const std::string path = OwnCgroupPath();
+  const std::string own = path == "/" ? mount : mount + path;
   const std::string controllers = ReadWord(own + "/cgroup.controllers");
   if (!HasWord(controllers, "memory")) {
     m.status_ = "not enforced: the memory controller is not available in gandivad's cgroup " +

@@ -151,6 +151,12 @@ def test_gandiva_run_without_detach_works_as_before(daemon):
     assert wait_code(daemon, j["id"]) == 5
     r = daemon.cli("logs", str(j["id"]), check=False)
     assert r.returncode == 1 and "no log here" in r.stderr
+    # Killed by a signal: `gandiva run` reports which, and the record says so.
+    r = daemon.cli("run", "--name", "signalled", "--", "sh", "-c", "kill -9 $$", check=False)
+    assert r.returncode == 137
+    k = daemon.jobs()["signalled"]["id"]
+    daemon.wait_for(lambda: record(daemon, k)["exit_reason"] == "killed", what="signal reported")
+    assert record(daemon, k)["exit_signal"] == 9
 
 
 def test_a_launched_job_restores_from_a_checkpoint(daemon, tmp_path):

@@ -25,7 +25,7 @@ from gandiva.protocol import (BoundarySource, DeviceKind, JobState,  # noqa: E40
 # migration; together, every message of the schema (checked below).
 CLIENT_MESSAGES = {"hello", "list_devices", "list_jobs", "register_job", "job_started",
                    "job_exited", "suspend", "resume", "kill", "set_slice", "set_weight",
-                   "assign_device", "list_switches", "checkpoint"}
+                   "assign_device", "list_switches", "checkpoint", "launch", "read_log"}
 MIGRATION_MESSAGES = {"migrate", "migrate_prepare", "migrate_begin", "migrate_chunk",
                       "migrate_commit", "migrate_start", "migrate_abort"}
 CHUNK_BYTES = 1 << 20
@@ -163,13 +163,21 @@ def test_every_client_request_gets_a_reply_that_matches_the_schema(daemon_factor
         assert op["kind"] == OperationKind.CHECKPOINT and op["state"] == OperationState.DONE, op
         assert op["bytes"] == (tmp_path / "ckpt" / "state.gdck").stat().st_size > 0
 
+        # A job gandivad starts itself, and its output.
+        launched = c.call("launch", command=["sh", "-c", "echo launched"], cwd=str(tmp_path),
+                          name="launched", device="cpu1")["job"]
+        c.wait_for(lambda: c.job(launched)["exit_reason"] == "exited", "the launched job to end")
+        assert c.call("read_log", job=launched)["data"] == "launched\n"
+
         # Endings: killed by the daemon (kill), and reported by the runner (job_exited).
         assert c.call("kill", job=b) == {}
         c.wait_for(lambda: JobState(c.job(b)["state"]).ended, "job b to end")
         assert c.call("kill", job=a, signal=int(signal.SIGKILL)) == {}
         manual.wait(timeout=30)
-        assert c.call("job_exited", job=a, exit_code=128 + signal.SIGKILL) == {}
+        assert c.call("job_exited", job=a, exit_code=128 + signal.SIGKILL,
+                      signal=int(signal.SIGKILL)) == {}
         assert c.job(a)["state"] == JobState.FAILED and c.job(a)["exit_code"] == 137
+        assert c.job(a)["exit_reason"] == "killed" and c.job(a)["exit_signal"] == 9
         c.call("list_jobs")
 
         # Error replies have their envelope too (checked by Checked.call).
