@@ -1,14 +1,14 @@
 // The commands for jobs gandivad starts itself: `gandiva run --detach` (the
 // launch request), `gandiva logs JOB [--follow]` (read_log, from an offset, so
 // it works the same over TCP), and `gandiva wait JOB` (the job's exit code).
+#include "job_commands.h"
+
 #include <pwd.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <thread>
-
-#include "job_commands.h"
 
 namespace gandiva::cli {
 

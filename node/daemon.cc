@@ -215,10 +215,10 @@ int Serve(const NodeOptions& opts, const ApiServerOptions& api_options, int read
 
 int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
-  Flags flags(
-      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib", "job-log-cap-kib"},
-      {"daemonize", "help"});
+  Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
+               "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms",
+               "device-memory-mib", "job-log-cap-kib"},
+              {"daemonize", "help"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 
   // Migration moves state in 4 MiB chunks that ZeroMQ and CURVE allocate and

@@ -185,7 +185,8 @@ void Node::OnProcessExit(uint64_t id) {
   auto job = jobs_.Find(id);
   if (!job.ok() || job->ended) return;
   // Not our child (`gandiva run` is its parent): its exit status comes with job_exited.
-  ProcessEnd end{protocol::ExitReason::kLost, 0, "its process ended; no exit status reached gandivad"};
+  ProcessEnd end{protocol::ExitReason::kLost, 0,
+                 "its process ended; no exit status reached gandivad"};
   bool clean = job->cb()->phase.load() == runtime::kPhaseExited;  // it detached
   int code = -1;
   if (reaped) {
@@ -193,7 +194,8 @@ void Node::OnProcessExit(uint64_t id) {
     clean = end.reason == protocol::ExitReason::kExited && code == 0;
   }
   if (job->migrated) {
-    EndJobLocked(id, false, 0, {protocol::ExitReason::kMigrated, 0, "it continues on another node"});
+    EndJobLocked(id, false, 0,
+                 {protocol::ExitReason::kMigrated, 0, "it continues on another node"});
     GD_LOG(kInfo, "job %llu (%s) left for another node", static_cast<unsigned long long>(id),
            job->name.c_str());
     return;

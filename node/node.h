@@ -45,12 +45,12 @@ struct NodeOptions {
   uint64_t lease_ms = 3000;  // a parked job resumes itself after this long without heartbeat
   std::string endpoint;      // reported by hello
   size_t max_switch_records = 100000;
-  std::string state_dir;                  // sockets for state transfer, logs of spawned jobs
+  std::string state_dir;  // sockets for state transfer, logs of spawned jobs
   uint64_t job_log_cap_bytes = kDefaultLogCapBytes;  // per output stream of a launched job
-  protocol::CurveKeyPair node_keys;       // this node's identity towards peers
-  std::map<std::string, PeerInfo> peers;  // nodes jobs may migrate to
-  PeerFault fault = PeerFault::kNone;     // test-only fault injection (--fault)
-  int peer_timeout_ms = 20000;            // a peer silent this long has failed
+  protocol::CurveKeyPair node_keys;                  // this node's identity towards peers
+  std::map<std::string, PeerInfo> peers;             // nodes jobs may migrate to
+  PeerFault fault = PeerFault::kNone;                // test-only fault injection (--fault)
+  int peer_timeout_ms = 20000;                       // a peer silent this long has failed
   MigrationTimeouts timeouts;
 };
 
@@ -71,9 +71,9 @@ struct NewJob {
 
 // A job gandivad starts itself (launch): the job, and what only a launch has.
 struct LaunchJob {
-  NewJob job;                  // its command, cwd (absolute) and whole environment
-  std::string user;            // who asked
-  std::string restore;         // a checkpoint directory, or ""
+  NewJob job;                       // its command, cwd (absolute) and whole environment
+  std::string user;                 // who asked
+  std::string restore;              // a checkpoint directory, or ""
   uint64_t memory_limit_bytes = 0;  // 0: none
 };
 

@@ -63,8 +63,8 @@ StatusOr<Job> Node::Launch(LaunchJob l) {
         return dir.status();
       }
       cgroup = *dir;
-      memory_limit = "enforced: memory.max " + std::to_string(l.memory_limit_bytes) + " bytes in " +
-                     cgroup;
+      memory_limit =
+          "enforced: memory.max " + std::to_string(l.memory_limit_bytes) + " bytes in " + cgroup;
     }
   }
   GD_RETURN_IF_ERROR(jobs_.UpdateLive(job.id, [&](Job& j) {

@@ -44,11 +44,10 @@ StatusOr<Json> ReadLog(Node& node, const Json& req) {
     return InvalidArgument("stream must be stdout or stderr, not '" + stream + "'");
   const int64_t offset = req.value("offset", int64_t{0});
   const int64_t max_bytes = req.value("max_bytes", static_cast<int64_t>(kMaxLogReadBytes));
-  if (offset < 0 || max_bytes <= 0)
-    return InvalidArgument("offset must be >= 0 and max_bytes > 0");
-  GD_ASSIGN_OR_RETURN(LogRead r, node.logs().Read(job.id, stream == "stderr",
-                                                  static_cast<uint64_t>(offset),
-                                                  static_cast<size_t>(max_bytes)));
+  if (offset < 0 || max_bytes <= 0) return InvalidArgument("offset must be >= 0 and max_bytes > 0");
+  GD_ASSIGN_OR_RETURN(LogRead r,
+                      node.logs().Read(job.id, stream == "stderr", static_cast<uint64_t>(offset),
+                                       static_cast<size_t>(max_bytes)));
   return Json{{"data", std::move(r.data)},
               {"offset", r.offset},
               {"next_offset", r.next_offset},

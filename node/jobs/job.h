@@ -64,9 +64,9 @@ struct Job {
   int pid = 0;
   std::shared_ptr<runtime::SharedControlBlock> block;
 
-  bool launched = false;     // started by the launch request (gandivad is its parent)
-  std::string user;          // who launched it, as they said
-  std::string stdout_log;    // its output files, when this daemon started it
+  bool launched = false;   // started by the launch request (gandivad is its parent)
+  std::string user;        // who launched it, as they said
+  std::string stdout_log;  // its output files, when this daemon started it
   std::string stderr_log;
   std::string memory_limit;  // "", "enforced: ..." or "not enforced: why"
   std::string cgroup_dir;    // its own cgroup, removed once it ended

@@ -19,8 +19,8 @@
 namespace gandiva::controller {
 
 struct LaunchSpec {
-  std::vector<std::string> argv;          // argv[0]: a path, or a name looked up in env's PATH
-  std::string cwd;                        // absolute; "" keeps gandivad's
+  std::vector<std::string> argv;           // argv[0]: a path, or a name looked up in env's PATH
+  std::string cwd;                         // absolute; "" keeps gandivad's
   std::map<std::string, std::string> env;  // the whole environment
   std::string stdout_path;                 // appended to, created 0600
   std::string stderr_path;                 // may be stdout_path

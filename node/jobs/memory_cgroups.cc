@@ -71,8 +71,8 @@ MemoryCgroups MemoryCgroups::Probe(const std::string& name) {
   const std::string own = path == "/" ? mount : mount + path;
   const std::string controllers = ReadWord(own + "/cgroup.controllers");
   if (!HasWord(controllers, "memory")) {
-    m.status_ = "not enforced: the memory controller is not available in gandivad's cgroup " +
-                own + " (its controllers: '" + controllers +
+    m.status_ = "not enforced: the memory controller is not available in gandivad's cgroup " + own +
+                " (its controllers: '" + controllers +
                 "'; on a cgroup v1 or hybrid system memory stays in v1)";
     return m;
   }

@@ -27,9 +27,7 @@ class JobLogTest : public ::testing::Test {
     path_ = (dir_ / "job-1.stdout").string();
   }
   void TearDown() override { fs::remove_all(dir_); }
-  void Append(const std::string& text) {
-    std::ofstream(path_, std::ios::app) << text;
-  }
+  void Append(const std::string& text) { std::ofstream(path_, std::ios::app) << text; }
   std::string ReadAll(const CappedLog& log, uint64_t from, uint64_t* first = nullptr) {
     std::string all;
     for (uint64_t at = from;;) {
@@ -78,7 +76,11 @@ TEST_F(JobLogTest, OverTheCapTheNewestBytesMoveAndOffsetsStayAbsolute) {
 TEST_F(JobLogTest, ReadsAreValidUtf8AndDoNotSplitACharacter) {
   size_t used = 0;
   EXPECT_EQ(ToValidUtf8("a\xC3\xA9z", false, &used), "a\xC3\xA9z");
-  EXPECT_EQ(ToValidUtf8("a\xFF" "b", false, &used), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(ToValidUtf8("a\xFF"
+                        "b",
+                        false, &used),
+            "a\xEF\xBF\xBD"
+            "b");
   EXPECT_EQ(ToValidUtf8("\xC0\xAF", false, &used), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong
   EXPECT_EQ(ToValidUtf8("ab\xE2\x82", true, &used), "ab");
   EXPECT_EQ(used, 2u) << "an incomplete character waits for its last byte";
@@ -87,7 +89,7 @@ TEST_F(JobLogTest, ReadsAreValidUtf8AndDoNotSplitACharacter) {
 
   CappedLog log(path_, 0);
   Append("x\xE2\x82\xAC");  // "x€"
-  auto r = log.Read(0, 2);   // would cut the euro sign
+  auto r = log.Read(0, 2);  // would cut the euro sign
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->data, "x");
   EXPECT_EQ(r->next_offset, 1u);
