@@ -96,6 +96,11 @@ Status Node::StartJobProcess(const Job& job, std::map<std::string, std::string> 
     j.stderr_log = spec.stderr_path;
     return Status::Ok();
   }));
+  // Job ids start at 1 again with each daemon: drop an earlier daemon's files of this id.
+  for (const std::string& path : {spec.stdout_path, spec.stderr_path}) {
+    unlink(path.c_str());
+    unlink((path + ".1").c_str());
+  }
   logs_.Add(job.id, spec.stdout_path, spec.stderr_path);
   auto started = StartProcess(spec);
   if (!started.ok()) {
