@@ -58,6 +58,20 @@ std::string EnableMemory(const std::string& dir) {
   return WriteFile(dir + "/cgroup.subtree_control", "+memory");
 }
 
+// cgroup v2 lets a cgroup other than the root hand controllers to its children
+// only while no process is in it ("no internal processes"). In a cgroup of its
+// own (systemd's Delegate=yes) gandivad moves itself into a leaf, `<own>/gandivad`,
+// and enables the memory controller in the emptied cgroup; with other processes
+// beside it, it does not move them.
+std::string EnableMemoryMovingSelf(const std::string& own) {
+  std::string error = EnableMemory(own);
+  if (error.empty() || ReadWord(own + "/cgroup.procs") != std::to_string(getpid())) return error;
+  const std::string leaf = own + "/gandivad";
+  if (mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) return error;
+  if (!WriteFile(leaf + "/cgroup.procs", std::to_string(getpid())).empty()) return error;
+  return EnableMemory(own);
+}
+
 }  // namespace
 
 MemoryCgroups MemoryCgroups::Probe(const std::string& name) {
@@ -76,9 +90,10 @@ MemoryCgroups MemoryCgroups::Probe(const std::string& name) {
                 "'; on a cgroup v1 or hybrid system memory stays in v1)";
     return m;
   }
-  if (std::string e = EnableMemory(own); !e.empty()) {
+  if (std::string e = EnableMemoryMovingSelf(own); !e.empty()) {
     m.status_ = "not enforced: cannot enable the memory controller below " + own + ": " + e +
-                " (run gandivad in a cgroup delegated to it, e.g. systemd Delegate=yes)";
+                " (run gandivad in a cgroup of its own delegated to it, e.g. systemd "
+                "Delegate=yes)";
     return m;
   }
   const std::string parent = own + "/" + name;

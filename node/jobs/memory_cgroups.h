@@ -6,7 +6,10 @@
 // as not enforced rather than pretended.
 //
 // The job joins its cgroup right after it starts (launcher.h): what it allocates
-// in its first instants, before the move, is charged to gandivad's cgroup.
+// in its first instants, before the move, is charged to gandivad's cgroup. In a
+// cgroup of its own (systemd Delegate=yes), gandivad first moves itself into a
+// leaf `<own>/gandivad`, as cgroup v2 hands controllers only to the children of
+// a cgroup with no process in it.
 #ifndef GANDIVA_NODE_JOBS_MEMORY_CGROUPS_H_
 #define GANDIVA_NODE_JOBS_MEMORY_CGROUPS_H_
 
