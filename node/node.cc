@@ -55,6 +55,10 @@ Status Node::Start() {
   if (devices_.empty()) return InvalidArgument("no devices to schedule");
   GD_RETURN_IF_ERROR(monitor_.Start());
   for (auto& [name, dev] : devices_) dev->Start();
+  bool has_gpu = false;
+  for (const auto& d : options_.devices) has_gpu |= d.kind == protocol::DeviceKind::kGpu;
+  const char* path = getenv("PATH");
+  mps_.Start(PlanMps(has_gpu, path ? path : "", options_.state_dir));
   heartbeat_.Start();
   started_ = true;
   return Status::Ok();
@@ -75,6 +79,18 @@ void Node::Stop() {
     ++released;
   });
   if (released) GD_LOG(kInfo, "released %d job(s); they run on unmanaged", released);
+  mps_.Stop();
+}
+
+std::string Node::MpsStatus(const DeviceLoop& device) const {
+  if (device.info().kind != protocol::DeviceKind::kGpu) return "off: not a GPU";
+  return mps_.Status();
+}
+
+std::map<std::string, std::string> Node::JobEnvironment(const std::string& device) const {
+  const DeviceLoop* dev = FindDevice(device);
+  if (!dev || dev->info().kind != protocol::DeviceKind::kGpu) return {};
+  return mps_.JobEnvironment();
 }
 
 DeviceLoop* Node::FindDevice(const std::string& name) const {
@@ -264,6 +280,7 @@ StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
   job.cb()->exit_if_orphaned.store(1);
   std::map<std::string, std::string> env = job.env;
   env.erase("GANDIVA_RESTORE");
+  for (const auto& [k, v] : JobEnvironment(job.device)) env[k] = v;  // MPS, on a GPU
   env[runtime::kEnvControlBlock] = job.block->name();
   env[runtime::kEnvJobId] = std::to_string(job.id);
   env[runtime::kEnvEndpoint] = options_.endpoint;

@@ -59,6 +59,12 @@ class DeviceKind(WireEnum):
     CPU = "cpu"
 
 
+class ShareMode(WireEnum):
+    SLICE = "slice"  # the device's jobs take turns (time slicing)
+    PACK = "pack"  # up to capacity run at once
+    AUTO = "auto"  # both measured on the current jobs; the better kept
+
+
 class MigrateStartState(WireEnum):
     RUNNING = "running"
     QUEUED = "queued"
@@ -72,6 +78,7 @@ ENUMS = {
     "boundary_source": BoundarySource,
     "swap_state": SwapState,
     "device_kind": DeviceKind,
+    "share_mode": ShareMode,
     "migrate_start_state": MigrateStartState,
 }
 
