@@ -12,6 +12,9 @@ void AloneRate::Observe(uint64_t now, bool alone, const runtime::ProfileRing& pr
   alone_ = alone;
   harvested_ = std::max(harvested_, iterations);
 
+  // The window starts at the job's first iteration: imports and model building
+  // before it are not training at a reduced rate.
+  if (iterations == 0) return;
   if (progress_.empty() || now >= progress_.back().at_ns + kSampleEveryNs)
     progress_.push_back({now, iterations});
   // Keep one observation older than the window, so a full window is always there.

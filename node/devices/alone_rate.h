@@ -16,7 +16,8 @@
 // the window's wall time: throughput over wall time against throughput alone,
 // so a job sliced with one other counts its share (about 0.5), a packed one
 // its slowdown, a job alone about 1.0. The window is the latest kWindowNs
-// (at least kMinWindowNs of observations); parked time counts as wall time.
+// (at least kMinWindowNs of observations, from its first iteration on: the
+// time it took to start is not training); parked time counts as wall time.
 #ifndef GANDIVA_NODE_DEVICES_ALONE_RATE_H_
 #define GANDIVA_NODE_DEVICES_ALONE_RATE_H_
 

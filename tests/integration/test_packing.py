@@ -18,7 +18,7 @@ def window(intervals, t0, t1):
 
 
 def rate_of(d, name):
-    return d.jobs()[name]["rate_vs_alone"]
+    return d.jobs().get(name, {}).get("rate_vs_alone")
 
 
 def test_pack_slice_and_auto_with_two_real_jobs(daemon_factory, tmp_path):

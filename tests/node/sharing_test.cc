@@ -197,6 +197,23 @@ TEST(AloneRateTest, RateIsThroughputOverWallTimeAgainstAlone) {
   EXPECT_EQ(*rate.AloneNs(), 10 * kMs);  // unchanged by packing
 }
 
+TEST(AloneRateTest, TheTimeBeforeTheFirstIterationIsNotInTheWindow) {
+  FakeJob job;
+  AloneRate rate;
+  FakeClock clock(0);
+  for (int i = 0; i < 50; ++i) {  // 5 s of imports and model building
+    clock.Advance(100 * kMs);
+    rate.Observe(clock.NowNs(), true, *job.ring);
+  }
+  for (int i = 0; i < 15; ++i) {
+    clock.Advance(100 * kMs);
+    job.Iterate(10 * kMs, 10);
+    rate.Observe(clock.NowNs(), true, *job.ring);
+  }
+  ASSERT_TRUE(rate.RateVsAlone(clock.NowNs(), job.ring->iterations));
+  EXPECT_NEAR(*rate.RateVsAlone(clock.NowNs(), job.ring->iterations), 1.0, 0.1);
+}
+
 TEST(AloneRateTest, NoRateUntilTheAloneTimeAndAWindowAreKnown) {
   FakeJob job;
   AloneRate rate;
