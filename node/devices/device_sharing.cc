@@ -16,8 +16,9 @@ void DeviceLoop::SetShareMode(ShareMode mode, int capacity, uint64_t window_ns) 
   pack_capacity_ = std::clamp(capacity, 2, kMaxPackCapacity);
   chooser_.SetWindow(window_ns);
   chooser_.Reset();
-  GD_LOG(kInfo, "%s: share mode %s (capacity %d)", info_.name.c_str(),
-         std::string(protocol::ToString(mode)).c_str(), pack_capacity_);
+  GD_LOG(kInfo, "%s: share mode %s%s", info_.name.c_str(),
+         std::string(protocol::ToString(mode)).c_str(),
+         mode == ShareMode::kSlice ? "" : (" x" + std::to_string(pack_capacity_)).c_str());
   wake_.notify_all();
 }
 
