@@ -12,27 +12,38 @@
 
 #include "gandiva/common/log.h"
 
+extern char** environ;
+
 namespace gandiva::controller {
 
 namespace {
 constexpr int kMaxRestarts = 5;
 
-// fork + exec with `env` added to ours; stdin from /dev/null or a pipe holding `input`.
+// fork + exec with `env` added to ours; stdin from /dev/null or a pipe holding
+// `input`. Everything the child needs is built before fork (gandivad has threads).
 pid_t SpawnWith(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                 const std::string& input) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    if (!env.count(kv.substr(0, kv.find('=')))) env_strings.push_back(kv);
+  }
+  for (const auto& [k, v] : env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> args, envp;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  args.push_back(nullptr);
+  envp.push_back(nullptr);
   int fds[2] = {-1, -1};
   if (!input.empty() && pipe2(fds, O_CLOEXEC) != 0) return -1;
+  const int devnull = input.empty() ? open("/dev/null", O_RDONLY | O_CLOEXEC) : -1;
   const pid_t pid = fork();
   if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    const int in = input.empty() ? open("/dev/null", O_RDONLY) : fds[0];
-    dup2(in, 0);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
+    dup2(input.empty() ? devnull : fds[0], 0);  // dup2 clears close-on-exec on fd 0
+    execve(args[0], args.data(), envp.data());
     _exit(127);
   }
+  if (devnull >= 0) close(devnull);
   if (!input.empty()) {
     close(fds[0]);
     if (pid > 0) {
@@ -106,16 +117,14 @@ pid_t MpsDaemon::Spawn() { return SpawnWith(MpsStartCommand(plan_), MpsEnvironme
 
 // Waits on the control daemon; restarts it when it dies (a few times, then gives up).
 void MpsDaemon::Supervise() {
+  std::unique_lock lock(mu_);
   while (true) {
-    pid_t pid;
-    {
-      std::lock_guard lock(mu_);
-      pid = pid_;
-    }
+    const pid_t pid = pid_;
+    lock.unlock();
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    std::lock_guard lock(mu_);
+    lock.lock();
     pid_ = 0;
     if (stopping_) return;
     if (++restarts_ > kMaxRestarts) {
@@ -124,7 +133,11 @@ void MpsDaemon::Supervise() {
       return;
     }
     GD_LOG(kWarn, "MPS control daemon exited (status %d); restarting", status);
-    std::this_thread::sleep_for(std::chrono::milliseconds(200 * restarts_));
+    const int backoff_ms = 200 * restarts_;
+    lock.unlock();  // Status() answers meanwhile
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    lock.lock();
+    if (stopping_) return;
     pid_ = Spawn();
     if (pid_ <= 0) {
       why_not_ = "off: cannot restart " + plan_.binary;
