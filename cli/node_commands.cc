@@ -59,8 +59,9 @@ std::string JobsTable(const Json& jobs, bool all) {
            state + (j["held"].get<bool>() ? "*" : ""), Fixed(j["weight"].get<double>(), 1),
            j["iterations"].dump(), Fixed(j["iterations_per_s"].get<double>(), 1),
            Fixed(j["mean_ms"].get<double>(), 2), Fixed(j["p99_ms"].get<double>(), 2),
-           maybe(j["alone_ms"], 2), maybe(j["rate_vs_alone"], 2), j["slices"].dump(), Fixed(j["device_time_s"].get<double>(), 2),
-           Bytes(j["device_bytes"].get<double>()), j["pid"].dump(), OperationNote(j)});
+           maybe(j["alone_ms"], 2), maybe(j["rate_vs_alone"], 2), j["slices"].dump(),
+           Fixed(j["device_time_s"].get<double>(), 2), Bytes(j["device_bytes"].get<double>()),
+           j["pid"].dump(), OperationNote(j)});
   }
   return t.Render();
 }
@@ -89,8 +90,8 @@ std::string DevicesTable(const Json& devices) {
     for (const auto& j : d["jobs"]) jobs += (jobs.empty() ? "" : ",") + j.dump();
     for (const auto& j : d["running"]) running += (running.empty() ? "" : ",") + j.dump();
     t.Add({d["name"].get<std::string>(), d["kind"].get<std::string>(),
-           d["model"].get<std::string>(), ShareNote(d), d["slice_ms"].dump(), jobs.empty() ? "-" : jobs,
-           running.empty() ? "-" : running, d["switches"].dump(),
+           d["model"].get<std::string>(), ShareNote(d), d["slice_ms"].dump(),
+           jobs.empty() ? "-" : jobs, running.empty() ? "-" : running, d["switches"].dump(),
            Fixed(d["mean_handover_ms"].get<double>(), 3)});
   }
   return t.Render();

@@ -120,7 +120,8 @@ StatusOr<Json> SetShareMode(Node& node, const Json& req) {
   if (!dev) return NotFound("no device '" + name + "'");
   const std::string mode_text = req.at("mode").get<std::string>();
   const auto mode = protocol::FromString<ShareMode>(mode_text);
-  if (!mode) return InvalidArgument("share mode must be pack, slice or auto, not '" + mode_text + "'");
+  if (!mode)
+    return InvalidArgument("share mode must be pack, slice or auto, not '" + mode_text + "'");
   const int64_t capacity = req.value("capacity", int64_t{kDefaultPackCapacity});
   if (capacity < 2 || capacity > kMaxPackCapacity)
     return InvalidArgument("capacity must be 2.." + std::to_string(kMaxPackCapacity) + ", not " +

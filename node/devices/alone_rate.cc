@@ -27,7 +27,8 @@ void AloneRate::Harvest(const runtime::ProfileRing& profile, uint64_t iterations
   if (iterations > runtime::kProfileRingSize)
     from = std::max(from, iterations - runtime::kProfileRingSize);
   for (uint64_t i = from; i < iterations; ++i) {
-    const uint64_t ns = profile.ring_ns[i % runtime::kProfileRingSize].load(std::memory_order_relaxed);
+    const uint64_t ns =
+        profile.ring_ns[i % runtime::kProfileRingSize].load(std::memory_order_relaxed);
     if (ns == 0) continue;
     samples_.push_back(ns);
     if (samples_.size() > kKeepSamples) samples_.pop_front();

@@ -51,7 +51,7 @@ struct ShareDecision {
   std::optional<double> slice_rate;  // sum of the jobs' rate_vs_alone, sliced
   std::optional<double> pack_rate;   // the same, packed
   double window_s = 0;               // each mode's measured window
-  bool alone_estimated = false;      // some alone time was unknown: estimated from the sliced window
+  bool alone_estimated = false;  // some alone time was unknown: estimated from the sliced window
   uint64_t at_ns = 0;
 };
 
@@ -87,10 +87,10 @@ class ShareChooser {
 
   uint64_t window_ns_;
   Phase phase_ = Phase::kIdle;
-  std::vector<uint64_t> jobs_;       // the set measured or decided on
+  std::vector<uint64_t> jobs_;  // the set measured or decided on
   std::vector<double> weights_;
-  uint64_t phase_start_ns_ = 0;      // mode switched; the window opens SettleNs() later
-  std::vector<uint64_t> at_open_;    // iterations when the current window opened
+  uint64_t phase_start_ns_ = 0;    // mode switched; the window opens SettleNs() later
+  std::vector<uint64_t> at_open_;  // iterations when the current window opened
   bool window_open_ = false;
   uint64_t window_open_ns_ = 0;
   std::vector<uint64_t> slice_done_;  // iterations in the sliced window

@@ -7,8 +7,8 @@
 // running at once (1: the jobs take turns, time slicing; more: packing, the
 // jobs run at the same time). A waiting job joins the running ones only if
 // their device memory fits together (footprints against the device's memory);
-// otherwise it waits for its turn, as under slicing. A job's slice is slice_ns x its weight; when it is up and
-// another job waits, the job is asked to suspend and its slice ends at its next
+// otherwise it waits for its turn, as under slicing. A job's slice is slice_ns x its weight; when
+// it is up and another job waits, the job is asked to suspend and its slice ends at its next
 // iteration boundary (when it parks). The next waiting job is resumed at once.
 // New jobs start by parking at their first boundary, then queue like the rest.
 // Held jobs (suspended by a user) are never resumed until released.

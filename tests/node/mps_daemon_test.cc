@@ -28,7 +28,8 @@ TEST(MpsTest, SaysWhyNotWithoutAGpuOrTheBinary) {
 
 TEST(MpsTest, BuildsTheCommandAndTheJobsEnvironment) {
   // A stand-in executable named like the real binary, found on PATH.
-  const auto dir = std::filesystem::temp_directory_path() / ("mps_test." + std::to_string(getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("mps_test." + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   const auto bin = dir / kMpsControlBinary;
   std::ofstream(bin) << "#!/bin/sh\nexit 0\n";
@@ -50,10 +51,11 @@ TEST(MpsTest, StartsSupervisesAndStopsTheControlDaemon) {
   const auto dir = std::filesystem::temp_directory_path() / ("mps_run." + std::to_string(getpid()));
   std::filesystem::create_directories(dir / "bin");
   const auto bin = dir / "bin" / kMpsControlBinary;
-  std::ofstream(bin) << "#!/bin/sh\n"
-                        "if [ \"$1\" = -f ]; then echo $$ > \"$CUDA_MPS_PIPE_DIRECTORY/pid\"; "
-                        "exec sleep 30; fi\n"
-                        "read cmd; [ \"$cmd\" = quit ] && kill $(cat \"$CUDA_MPS_PIPE_DIRECTORY/pid\")\n";
+  std::ofstream(bin)
+      << "#!/bin/sh\n"
+         "if [ \"$1\" = -f ]; then echo $$ > \"$CUDA_MPS_PIPE_DIRECTORY/pid\"; "
+         "exec sleep 30; fi\n"
+         "read cmd; [ \"$cmd\" = quit ] && kill $(cat \"$CUDA_MPS_PIPE_DIRECTORY/pid\")\n";
   chmod(bin.c_str(), 0755);
   auto plan = PlanMps(true, (dir / "bin").string(), (dir / "state").string());
   ASSERT_TRUE(plan.ok());

@@ -121,13 +121,29 @@ Json JobReply() {
 }
 
 Json DeviceReply() {
-  return {{"name", "cpu0"},      {"kind", "cpu"},  {"model", "host CPU"},     {"memory_bytes", 0},
-          {"resident_bytes", 0}, {"capacity", 1},  {"slice_ms", 100},         {"jobs", {1, 2}},
-          {"running", {1}},      {"switches", 12}, {"mean_handover_ms", 0.25},
-          {"share_mode", "auto"}, {"packing", true}, {"share_phase", "decided"},
+  return {{"name", "cpu0"},
+          {"kind", "cpu"},
+          {"model", "host CPU"},
+          {"memory_bytes", 0},
+          {"resident_bytes", 0},
+          {"capacity", 1},
+          {"slice_ms", 100},
+          {"jobs", {1, 2}},
+          {"running", {1}},
+          {"switches", 12},
+          {"mean_handover_ms", 0.25},
+          {"share_mode", "auto"},
+          {"packing", true},
+          {"share_phase", "decided"},
           {"share_decision",
-           {{"mode", "pack"}, {"reason", "measured"}, {"jobs", {1, 2}}, {"slice_rate", 0.98},
-            {"pack_rate", 1.4}, {"window_s", 3.0}, {"alone_estimated", false}, {"at_s", 12.0}}},
+           {{"mode", "pack"},
+            {"reason", "measured"},
+            {"jobs", {1, 2}},
+            {"slice_rate", 0.98},
+            {"pack_rate", 1.4},
+            {"window_s", 3.0},
+            {"alone_estimated", false},
+            {"at_s", 12.0}}},
           {"mps", "off: not a GPU"}};
 }
 
