@@ -104,7 +104,8 @@ void ShareChooser::Finish(uint64_t now, const std::vector<ShareCandidate>& jobs)
     slice_rate += static_cast<double>(slice_done_[i]) * alone_ns / slice_window_ns_;
     pack_rate += static_cast<double>(jobs[i].iterations - at_open_[i]) * alone_ns / pack_window_ns;
   }
-  Decide(now, pack_rate > slice_rate ? ShareMode::kPack : ShareMode::kSlice, "measured");
+  const bool pack = pack_rate > slice_rate * kPackMargin;
+  Decide(now, pack ? ShareMode::kPack : ShareMode::kSlice, "measured");
   decision_->slice_rate = slice_rate;
   decision_->pack_rate = pack_rate;
   decision_->window_s = static_cast<double>(window_ns_) / 1e9;

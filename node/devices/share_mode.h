@@ -10,7 +10,8 @@
 // window sliced, then a window packed, each after a short settling time, and
 // compares the jobs' combined throughput: the sum over the jobs of
 // iterations in the window x alone iteration time / window (the sum of their
-// rate_vs_alone). It keeps the better mode until the set of jobs changes (one
+// rate_vs_alone). It keeps the better mode (pack only if better by
+// kPackMargin) until the set of jobs changes (one
 // joins, leaves, is held or released) or kRecheckNs passes, then measures again.
 // Slicing stays without measuring when the jobs' weights differ (only slicing
 // gives unequal shares) or their device memory does not fit together.
@@ -58,6 +59,10 @@ struct ShareDecision {
 class ShareChooser {
  public:
   static constexpr uint64_t kRecheckNs = 300'000 * kMs;  // 5 minutes
+  // Packing is kept only if it beats slicing by this factor: within it the two
+  // are not told apart on a busy machine, and slicing keeps each job's speed
+  // predictable (the simulator's Gandiva policy uses the same 5 %).
+  static constexpr double kPackMargin = 1.05;
 
   enum class Phase { kIdle, kSlice, kPack, kDecided };
 

@@ -271,6 +271,17 @@ TEST(ShareChooserTest, KeepsSlicingWhenPackingIsWorse) {
   EXPECT_FALSE(d.pack);
 }
 
+TEST(ShareChooserTest, APackingGainWithinTheMarginKeepsSlicing) {
+  AutoDevice d;
+  d.sliced[0] = d.packed[0] = 5;
+  d.sliced[1] = 2;
+  d.packed[1] = 2;  // a tie
+  d.Run(3000);
+  ASSERT_EQ(d.chooser.phase(), ShareChooser::Phase::kDecided);
+  EXPECT_EQ(d.chooser.decision()->chosen, ShareMode::kSlice);
+  EXPECT_NEAR(*d.chooser.decision()->pack_rate, *d.chooser.decision()->slice_rate, 0.1);
+}
+
 TEST(ShareChooserTest, MeasuresAgainWhenAJobLeavesOrJoinsAndAfterAWhile) {
   AutoDevice d;
   d.Run(3000);
