@@ -16,6 +16,7 @@ int PsCommand(const Args& args);      // gandiva ps
 int JobActionCommand(const std::string& action, const Args& args);  // suspend|resume|kill JOB
 int SliceCommand(const Args& args);       // gandiva slice --device D --ms N
 int WeightCommand(const Args& args);      // gandiva weight JOB W
+int ShareCommand(const Args& args);       // gandiva share DEVICE pack|slice|auto
 int AssignCommand(const Args& args);      // gandiva assign JOB --device D
 int TopCommand(const Args& args);         // gandiva top
 int SwitchesCommand(const Args& args);    // gandiva switches [--device D]

@@ -24,6 +24,9 @@ node controller:
   suspend JOB | resume JOB | kill JOB [--signal N]
   slice --device D --ms N             set a device's time slice (50..250 ms)
   weight JOB W                        set a job's share of its device (slice x W)
+  share DEVICE pack|slice|auto [--capacity N] [--window-ms N]
+                                      a device's jobs run at once, take turns, or the
+                                      measured better of the two (see docs/api.md)
   assign JOB --device D               move a job to another device of the node
   switches [--device D] [--json]      recorded hand-overs between jobs
   top [--interval MS] [--count N]     live view
@@ -56,6 +59,7 @@ int main(int argc, char** argv) {
   if (cmd == "suspend" || cmd == "resume" || cmd == "kill") return JobActionCommand(cmd, args);
   if (cmd == "slice") return SliceCommand(args);
   if (cmd == "weight") return WeightCommand(args);
+  if (cmd == "share") return ShareCommand(args);
   if (cmd == "assign") return AssignCommand(args);
   if (cmd == "switches") return SwitchesCommand(args);
   if (cmd == "top") return TopCommand(args);

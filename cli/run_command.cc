@@ -88,6 +88,10 @@ void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
   setenv(runtime::kEnvControlBlock, reg["control_block"].get<std::string>().c_str(), 1);
   setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
   setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
+  // What the node adds (MPS's directories on a GPU where MPS runs).
+  if (reg.contains("env") && reg["env"].is_object())
+    for (const auto& [k, v] : reg["env"].items())
+      if (v.is_string()) setenv(k.c_str(), v.get<std::string>().c_str(), 1);
   const bool gpu =
       EnumFromJson<protocol::DeviceKind>(reg["device_kind"]) == protocol::DeviceKind::kGpu;
   if (!c.flags().Has("shim") && (!gpu || c.flags().Has("no-shim"))) return;

@@ -58,6 +58,10 @@ Status Node::Start() {
   GD_LOG(kInfo, "memory limits of launched jobs: %s", cgroups_.status().c_str());
   logs_.Start();
   for (auto& [name, dev] : devices_) dev->Start();
+  bool has_gpu = false;
+  for (const auto& d : options_.devices) has_gpu |= d.kind == protocol::DeviceKind::kGpu;
+  const char* path = getenv("PATH");
+  mps_.Start(PlanMps(has_gpu, path ? path : "", options_.state_dir));
   heartbeat_.Start();
   started_ = true;
   return Status::Ok();
@@ -80,6 +84,18 @@ void Node::Stop() {
   });
   if (released) GD_LOG(kInfo, "released %d job(s); they run on unmanaged", released);
   cgroups_.RemoveParent();  // only once empty: jobs still running keep their cgroups
+  mps_.Stop();
+}
+
+std::string Node::MpsStatus(const DeviceLoop& device) const {
+  if (device.info().kind != protocol::DeviceKind::kGpu) return "off: not a GPU";
+  return mps_.Status();
+}
+
+std::map<std::string, std::string> Node::JobEnvironment(const std::string& device) const {
+  const DeviceLoop* dev = FindDevice(device);
+  if (!dev || dev->info().kind != protocol::DeviceKind::kGpu) return {};
+  return mps_.JobEnvironment();
 }
 
 DeviceLoop* Node::FindDevice(const std::string& name) const {

@@ -24,6 +24,7 @@
 #include "api/dispatcher.h"
 #include "devices/device_loop.h"
 #include "devices/devices.h"
+#include "devices/mps_daemon.h"
 #include "gandiva/protocol/curve.h"
 #include "gandiva/status.h"
 #include "jobs/heartbeat.h"
@@ -96,6 +97,10 @@ class Node final : public JobHost {
   const Migrator& migrator() const { return migrator_; }
   DeviceLoop* FindDevice(const std::string& name) const;
   std::vector<DeviceLoop*> Devices() const;
+  // MPS on this node's GPUs: "running" or why not, for a device; and the
+  // variables a job on `device` must start with (MPS's directories, on a GPU).
+  std::string MpsStatus(const DeviceLoop& device) const;
+  std::map<std::string, std::string> JobEnvironment(const std::string& device) const;
 
   // What spans the job table and the device loops.
   StatusOr<Job> Register(NewJob job);
@@ -145,6 +150,7 @@ class Node final : public JobHost {
   MemoryCgroups cgroups_;  // probed by Start
   Heartbeat heartbeat_;
   Migrator migrator_;
+  MpsDaemon mps_;
   Dispatcher dispatcher_;
   bool started_ = false;
   bool stopped_ = false;

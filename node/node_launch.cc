@@ -85,6 +85,7 @@ StatusOr<Job> Node::Launch(LaunchJob l) {
 
 Status Node::StartJobProcess(const Job& job, std::map<std::string, std::string> env,
                              const std::string& cgroup_dir) {
+  for (const auto& [k, v] : JobEnvironment(job.device)) env[k] = v;  // MPS, on a GPU
   env[runtime::kEnvControlBlock] = job.block->name();
   env[runtime::kEnvJobId] = std::to_string(job.id);
   env[runtime::kEnvEndpoint] = options_.endpoint;

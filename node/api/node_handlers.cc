@@ -45,7 +45,8 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
               {"device", job.device},
               {"device_kind", node.FindDevice(job.device)->info().kind},
               {"control_block", job.block->name()},
-              {"lease_ms", node.options().lease_ms}};
+              {"lease_ms", node.options().lease_ms},
+              {"env", node.JobEnvironment(job.device)}};
 }
 
 StatusOr<Json> JobStarted(Node& node, const Json& req) {
@@ -115,6 +116,28 @@ StatusOr<Json> SetSlice(Node& node, const Json& req) {
   return Json::object();
 }
 
+StatusOr<Json> SetShareMode(Node& node, const Json& req) {
+  const std::string name = req.at("device").get<std::string>();
+  DeviceLoop* dev = node.FindDevice(name);
+  if (!dev) return NotFound("no device '" + name + "'");
+  const std::string mode_text = req.at("mode").get<std::string>();
+  const auto mode = protocol::FromString<ShareMode>(mode_text);
+  if (!mode)
+    return InvalidArgument("share mode must be pack, slice or auto, not '" + mode_text + "'");
+  const int64_t capacity = req.value("capacity", int64_t{kDefaultPackCapacity});
+  if (capacity < 2 || capacity > kMaxPackCapacity)
+    return InvalidArgument("capacity must be 2.." + std::to_string(kMaxPackCapacity) + ", not " +
+                           std::to_string(capacity));
+  const int64_t window_ms = req.value("window_ms", static_cast<int64_t>(kDefaultShareWindowMs));
+  if (window_ms < static_cast<int64_t>(kMinShareWindowMs) ||
+      window_ms > static_cast<int64_t>(kMaxShareWindowMs))
+    return InvalidArgument("window_ms must be " + std::to_string(kMinShareWindowMs) + ".." +
+                           std::to_string(kMaxShareWindowMs) + ", not " +
+                           std::to_string(window_ms));
+  dev->SetShareMode(*mode, static_cast<int>(capacity), static_cast<uint64_t>(window_ms) * kMs);
+  return Json::object();
+}
+
 StatusOr<Json> SetWeight(Node& node, const Json& req) {
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
   GD_RETURN_IF_ERROR(node.SetWeight(job.id, req.at("weight").get<double>()));
@@ -146,7 +169,11 @@ StatusOr<Json> ListSwitches(Node& node, const Json& req) {
 
 StatusOr<Json> ListDevices(Node& node) {
   Json list = Json::array();
-  for (DeviceLoop* dev : node.Devices()) list.push_back(DeviceToJson(dev->Snapshot()));
+  for (DeviceLoop* dev : node.Devices()) {
+    DeviceSnapshot s = dev->Snapshot();
+    s.mps = node.MpsStatus(*dev);
+    list.push_back(DeviceToJson(s));
+  }
   return Json{{"devices", list}};
 }
 
@@ -171,6 +198,7 @@ void RegisterNodeHandlers(Dispatcher& d, Node& node) {
       {MessageType::kResume, Resume},
       {MessageType::kKill, Kill},
       {MessageType::kSetSlice, SetSlice},
+      {MessageType::kSetShareMode, SetShareMode},
       {MessageType::kSetWeight, SetWeight},
       {MessageType::kAssignDevice, AssignDevice},
       {MessageType::kListSwitches, ListSwitches},

@@ -31,6 +31,10 @@ struct DeviceUsage {
   uint64_t swaps = 0;             // times its device memory was swapped out to make room
   uint64_t device_time_ns = 0;    // sum of its slices, resume to park
   uint64_t running_since_ns = 0;  // resume time of the current slice; 0 when not running
+  // Sharing (devices/alone_rate.h), filled in when read: its iteration time
+  // alone on the device, and its throughput now against that; unknown yet: nullopt.
+  std::optional<uint64_t> alone_ns;
+  std::optional<double> rate_vs_alone;
   // device_time_ns with the current slice counted up to `now`.
   uint64_t DeviceTimeAt(uint64_t now) const {
     return device_time_ns +

@@ -69,6 +69,16 @@ class Client:
     def set_slice(self, device, ms):
         return self.call("set_slice", device=device, ms=ms)
 
+    def set_share_mode(self, device, mode, capacity=None, window_ms=None):
+        """pack: the device's jobs run at once (up to capacity); slice: they take
+        turns; auto: gandivad measures both and keeps the better (docs/api.md)."""
+        fields = {"device": device, "mode": str(mode)}
+        if capacity is not None:
+            fields["capacity"] = int(capacity)
+        if window_ms is not None:
+            fields["window_ms"] = int(window_ms)
+        return self.call("set_share_mode", **fields)
+
     def set_weight(self, job, weight):
         return self.call("set_weight", job=job, weight=float(weight))
 

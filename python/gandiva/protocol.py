@@ -68,6 +68,12 @@ class ExitReason(WireEnum):
     MIGRATED = "migrated"
 
 
+class ShareMode(WireEnum):
+    SLICE = "slice"  # the device's jobs take turns (time slicing)
+    PACK = "pack"  # up to capacity run at once
+    AUTO = "auto"  # both measured on the current jobs; the better kept
+
+
 class MigrateStartState(WireEnum):
     RUNNING = "running"
     QUEUED = "queued"
@@ -81,6 +87,7 @@ ENUMS = {
     "boundary_source": BoundarySource,
     "swap_state": SwapState,
     "device_kind": DeviceKind,
+    "share_mode": ShareMode,
     "migrate_start_state": MigrateStartState,
     "exit_reason": ExitReason,
 }

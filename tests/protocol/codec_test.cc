@@ -101,6 +101,8 @@ Json JobReply() {
           {"p50_ms", 4.3},
           {"p99_ms", 6.0},
           {"iterations_per_s", 220.0},
+          {"alone_ms", 4.1},
+          {"rate_vs_alone", nullptr},
           {"slices", 3},
           {"swaps", 0},
           {"swapped_bytes", 0},
@@ -127,9 +129,30 @@ Json JobReply() {
 }
 
 Json DeviceReply() {
-  return {{"name", "cpu0"},      {"kind", "cpu"},  {"model", "host CPU"},     {"memory_bytes", 0},
-          {"resident_bytes", 0}, {"capacity", 1},  {"slice_ms", 100},         {"jobs", {1, 2}},
-          {"running", {1}},      {"switches", 12}, {"mean_handover_ms", 0.25}};
+  return {{"name", "cpu0"},
+          {"kind", "cpu"},
+          {"model", "host CPU"},
+          {"memory_bytes", 0},
+          {"resident_bytes", 0},
+          {"capacity", 1},
+          {"slice_ms", 100},
+          {"jobs", {1, 2}},
+          {"running", {1}},
+          {"switches", 12},
+          {"mean_handover_ms", 0.25},
+          {"share_mode", "auto"},
+          {"packing", true},
+          {"share_phase", "decided"},
+          {"share_decision",
+           {{"mode", "pack"},
+            {"reason", "measured"},
+            {"jobs", {1, 2}},
+            {"slice_rate", 0.98},
+            {"pack_rate", 1.4},
+            {"window_s", 3.0},
+            {"alone_estimated", false},
+            {"at_s", 12.0}}},
+          {"mps", "off: not a GPU"}};
 }
 
 // A valid ok reply for every message, as gandivad sends them.
@@ -151,7 +174,8 @@ std::map<MessageType, Json> GoodReplies() {
         {"device", "gpu0"},
         {"device_kind", "gpu"},
         {"control_block", "/gandiva.a.1.1"},
-        {"lease_ms", 2000}}},
+        {"lease_ms", 2000},
+        {"env", Json::object()}}},
       {MessageType::kLaunch,
        {{"job", 3},
         {"name", "job3"},
@@ -172,6 +196,7 @@ std::map<MessageType, Json> GoodReplies() {
       {MessageType::kResume, {{"state", "running"}}},
       {MessageType::kKill, Json::object()},
       {MessageType::kSetSlice, Json::object()},
+      {MessageType::kSetShareMode, Json::object()},
       {MessageType::kSetWeight, Json::object()},
       {MessageType::kAssignDevice, Json::object()},
       {MessageType::kListSwitches,
@@ -363,7 +388,8 @@ TEST(EnumTest, EveryEnumRoundTripsThroughItsWireStrings) {
   ExpectEnumMatchesSchema<DeviceKind>();
   ExpectEnumMatchesSchema<MigrateStartState>();
   ExpectEnumMatchesSchema<ExitReason>();
-  EXPECT_EQ(AllEnums().size(), 8u) << "a new enum: add it to this test";
+  ExpectEnumMatchesSchema<ShareMode>();
+  EXPECT_EQ(AllEnums().size(), 9u) << "a new enum: add it to this test";
 }
 
 TEST(EnumTest, ValuesAreTheWireStrings) {
