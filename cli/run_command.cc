@@ -223,7 +223,8 @@ int RunCommand(const Args& args) {
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");
   if (c.flags().Has("ranks") && c.flags().Has("detach"))
-    return c.UsageError("--ranks with --detach is not built yet: launch starts jobs of one process");
+    return c.UsageError(
+        "--ranks with --detach is not built yet: launch starts jobs of one process");
   if (c.flags().Has("memory-mib") && !c.flags().Has("detach"))
     return c.UsageError("--memory-mib needs --detach (gandivad starts the job)");
 
