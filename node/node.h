@@ -28,6 +28,7 @@
 #include "gandiva/status.h"
 #include "jobs/heartbeat.h"
 #include "jobs/job_table.h"
+#include "jobs/process_freezer.h"
 #include "jobs/process_monitor.h"
 #include "migration/job_host.h"
 #include "migration/migrator.h"
@@ -48,6 +49,7 @@ struct NodeOptions {
   PeerFault fault = PeerFault::kNone;     // test-only fault injection (--fault)
   int peer_timeout_ms = 20000;            // a peer silent this long has failed
   MigrationTimeouts timeouts;
+  bool freeze_parked = true;  // stop parked jobs' processes (ProcessFreezer)
 };
 
 inline constexpr uint64_t kMinSliceMs = 50;
@@ -106,6 +108,10 @@ class Node final : public JobHost {
   void EndMigrated(uint64_t job) override;
   StatusOr<Arrival> StartArrival(const ArrivingJob& job) override;
   Status KillJob(uint64_t job) override;
+  Status RequestTransfer(uint64_t job, runtime::Request kind, const std::string& target) override;
+  // Continues the job's processes if they were stopped while it is parked,
+  // and keeps them running until it next runs: a signal for it is acted on.
+  void Awaken(const Job& job);
 
  private:
   void OnProcessExit(uint64_t job);
@@ -115,6 +121,7 @@ class Node final : public JobHost {
   const NodeOptions options_;
   std::mutex mu_;
   JobTable jobs_;
+  std::unique_ptr<ProcessFreezer> freezer_;  // outlives the device loops that use it
   std::map<std::string, std::unique_ptr<DeviceLoop>> devices_;  // fixed after construction
   ProcessMonitor monitor_;
   Heartbeat heartbeat_;
