@@ -73,7 +73,12 @@ class Daemon:
                 [self.cli, "run", "--name", n, "--", PYTHON, JOB, "--iterations", str(iterations),
                  "--result", result, "--start-file", go],
                 env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True), result)
-        time.sleep(self.startup_s)
+        deadline = time.monotonic() + 300
+        while not all(os.path.exists(r + ".ready") for _, r in procs.values()):
+            if time.monotonic() > deadline or any(p.poll() is not None for p, _ in procs.values()):
+                sys.exit("bench_parked_quiet: the jobs did not start")
+            time.sleep(0.05)
+        time.sleep(0.5)  # their DataLoader workers' first batches
         open(go, "w").close()
         out = {}
         for n, (p, result) in procs.items():
@@ -81,6 +86,7 @@ class Daemon:
                 sys.exit(f"bench_parked_quiet: job {n} failed: {p.stderr.read()}")
             with open(result) as f:
                 out[n] = json.load(f)
+            os.unlink(result + ".ready")
         os.unlink(go)
         return out
 
@@ -97,8 +103,6 @@ class Daemon:
         self.proc.wait(timeout=30)
         self.log.close()
 
-    startup_s = 6.0  # imports and DataLoader workers of both jobs, before the clocks start
-
 
 def busy_core():
     return subprocess.Popen([PYTHON, "-c", "while True: pass"])
@@ -108,7 +112,7 @@ def one_round(args, tmp, load):
     background = busy_core() if load == "loaded" else None
     try:
         time.sleep(0.5 if background else 0)
-        sample = {"load": load}
+        sample = {"load": load, "loadavg_1m_at_start": os.getloadavg()[0]}
         d = Daemon(args.build, tmp, args.slice_ms, True)
         a = d.run_jobs(["A"], args.iterations)["A"]
         b = d.run_jobs(["B"], args.iterations)["B"]
@@ -138,8 +142,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--out", default=".")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--iterations", type=int, default=250, help="per job")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iterations", type=int, default=150, help="per job")
     ap.add_argument("--slice-ms", type=int, default=100)
     ap.add_argument("--loads", default="idle,loaded")
     args = ap.parse_args()
@@ -156,7 +160,8 @@ def main():
             s["round"] = i
             samples.append(s)
             print(f"round {i} {load:6s}: sequential {s['sequential_s']:.2f} s, sliced/sequential "
-                  f"freeze on {s['freeze_on']['ratio']:.3f}, off {s['freeze_off']['ratio']:.3f}",
+                  f"freeze on {s['freeze_on']['ratio']:.3f}, off {s['freeze_off']['ratio']:.3f} "
+                  f"(machine load average {s['loadavg_1m_at_start']:.1f} on {os.cpu_count()} cpus)",
                   flush=True)
     summary = []
     print()

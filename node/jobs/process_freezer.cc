@@ -73,9 +73,8 @@ Status ProcessFreezer::Freeze(uint64_t job, int32_t pid) {
     const int32_t p = queue[i];
     if (stopped_count_ + stopped.size() >= FreezerGuardian::kCapacity) break;
     if (!guardian_->WillStop({p})) {
-      GD_LOG(kError, "the freezer guardian is gone; parked jobs will not be stopped any more");
       for (int32_t s : stopped) kill(s, SIGCONT);
-      guardian_.reset();
+      GuardianLost();
       return Internal("the freezer guardian is gone");
     }
     if (kill(p, SIGSTOP) != 0) {
@@ -102,9 +101,18 @@ void ProcessFreezer::ThawLocked(uint64_t job) {
   auto it = frozen_.find(job);
   if (it == frozen_.end()) return;
   for (int32_t p : it->second) kill(p, SIGCONT);  // a pid gone meanwhile: ESRCH, nothing to do
-  if (guardian_) guardian_->Continued(it->second);
+  const bool told = guardian_ && guardian_->Continued(it->second);
   stopped_count_ -= it->second.size();
   frozen_.erase(it);
+  if (guardian_ && !told) GuardianLost();
+}
+
+// Without a guardian nothing would continue a stopped job should gandivad die:
+// continue them all now, and stop none from here on.
+void ProcessFreezer::GuardianLost() {
+  GD_LOG(kError, "the freezer guardian is gone; parked jobs are not stopped any more");
+  guardian_.reset();
+  while (!frozen_.empty()) ThawLocked(frozen_.begin()->first);
 }
 
 bool ProcessFreezer::IsFrozen(uint64_t job) const {
@@ -120,6 +128,11 @@ void ProcessFreezer::ThawAll() {
 uint64_t ProcessFreezer::freezes() const {
   std::lock_guard lock(mu_);
   return freezes_;
+}
+
+pid_t ProcessFreezer::guardian_pid() const {
+  std::lock_guard lock(mu_);
+  return guardian_ ? guardian_->pid() : -1;
 }
 
 }  // namespace gandiva::controller

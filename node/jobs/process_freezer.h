@@ -49,11 +49,14 @@ class ProcessFreezer {
   void Thaw(uint64_t job);
   bool IsFrozen(uint64_t job) const;
   void ThawAll();
-  // Jobs frozen so far and thaws (for the log and tests).
+  // Jobs frozen so far (for the log and tests).
   uint64_t freezes() const;
+  // The guardian's pid (-1: none), for tests.
+  pid_t guardian_pid() const;
 
  private:
   void ThawLocked(uint64_t job);
+  void GuardianLost();
 
   mutable std::mutex mu_;
   std::unique_ptr<FreezerGuardian> guardian_;

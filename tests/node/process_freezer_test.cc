@@ -119,6 +119,27 @@ TEST(ProcessFreezer, AGoneProcessIsNotFound) {
   EXPECT_FALSE(freezer.IsFrozen(1));
 }
 
+// Should the guardian go away, nothing could continue a stopped job if
+// gandivad died too: the freezer continues every job and stops none from then on.
+TEST(ProcessFreezer, ALostGuardianContinuesEverythingAndStopsNothing) {
+  pid_t g1 = 0, g2 = 0;
+  const pid_t first = StartTree(&g1);
+  const pid_t second = StartTree(&g2);
+  ProcessFreezer freezer(true);
+  ASSERT_TRUE(freezer.Freeze(1, first).ok());
+  EXPECT_TRUE(WaitState(first, true));
+  ASSERT_EQ(kill(freezer.guardian_pid(), SIGKILL), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_FALSE(freezer.Freeze(2, second).ok());
+  EXPECT_FALSE(freezer.enabled());
+  EXPECT_FALSE(freezer.IsFrozen(1));
+  EXPECT_TRUE(WaitState(first, false));
+  EXPECT_TRUE(WaitState(g1, false));
+  EXPECT_NE(StateOf(second), 'T');
+  EndTree(first, g1);
+  EndTree(second, g2);
+}
+
 // The controller (a process owning a freezer) stops a job and is SIGKILLed:
 // its guardian continues the job.
 TEST(ProcessFreezer, GuardianContinuesJobsOfAKilledController) {

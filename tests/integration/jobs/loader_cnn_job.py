@@ -8,8 +8,8 @@ processes do while another job has the device.
 The loop measures itself: it records the monotonic time when its first
 iteration starts and when the last ends, and every loss, and writes them to
 --result (JSON). With --start-file the job imports, builds its model and
-starts its DataLoader workers, then waits for that file to exist before its
-first boundary, so that a bench can start the clocks of several jobs together
+starts its DataLoader workers, writes RESULT.ready, then waits for that file
+to exist before its first boundary, so that a bench can start the clocks of several jobs together
 with their start-up already behind them.
 
 usage: loader_cnn_job.py --iterations N --result FILE [--workers 2] [--start-file F]
@@ -78,6 +78,8 @@ def main():
         SyntheticImages(4096), batch_size=args.batch, shuffle=True, num_workers=args.workers,
         persistent_workers=args.workers > 0, generator=torch.Generator().manual_seed(args.seed))
     batches = iter(loader)  # starts the workers (they prefetch meanwhile)
+    if args.start_file:
+        open(args.result + ".ready", "w").close()
     while args.start_file and not os.path.exists(args.start_file):
         time.sleep(0.005)
     state = gandiva.torch.register(model, optimizer, extra={"losses": []})
