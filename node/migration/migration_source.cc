@@ -26,6 +26,22 @@ OperationStep StepOf(MigrationSource::State state) {
                                       OperationStep::kNone};
   return kSteps[static_cast<size_t>(state)];
 }
+// The job connects once it starts writing its state. A job whose save fails
+// before that (it registered no state, a section refused) never connects: stop
+// waiting as soon as it says so, with its reason.
+StatusOr<UniqueFd> AcceptFromJob(UnixListener& listener, ControlBlock* cb, int timeout_ms) {
+  constexpr int kPollMs = 50;
+  for (int waited = 0;; waited += kPollMs) {
+    StatusOr<UniqueFd> conn = listener.Accept(std::min(kPollMs, std::max(1, timeout_ms - waited)));
+    if (conn.ok() || conn.status().code() != StatusCode::kDeadlineExceeded) return conn;
+    if (cb->transfer_state.load(std::memory_order_acquire) == runtime::kTransferFailed)
+      return FailedPrecondition("the job could not write its state: " +
+                                std::string(cb->transfer_error));
+    if (waited + kPollMs >= timeout_ms)
+      return DeadlineExceeded("the job did not connect to " + listener.path() + " within " +
+                              std::to_string(timeout_ms) + " ms");
+  }
+}
 }  // namespace
 
 StatusOr<uint64_t> HoldAndPark(JobHost& host, const MovableJob& job, uint64_t timeout_ns,
@@ -137,7 +153,7 @@ StatusOr<MigrationSource::State> MigrationSource::Stream() {
   const std::string target = "unix:" + listener->path();
   GD_RETURN_IF_ERROR(ctx_.host->RequestTransfer(job_, runtime::kRequestCheckpoint, target));
   GD_RETURN_IF_ERROR(ctx_.peer->Begin(remote_job_));
-  GD_ASSIGN_OR_RETURN(UniqueFd conn, listener->Accept(ctx_.timeouts->stream_ms));
+  GD_ASSIGN_OR_RETURN(UniqueFd conn, AcceptFromJob(*listener, cb, ctx_.timeouts->stream_ms));
   std::string buf;
   uint64_t bytes = 0;
   for (uint64_t seq = 0;; ++seq) {

@@ -150,6 +150,14 @@ StatusOr<Json> Migrator::Migrate(const Json& req) {
     return FailedPrecondition("this node has no key (--key): it cannot authenticate to peers");
   if (job.pid <= 0)
     return FailedPrecondition("job " + std::to_string(job.id) + " has no process yet");
+  // Known once the job passed its first boundary: a job that registered no state
+  // would arrive with nothing and start over there, losing its progress.
+  if (job.cb->phase.load(std::memory_order_acquire) != runtime::kPhaseStarting &&
+      job.cb->registered_states.load(std::memory_order_relaxed) == 0)
+    return FailedPrecondition("job " + std::to_string(job.id) +
+                              " registered no state: call gandiva.torch.register(model, "
+                              "optimizer, ...) or gandiva.register_state() / "
+                              "gd_register_state() before its first boundary");
   GD_RETURN_IF_ERROR(
       BeginOperation(job.id, OperationKind::kMigrate, OperationStep::kPreparing, to));
   workers_.Start([this, id = job.id, p = peer->second, device = req.value("device", "")] {

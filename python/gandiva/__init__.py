@@ -11,8 +11,10 @@ suspend, resume and time-slice the job exactly between iterations::
 or, for PyTorch, ``gandiva.torch.attach(optimizer)`` marks a boundary after every
 ``optimizer.step()``. Run the script with ``gandiva run -- python train.py``.
 
-Registered state (``register_state``, or ``gandiva.torch.register`` for a model
-and optimizer) makes the job checkpointable and migratable: a process started
+Registered state (``register_state``, or ``gandiva.torch.register`` for a model,
+an optimizer and anything else with a ``state_dict()``, a
+``gandiva.torch.resumable`` DataLoader included) makes the job checkpointable
+and migratable: a process started
 with GANDIVA_RESTORE=DIR (``gandiva run --restore DIR``) loads it at its first
 boundary and continues exactly. See docs/checkpoint.md.
 
@@ -87,7 +89,8 @@ def checkpoint(dir):
     """Writes every registered section to DIR/state.gdck now (DIR is created;
     the file appears atomically). Call it where the state is consistent, e.g.
     right after an optimizer step. Returns the bytes written; raises
-    GandivaError if a save function failed or the file cannot be written."""
+    GandivaError if nothing is registered (failed_precondition: there would be
+    nothing to restore), a save function failed or the file cannot be written."""
     ok, code, message, nbytes = _gandiva.checkpoint(os.fspath(dir))
     if not ok:
         raise GandivaError(code, message)

@@ -11,12 +11,29 @@ so that only live tensors are swapped (docs/shim.md, "Moving only what is live")
 torch >= 2.0 has optimizer step hooks; older versions (Debian's 1.13) do not, so
 there `optimizer.step` is wrapped. Both give the same boundaries.
 
-Checkpointable training: register the state first, then attach, and loop on
-the iteration counter the state keeps (it survives a restore):
+Checkpointable training: wrap the DataLoader, register everything that has a
+state_dict() (model, optimizer, LR scheduler, GradScaler, EMA, the wrapped
+loader), then attach; the loop stays an ordinary epoch loop:
+
+    loader = gandiva.torch.resumable(DataLoader(ds, batch_size=32, shuffle=True,
+                                                num_workers=2))
+    gandiva.torch.register(model, optimizer, scheduler, loader)
+    gandiva.torch.attach(loader)      # a restoring process loads everything here
+    for epoch in loader.epochs(num_epochs):
+        for x, y in loader:           # resumes at the batch after the checkpoint
+            ...; optimizer.step(); ...
+        scheduler.step()
+
+An attached loader marks the boundary before it hands out each batch, when the
+loop's body for the previous one is over (scheduler, EMA and scaler updates
+after optimizer.step() included); an attached optimizer marks it right after
+optimizer.step(), so a loop that does more after the step attaches the loader.
+
+Loops driven by a counter instead can use the one the state keeps:
 
     state = gandiva.torch.register(model, optimizer, generators=[gen],
                                    extra={"losses": []})
-    gandiva.torch.attach(optimizer)   # a GANDIVA_RESTORE run loads here
+    gandiva.torch.attach(optimizer)
     while state.iteration < iterations:
         ...; state.extra["losses"].append(loss.item()); optimizer.step()
 """
@@ -30,6 +47,7 @@ import sys
 import torch
 
 from . import _gandiva
+from ._resumable import ResumableLoader, resumable  # noqa: F401 (part of this module's API)
 
 
 class Attachment:
@@ -73,11 +91,36 @@ def _post_step_hook(optimizer, args, kwargs):
     _count_and_mark(optimizer)
 
 
+def _attach_loader(loader):
+    if loader._boundary is not None:
+        raise RuntimeError("gandiva.torch.attach: this loader is attached already")
+    if loader._gandiva_state is not None:
+        _leave_raw_device_memory_out()  # CUDA may have started since register()
+    _boundary()
+    loader._boundary = _boundary
+
+    def remove():
+        loader._boundary = None
+
+    return Attachment(remove)
+
+
 def attach(optimizer):
     """Marks a gandiva boundary after every optimizer.step(), and one now: the
-    job may be parked here before its first iteration if its device is busy."""
+    job may be parked here before its first iteration if its device is busy.
+
+    Given a resumable() loader instead, marks one now and then one before each
+    batch it hands out after the first of an epoch's iteration (the previous
+    batch's whole loop body done)."""
+    if isinstance(optimizer, ResumableLoader):
+        return _attach_loader(optimizer)
     if getattr(optimizer, "_gandiva_attached", False):
         raise RuntimeError("gandiva.torch.attach: this optimizer is attached already")
+    state = getattr(optimizer, "_gandiva_state", None)
+    if state is not None and any(isinstance(o, ResumableLoader) for o in state.objects):
+        raise RuntimeError("gandiva.torch.attach: a resumable loader is registered: attach the "
+                           "loader, not the optimizer, so that checkpoints fall between batches "
+                           "(after what the loop does after optimizer.step())")
     optimizer._gandiva_attached = True
     if getattr(optimizer, "_gandiva_state", None) is not None:
         _leave_raw_device_memory_out()  # CUDA may have started since register()
@@ -110,11 +153,23 @@ def attach(optimizer):
     return Attachment(remove)
 
 
+def _is_stateful(obj):
+    return callable(getattr(obj, "state_dict", None)) and callable(
+        getattr(obj, "load_state_dict", None))
+
+
+def _describe(obj):
+    return type(obj).__module__ + "." + type(obj).__qualname__
+
+
 class TrainingState:
-    """The state gandiva.torch.register() checkpoints: the model's and the
-    optimizer's state_dicts, torch's global RNG state (and CUDA's, once
-    initialised), Python's `random` state, numpy's global RNG state if numpy
-    is imported, the given torch.Generator states, `iteration` and `extra`.
+    """The state gandiva.torch.register() checkpoints: the state_dict() of the
+    model, the optimizer and every other registered object (LR schedulers,
+    GradScaler, EMA weights, a ResumableLoader, ...), torch's global RNG state
+    (and CUDA's, once initialised), Python's `random` state, numpy's global RNG
+    state if numpy is imported, the given torch.Generator states, `iteration`
+    and `extra`. The whole is one torch.save, so non-tensor entries (ints,
+    floats, lists, nested dicts) come back exactly as they were.
 
     `iteration` counts completed optimizer steps (attach() increments it
     after each step, before the boundary). `extra` is a dict for whatever else
@@ -122,10 +177,11 @@ class TrainingState:
     restore updated in place, so read it through `state.extra[...]` after the
     first boundary rather than keeping references to its old values."""
 
-    def __init__(self, name, model, optimizer, generators, extra):
+    def __init__(self, name, model, optimizer, generators, extra, objects=()):
         self.name = name
         self.model = model
         self.optimizer = optimizer
+        self.objects = tuple(objects)
         self.generators = tuple(generators)
         self.iteration = 0
         self.extra = {} if extra is None else extra
@@ -139,6 +195,8 @@ class TrainingState:
             "torch_rng": torch.get_rng_state(),
             "python_random": random.getstate(),
             "generators": [g.get_state() for g in self.generators],
+            # Each with its type, so that a process registering other objects is told which.
+            "objects": [(_describe(o), o.state_dict()) for o in self.objects],
         }
         if self.model is not None:
             d["model"] = self.model.state_dict()
@@ -159,10 +217,16 @@ class TrainingState:
             raise ValueError("checkpoint and process disagree on whether a model is registered")
         if (self.optimizer is None) != ("optimizer" not in d):
             raise ValueError("checkpoint and process disagree on whether an optimizer is registered")
+        saved = d.get("objects", [])
+        if [t for t, _ in saved] != [_describe(o) for o in self.objects]:
+            raise ValueError(f"checkpoint has objects {[t for t, _ in saved]}, this process "
+                             f"registered {[_describe(o) for o in self.objects]}")
         if self.model is not None:
             self.model.load_state_dict(d["model"])
         if self.optimizer is not None:
             self.optimizer.load_state_dict(d["optimizer"])
+        for obj, (_, state) in zip(self.objects, saved):
+            obj.load_state_dict(state)
         torch.set_rng_state(d["torch_rng"])
         random.setstate(d["python_random"])
         for g, s in zip(self.generators, d["generators"]):
@@ -200,6 +264,9 @@ class TrainingState:
         _gandiva.unregister_state(self.name)
         if self.optimizer is not None and getattr(self.optimizer, "_gandiva_state", None) is self:
             self.optimizer._gandiva_state = None
+        for obj in self.objects:
+            if getattr(obj, "_gandiva_state", None) is self:
+                obj._gandiva_state = None
 
 
 # The CUDA shim's raw device-memory section (shim/memory/device_checkpoint.cc).
@@ -221,18 +288,32 @@ def _leave_raw_device_memory_out():
         pass
 
 
-def register(model=None, optimizer=None, generators=(), extra=None, name="torch"):
+def register(model=None, optimizer=None, *objects, generators=(), extra=None, name="torch"):
     """Registers a training job's state as the checkpoint section `name` and
-    returns the TrainingState. Call it before attach(optimizer): a process
-    started with GANDIVA_RESTORE=DIR loads the checkpoint at attach()'s first
-    boundary, and everything (model, optimizer, RNGs, iteration, extra) is
-    restored in place there."""
+    returns the TrainingState. `objects`: anything else with state_dict() and
+    load_state_dict() (an LR scheduler, a GradScaler, an EMA model, a
+    gandiva.torch.resumable() loader, your own holder), loaded in the order
+    given, after the model and the optimizer. Call it before attach()
+    (of the optimizer or the loader): a process started with
+    GANDIVA_RESTORE=DIR loads the checkpoint at attach()'s first boundary, and everything (model, optimizer,
+    objects, RNGs, iteration, extra) is restored in place there."""
     if optimizer is not None and getattr(optimizer, "_gandiva_attached", False):
         raise RuntimeError("gandiva.torch.register: call it before attach(optimizer), "
                            "whose first boundary is where a restoring process loads its state")
-    state = TrainingState(name, model, optimizer, generators, extra)
+    for position, obj in enumerate((model, optimizer) + objects, start=1):
+        if obj is not None and not _is_stateful(obj):
+            raise TypeError(f"gandiva.torch.register: argument {position} ({_describe(obj)}) "
+                            "has no state_dict()/load_state_dict(); keep plain values in "
+                            "extra={...} instead")
+        if isinstance(obj, ResumableLoader) and obj._boundary is not None:
+            raise RuntimeError("gandiva.torch.register: call it before attach(loader), "
+                               "whose first boundary is where a restoring process loads")
+    state = TrainingState(name, model, optimizer, generators, extra, objects)
     _gandiva.register_state(name, state._save, state._load)
     _leave_raw_device_memory_out()
     if optimizer is not None:
         optimizer._gandiva_state = state
+    for obj in objects:
+        if isinstance(obj, ResumableLoader):
+            obj._gandiva_state = state  # counts state.iteration as it hands out batches
     return state

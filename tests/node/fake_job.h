@@ -36,6 +36,7 @@ class FakeJob {
           std::chrono::milliseconds load_delay = std::chrono::milliseconds(0))
       : cb_(std::move(cb)), state_(std::move(state)), load_delay_(load_delay) {
     cb_->phase.store(runtime::kPhaseRunning);
+    cb_->registered_states.store(1);  // its byte string
     thread_ = std::thread([this] { Loop(); });
   }
   ~FakeJob() {
@@ -47,6 +48,9 @@ class FakeJob {
     return state_;
   }
   uint32_t phase() const { return cb_->phase.load(); }
+  // Its save fails before it connects anywhere, as the runtime's does when a
+  // section refuses (or, but for the node's up-front check, nothing is registered).
+  std::atomic<bool> refuse_save{false};
 
  private:
   void SetPhase(runtime::Phase phase) {
@@ -93,9 +97,13 @@ class FakeJob {
   void Transfer(uint32_t request) {
     const std::string target = cb_->transfer_target;
     cb_->transfer_state.store(runtime::kTransferBusy);
-    const bool ok = request == runtime::kRequestCheckpoint ? Save(target) : Load(target);
+    const bool refused = request == runtime::kRequestCheckpoint && refuse_save;
+    const bool ok =
+        !refused && (request == runtime::kRequestCheckpoint ? Save(target) : Load(target));
     cb_->transfer_bytes.store(state().size());
-    if (!ok) std::strcpy(cb_->transfer_error, "fake job: transfer failed");
+    if (!ok)
+      std::strcpy(cb_->transfer_error,
+                  refused ? "fake job: refused to save" : "fake job: transfer failed");
     // Back to parked, unless the node asked for something else meanwhile (as the runtime does).
     uint32_t expected = request;
     cb_->request.compare_exchange_strong(expected, runtime::kRequestSuspend);

@@ -287,6 +287,37 @@ TEST_F(MigratorTest, RefusesASecondOperationWhileOneRuns) {
             StatusCode::kInvalidArgument);
 }
 
+TEST_F(MigratorTest, RefusesToMoveAJobThatRegisteredNoState) {
+  auto m = MakeMigrator(PeerStep::kNone);
+  host_.at(1).cb->registered_states.store(0);  // past its first boundary with nothing registered
+  auto refused = m->Migrate({{"job", 1}, {"to", "b"}});
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("job 1 registered no state: call "
+                                            "gandiva.torch.register(model, optimizer, ...)"),
+            std::string::npos)
+      << refused.status().ToString();
+  EXPECT_FALSE(m->Busy(1));
+  EXPECT_FALSE(m->OperationOf(1).has_value()) << "nothing was started";
+  EXPECT_TRUE(record_->chunks.empty());
+  ExpectSourceTrainsOn();
+}
+
+TEST_F(MigratorTest, AJobWhoseSaveFailsBeforeItConnectsEndsTheMigrationAtOnce) {
+  auto m = MakeMigrator(PeerStep::kNone);
+  host_.at(1).job->refuse_save = true;
+  const uint64_t start = MonotonicNowNs();
+  Operation op = MigrateAndWait(*m);
+  // Told through the control block, not by the stream timeout (30 s here).
+  EXPECT_LT(MonotonicNowNs() - start, 10'000 * kMs);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_NE(op.error.find("the job could not write its state: fake job: refused to save"),
+            std::string::npos)
+      << op.error;
+  EXPECT_TRUE(record_->aborted);
+  EXPECT_FALSE(record_->started);
+  ExpectSourceTrainsOn();
+}
+
 TEST_F(MigratorTest, ChecksPointsToAFileAndReleasesTheJob) {
   auto m = MakeMigrator(PeerStep::kNone);
   const std::string dir = ::testing::TempDir();

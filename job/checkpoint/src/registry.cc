@@ -79,6 +79,11 @@ std::vector<std::string> StateRegistry::Names() const {
   return names;
 }
 
+size_t StateRegistry::Count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
 Status CheckSaveable(const std::vector<std::shared_ptr<const StateEntry>>& entries) {
   for (const auto& e : entries) {
     if (!e->check) continue;

@@ -40,12 +40,23 @@ Metadata MakeMetadata(const std::vector<std::shared_ptr<const StateEntry>>& entr
   return m;
 }
 
+// A checkpoint of nothing would "succeed" and a restore or migration of it would
+// start the job over from scratch: refuse it, saying what to register.
+Status NothingRegistered(uint64_t job_id) {
+  const std::string who = job_id ? "job " + std::to_string(job_id) : "this process";
+  return FailedPrecondition(who +
+                            " registered no state: call gandiva.torch.register(model, optimizer, "
+                            "...) or gandiva.register_state() / gd_register_state() before its "
+                            "first boundary");
+}
+
 }  // namespace
 
 Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes) {
   *bytes = 0;
   std::lock_guard<std::mutex> lock(TransferMutex());
   const auto entries = StateRegistry::Global().Snapshot();
+  if (entries.empty()) return NothingRegistered(job_id);
   GD_RETURN_IF_ERROR(CheckSaveable(entries));  // refused before the target is opened
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Sink> sink, OpenSink(target));
   return WriteStream(sink.get(), entries, MakeMetadata(entries, job_id), bytes);

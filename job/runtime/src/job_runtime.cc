@@ -83,6 +83,7 @@ void JobRuntime::FirstBoundary() {
   }
   if (cb_->boundary_source.load(std::memory_order_relaxed) == 0)
     cb_->boundary_source.store(1, std::memory_order_relaxed);
+  PublishRegisteredStates();
   cb_->phase.store(kPhaseRunning, std::memory_order_release);
   FutexWakeAll(&cb_->phase);
 }
@@ -97,11 +98,19 @@ static ParkHooks FindProcessParkHooks() {
   return hooks ? *hooks : ParkHooks{};
 }
 
+// For the controller, which cannot see the registry: whether a checkpoint
+// would hold anything (a migration of a job that registered nothing is refused).
+void JobRuntime::PublishRegisteredStates() {
+  const size_t n = checkpoint::StateRegistry::Global().Count();
+  cb_->registered_states.store(static_cast<uint32_t>(n), std::memory_order_relaxed);
+}
+
 void JobRuntime::Park(uint64_t now) {
   if (!hooks_looked_up_) {  // once: the shim, if any, is loaded before the first boundary
     if (!hooks_.on_parked && !hooks_.on_resuming) hooks_ = FindProcessParkHooks();
     hooks_looked_up_ = true;
   }
+  PublishRegisteredStates();  // an uncontended lock: tens of ns
   cb_->parked_at_ns.store(now, std::memory_order_relaxed);
   cb_->park_count.fetch_add(1, std::memory_order_relaxed);
   cb_->phase.store(kPhaseParked, std::memory_order_release);

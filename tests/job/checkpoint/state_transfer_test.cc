@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "gandiva/checkpoint/registry.h"
+#include "gandiva/contract/control_block.h"
 #include "gandiva/gandiva.hpp"
 #include "stream.h"
 
@@ -169,6 +170,22 @@ TEST_F(StateTransferTest, FailedSaveKeepsThePreviousCheckpoint) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
   blobs_[0]->data.resize(1 << 20);
   ASSERT_TRUE(RestoreState("file:" + (dir_ / kCheckpointFileName).string(), &bytes).ok());
+}
+
+TEST_F(StateTransferTest, NothingRegisteredIsRefusedSayingWhatToRegister) {
+  const std::string file = (dir_ / kCheckpointFileName).string();
+  uint64_t bytes = 1;
+  Status s = SaveState("file:" + file, kJobId, &bytes);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("job 7 registered no state: call gandiva.torch.register(model, "
+                             "optimizer, ...) or gandiva.register_state() / gd_register_state()"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_LT(s.ToString().size(), runtime::kTransferErrorSize) << "fits the control block";
+  EXPECT_EQ(bytes, 0u);
+  EXPECT_FALSE(fs::exists(file)) << "nothing written";
+  EXPECT_EQ(gd_checkpoint(dir_.c_str()), -1);  // the job's own call, unmanaged
+  EXPECT_FALSE(fs::exists(file));
 }
 
 TEST_F(StateTransferTest, HeaderRecordsTheCallersJobId) {

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <thread>
 
+#include "gandiva/checkpoint/registry.h"
 #include "gandiva/common/clock.h"
 #include "gandiva/common/units.h"
 #include "gandiva/contract/shared_control_block.h"
@@ -23,11 +24,12 @@ namespace {
 struct Shared {
   std::atomic<uint64_t> gated_calls;  // calls through GateWait() by a second thread
   std::atomic<uint32_t> managed;
+  int64_t register_at = -1;  // the iteration before which the child registers a state (-1: never)
 };
 
 class JobRuntimeTest : public ::testing::Test {
  protected:
-  void StartJob(uint64_t lease_ns) {
+  void StartJob(uint64_t lease_ns, int64_t register_at = -1) {
     name_ = "/gandiva.test." + std::to_string(getpid()) + "." + std::to_string(++counter_);
     auto block = SharedControlBlock::Create(name_, 7, lease_ns, "t");
     ASSERT_TRUE(block.ok()) << block.status().ToString();
@@ -36,6 +38,7 @@ class JobRuntimeTest : public ::testing::Test {
     shared_ = static_cast<Shared*>(
         mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
     new (shared_) Shared();
+    shared_->register_at = register_at;
     child_ = fork();
     ASSERT_GE(child_, 0);
     if (child_ == 0) RunChild();
@@ -56,6 +59,10 @@ class JobRuntimeTest : public ::testing::Test {
     });
     launcher.detach();
     for (int i = 0; i < 200000; ++i) {
+      if (i == shared_->register_at)
+        (void)checkpoint::RegisterState(
+            "counter", [](checkpoint::SectionWriter&) { return Status::Ok(); },
+            [](checkpoint::SectionReader&) { return Status::Ok(); });
       rt.Boundary();
       const uint64_t until = MonotonicNowNs() + 200'000;
       while (MonotonicNowNs() < until) {
@@ -64,13 +71,17 @@ class JobRuntimeTest : public ::testing::Test {
     _exit(0);
   }
 
+  // Also between two jobs of one test: leaves nothing to end twice.
   void TearDown() override {
     if (child_ > 0) {
       kill(child_, SIGKILL);
       waitpid(child_, nullptr, 0);
+      child_ = -1;
     }
     if (block_) SharedControlBlock::Remove(name_);
+    block_.reset();
     if (shared_) munmap(shared_, sizeof(Shared));
+    shared_ = nullptr;
   }
 
   ControlBlock* cb() { return block_->get(); }
@@ -114,6 +125,23 @@ TEST_F(JobRuntimeTest, ParksAtABoundaryMakesNoProgressAndResumes) {
   EXPECT_GE(cb()->resumed_at_ns.load(), cb()->parked_at_ns.load());
   // Time parked is not counted as iteration time.
   EXPECT_LT(ReadIterationStats(cb()->profile).p99_ms, 50.0);
+}
+
+// The controller cannot see the job's registry: it reads how many sections the
+// job registered in the control block, as of the first boundary and each park.
+TEST_F(JobRuntimeTest, PublishesItsRegisteredStatesAtTheFirstBoundaryAndAtParks) {
+  StartJob(60'000 * kMs, /*register_at=*/0);
+  WaitForIterations(5);
+  EXPECT_EQ(cb()->registered_states.load(), 1u);
+  TearDown();
+
+  StartJob(60'000 * kMs, /*register_at=*/200);
+  WaitForIterations(5);
+  EXPECT_EQ(cb()->registered_states.load(), 0u) << "nothing registered at the first boundary";
+  WaitForIterations(250);
+  RequestSuspend(cb());
+  ASSERT_TRUE(WaitForPhase(cb(), kPhaseParked, 5'000 * kMs));
+  EXPECT_EQ(cb()->registered_states.load(), 1u) << "registered later, published at the park";
 }
 
 TEST_F(JobRuntimeTest, ResumesItselfWhenTheLeaseExpires) {

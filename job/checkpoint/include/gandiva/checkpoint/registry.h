@@ -75,6 +75,7 @@ class StateRegistry {
   // checkpoint uses it, even if it is unregistered meanwhile.
   std::vector<std::shared_ptr<const StateEntry>> Snapshot() const;
   std::vector<std::string> Names() const;
+  size_t Count() const;
   // True for the first caller in the process only: the restore from
   // GANDIVA_RESTORE happens once, by whichever runtime copy reaches its first
   // boundary first (a second restore later would rewind the job).

@@ -17,7 +17,8 @@ namespace gandiva::checkpoint {
 
 // Writes every registered state to target. job_id goes into the stream's
 // header (the caller's, e.g. JobRuntime::job_id(); 0 when unmanaged).
-// *bytes: bytes written.
+// *bytes: bytes written. FailedPrecondition, with nothing written, when no
+// state is registered (the message says what to register).
 Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes);
 // Reads a stream from target, verifies every chunk, and loads each section
 // into the state registered under its name. *bytes: bytes read.

@@ -20,7 +20,7 @@
 namespace gandiva::runtime {
 
 inline constexpr uint32_t kControlBlockMagic = 0x42434447;  // "GDCB"
-inline constexpr uint32_t kControlBlockVersion = 4;
+inline constexpr uint32_t kControlBlockVersion = 5;
 inline constexpr size_t kProfileRingSize = 1024;  // iteration times kept for p50/p99
 
 // What the controller asks of the job.
@@ -82,6 +82,10 @@ struct alignas(64) ControlBlock {
   alignas(64) std::atomic<uint32_t> phase;
   std::atomic<uint32_t> fail_open;  // 1 once the job resumed itself on an expired lease
   std::atomic<int32_t> pid;
+  // Sections of registered state (checkpoint/registry.h), stored at the first
+  // boundary and at every park: 0 there means a checkpoint would hold nothing,
+  // and the controller refuses to migrate such a job.
+  std::atomic<uint32_t> registered_states;
   std::atomic<uint64_t> park_count;
   std::atomic<uint64_t> parked_at_ns;   // when the job last parked
   std::atomic<uint64_t> resumed_at_ns;  // when the job last left a park

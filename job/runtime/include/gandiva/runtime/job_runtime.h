@@ -78,6 +78,7 @@ class JobRuntime {
   void AttachFromEnvironment();
   void FirstBoundary();
   void Park(uint64_t now);
+  void PublishRegisteredStates();
   // Sleeps until resume is requested; false if it gave up on a dead controller.
   bool SleepUntilResumed();
   void WaitWhileParked();
