@@ -54,7 +54,8 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   opts->slice_ms = static_cast<uint64_t>(slice);
   opts->lease_ms = static_cast<uint64_t>(lease);
   const std::string freeze = flags.Get("freeze-parked", "on");
-  if (freeze != "on" && freeze != "off") return InvalidArgument("--freeze-parked must be on or off");
+  if (freeze != "on" && freeze != "off")
+    return InvalidArgument("--freeze-parked must be on or off");
   opts->freeze_parked = freeze == "on";
   if (flags.Has("devices")) {
     GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
@@ -212,11 +213,10 @@ int Serve(const NodeOptions& opts, const ApiServerOptions& api_options, int read
 
 int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
-  Flags flags(
-      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib",
-       "freeze-parked"},
-      {"daemonize", "help"});
+  Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
+               "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms",
+               "device-memory-mib", "freeze-parked"},
+              {"daemonize", "help"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 
   // Migration moves state in 4 MiB chunks that ZeroMQ and CURVE allocate and

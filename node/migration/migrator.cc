@@ -117,8 +117,8 @@ void Migrator::RunCheckpoint(uint64_t id, std::string dir) {
     ControlBlock* cb = job->cb.get();
     const std::string target = "file:" + dir + "/state.gdck";
     s = host_->RequestTransfer(id, runtime::kRequestCheckpoint, target);
-    const auto state =
-        s.ok() ? runtime::WaitForTransfer(cb, options_.timeouts.checkpoint_ns) : runtime::kTransferIdle;
+    const auto state = s.ok() ? runtime::WaitForTransfer(cb, options_.timeouts.checkpoint_ns)
+                              : runtime::kTransferIdle;
     if (s.ok())
       s = state == runtime::kTransferDone ? Status::Ok()
           : state == runtime::kTransferFailed
