@@ -31,6 +31,9 @@ echo
 echo "== bench_slicing_throughput =="
 "$python" "$here/job/bench_slicing_throughput.py" --build-dir "$build" --out "$out"
 echo
+echo "== bench_packing =="
+"$python" "$here/job/bench_packing.py" --build-dir "$build" --out "$out"
+echo
 # Migration (~2 minutes, up to ~7 GiB of memory at 2 GiB of state): only when built.
 if [ -x "$build/bench/migration/transfer_floor" ] && [ -x "$build/bench/migration/synthetic_state_job" ]; then
   echo "== bench_migration =="

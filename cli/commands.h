@@ -16,6 +16,7 @@ int PsCommand(const Args& args);      // gandiva ps
 int JobActionCommand(const std::string& action, const Args& args);  // suspend|resume|kill JOB
 int SliceCommand(const Args& args);       // gandiva slice --device D --ms N
 int WeightCommand(const Args& args);      // gandiva weight JOB W
+int ShareCommand(const Args& args);       // gandiva share DEVICE pack|slice|auto
 int AssignCommand(const Args& args);      // gandiva assign JOB --device D
 int TopCommand(const Args& args);         // gandiva top
 int SwitchesCommand(const Args& args);    // gandiva switches [--device D]
@@ -24,6 +25,8 @@ int SimCommand(const Args& args);         // gandiva sim ...  (scheduler simulat
 int KeygenCommand(const Args& args);      // gandiva keygen --out DIR [--name N]
 int CheckpointCommand(const Args& args);  // gandiva checkpoint JOB --to DIR
 int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]
+int LogsCommand(const Args& args);        // gandiva logs JOB [--follow] [--stderr]
+int WaitCommand(const Args& args);        // gandiva wait JOB
 
 }  // namespace gandiva::cli
 

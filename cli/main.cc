@@ -14,11 +14,19 @@ node controller:
   daemon [flags]                      run gandivad (see `gandiva daemon --help`)
   run [--device D] [--weight W] [--name N] -- CMD...
                                       run CMD as a job under the controller; returns its exit code
+  run --detach [--memory-mib N] [flags] -- CMD...
+                                      gandivad starts CMD itself (launch); prints the job id
+  logs JOB [--follow] [--stderr]      a launched job's output (--follow: until it ended)
+  wait JOB [--timeout-s S]            waits for a job to end; exits with its exit code
+                                      (128+N: signal N, 127/126: failed to start, 255: lost)
   ps [--json] [--all]                 jobs with live iteration statistics
   devices [--json]                    devices, their slices and jobs
   suspend JOB | resume JOB | kill JOB [--signal N]
   slice --device D --ms N             set a device's time slice (50..250 ms)
   weight JOB W                        set a job's share of its device (slice x W)
+  share DEVICE pack|slice|auto [--capacity N] [--window-ms N]
+                                      a device's jobs run at once, take turns, or the
+                                      measured better of the two (see docs/api.md)
   assign JOB --device D               move a job to another device of the node
   switches [--device D] [--json]      recorded hand-overs between jobs
   top [--interval MS] [--count N]     live view
@@ -51,6 +59,7 @@ int main(int argc, char** argv) {
   if (cmd == "suspend" || cmd == "resume" || cmd == "kill") return JobActionCommand(cmd, args);
   if (cmd == "slice") return SliceCommand(args);
   if (cmd == "weight") return WeightCommand(args);
+  if (cmd == "share") return ShareCommand(args);
   if (cmd == "assign") return AssignCommand(args);
   if (cmd == "switches") return SwitchesCommand(args);
   if (cmd == "top") return TopCommand(args);
@@ -58,6 +67,8 @@ int main(int argc, char** argv) {
   if (cmd == "keygen") return KeygenCommand(args);
   if (cmd == "checkpoint") return CheckpointCommand(args);
   if (cmd == "migrate") return MigrateCommand(args);
+  if (cmd == "logs") return LogsCommand(args);
+  if (cmd == "wait") return WaitCommand(args);
   std::fprintf(stderr, "gandiva: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

@@ -47,8 +47,11 @@ std::string OperationNote(const Json& j) {
 }
 
 std::string JobsTable(const Json& jobs, bool all) {
-  Table t({"ID", "NAME", "DEVICE", "STATE", "W", "ITERS", "IT/S", "MEAN_MS", "P99_MS", "SLICES",
-           "DEV_TIME_S", "DEV_MEM", "PID", "LAST_MOVE"});
+  Table t({"ID", "NAME", "DEVICE", "STATE", "W", "ITERS", "IT/S", "MEAN_MS", "P99_MS", "ALONE_MS",
+           "VS_ALONE", "SLICES", "DEV_TIME_S", "DEV_MEM", "PID", "LAST_MOVE"});
+  auto maybe = [](const Json& v, int digits) {
+    return v.is_number() ? Fixed(v.get<double>(), digits) : std::string("-");
+  };
   for (const auto& j : jobs) {
     const std::string state = j["state"].get<std::string>();
     if (!all && protocol::HasEnded(*EnumFromJson<JobState>(j["state"]))) continue;
@@ -56,21 +59,39 @@ std::string JobsTable(const Json& jobs, bool all) {
            state + (j["held"].get<bool>() ? "*" : ""), Fixed(j["weight"].get<double>(), 1),
            j["iterations"].dump(), Fixed(j["iterations_per_s"].get<double>(), 1),
            Fixed(j["mean_ms"].get<double>(), 2), Fixed(j["p99_ms"].get<double>(), 2),
-           j["slices"].dump(), Fixed(j["device_time_s"].get<double>(), 2),
-           Bytes(j["device_bytes"].get<double>()), j["pid"].dump(), OperationNote(j)});
+           maybe(j["alone_ms"], 2), maybe(j["rate_vs_alone"], 2), j["slices"].dump(),
+           Fixed(j["device_time_s"].get<double>(), 2), Bytes(j["device_bytes"].get<double>()),
+           j["pid"].dump(), OperationNote(j)});
   }
   return t.Render();
 }
 
+// "pack x2", "slice", "auto: pack (1.62 vs 0.98)": how the device's jobs share it.
+std::string ShareNote(const Json& d) {
+  const std::string mode = d["share_mode"].get<std::string>();
+  const std::string cap = " x" + d["capacity"].dump();
+  if (mode == "pack") return mode + cap;
+  if (mode == "slice") return mode;
+  const Json& dec = d["share_decision"];
+  if (!dec.is_object() || d["share_phase"].get<std::string>() != "decided")
+    return "auto" + cap + ": " + d["share_phase"].get<std::string>();
+  std::string note = "auto" + cap + ": " + dec["mode"].get<std::string>();
+  if (dec["pack_rate"].is_number())
+    note += " (" + Fixed(dec["pack_rate"].get<double>(), 2) + " packed vs " +
+            Fixed(dec["slice_rate"].get<double>(), 2) + ")";
+  return note;
+}
+
 std::string DevicesTable(const Json& devices) {
-  Table t({"DEVICE", "KIND", "MODEL", "SLICE_MS", "JOBS", "RUNNING", "SWITCHES", "HANDOVER_MS"});
+  Table t({"DEVICE", "KIND", "MODEL", "SHARE", "SLICE_MS", "JOBS", "RUNNING", "SWITCHES",
+           "HANDOVER_MS"});
   for (const auto& d : devices) {
     std::string jobs, running;
     for (const auto& j : d["jobs"]) jobs += (jobs.empty() ? "" : ",") + j.dump();
     for (const auto& j : d["running"]) running += (running.empty() ? "" : ",") + j.dump();
     t.Add({d["name"].get<std::string>(), d["kind"].get<std::string>(),
-           d["model"].get<std::string>(), d["slice_ms"].dump(), jobs.empty() ? "-" : jobs,
-           running.empty() ? "-" : running, d["switches"].dump(),
+           d["model"].get<std::string>(), ShareNote(d), d["slice_ms"].dump(),
+           jobs.empty() ? "-" : jobs, running.empty() ? "-" : running, d["switches"].dump(),
            Fixed(d["mean_handover_ms"].get<double>(), 3)});
   }
   return t.Render();
@@ -101,6 +122,10 @@ int DevicesCommand(const Args& args) {
     std::printf("%s\n", (*reply)["devices"].dump(2).c_str());
   else
     std::fputs(DevicesTable((*reply)["devices"]).c_str(), stdout);
+  // Other devices-like facts of the node, for people (the JSON stays the device list).
+  if (auto hello = c.Call(MessageType::kHello); hello && !c.json())
+    std::printf("memory limits of launched jobs: %s\n",
+                (*hello)["memory_limits"].get<std::string>().c_str());
   return kExitOk;
 }
 

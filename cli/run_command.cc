@@ -1,6 +1,7 @@
 // `gandiva run`: registers a job with gandivad, starts CMD with the job's
 // environment (control block, job id, Python package path, the CUDA shim
 // preloaded for GPU jobs), reports its pid and its exit, returns its exit code.
+// With --detach, gandivad starts CMD itself (launch) and this returns at once.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 
 #include "gandiva/common/log.h"
 #include "gandiva/contract/environment.h"
+#include "job_commands.h"
 #include "node_client.h"
 
 extern char** environ;
@@ -86,6 +88,10 @@ void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
   setenv(runtime::kEnvControlBlock, reg["control_block"].get<std::string>().c_str(), 1);
   setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
   setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
+  // What the node adds (MPS's directories on a GPU where MPS runs).
+  if (reg.contains("env") && reg["env"].is_object())
+    for (const auto& [k, v] : reg["env"].items())
+      if (v.is_string()) setenv(k.c_str(), v.get<std::string>().c_str(), 1);
   const bool gpu =
       EnumFromJson<protocol::DeviceKind>(reg["device_kind"]) == protocol::DeviceKind::kGpu;
   if (!c.flags().Has("shim") && (!gpu || c.flags().Has("no-shim"))) return;
@@ -135,16 +141,43 @@ bool ReportMigratedAway(NodeCommand& c, int64_t job) {
   return true;
 }
 
+// `run --detach`: gandivad starts the job (launch) with this environment, the
+// shim preloaded as `run` would (asked for, or a GPU node unless --no-shim).
+int RunDetached(NodeCommand& c, Json fields) {
+  if (const char* restore = std::getenv(checkpoint::kEnvRestore)) fields["restore"] = restore;
+  bool shim = c.flags().Has("shim");
+  if (!shim && !c.flags().Has("no-shim")) {
+    auto devices = c.Call(MessageType::kListDevices);
+    if (!devices) return kExitFailed;
+    for (const Json& d : (*devices)["devices"])
+      if ((!c.flags().Has("device") || d["name"] == c.flags().Get("device")) &&
+          EnumFromJson<protocol::DeviceKind>(d["kind"]) == protocol::DeviceKind::kGpu)
+        shim = true;
+  }
+  if (shim) {
+    const std::string path = ShimPath();
+    if (path.empty()) return c.UsageError("the CUDA shim is not built");
+    const std::string old = fields["env"].value("LD_PRELOAD", "");
+    fields["env"]["LD_PRELOAD"] = old.empty() ? path : path + ":" + old;
+  }
+  return LaunchDetached(c, std::move(fields));
+}
+
 }  // namespace
 
 int RunCommand(const Args& args) {
-  NodeCommand c("gandiva run", {"device", "weight", "name", "restore"}, {"shim", "no-shim"});
+  NodeCommand c("gandiva run", {"device", "weight", "name", "restore", "memory-mib"},
+                {"shim", "no-shim", "detach"});
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
   if (cmd.empty())
-    return c.UsageError("usage: gandiva run [--device D] [--weight W] [--name N] -- CMD...");
+    return c.UsageError(
+        "usage: gandiva run [--detach [--memory-mib N]] [--device D] [--weight W] [--name N] "
+        "-- CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");
+  if (c.flags().Has("memory-mib") && !c.flags().Has("detach"))
+    return c.UsageError("--memory-mib needs --detach (gandivad starts the job)");
 
   if (c.flags().Has("restore")) {
     // The job restores at its first boundary; a missing checkpoint is a usage error now, not later.
@@ -160,6 +193,7 @@ int RunCommand(const Args& args) {
 #endif
   auto fields = RegisterFields(c);
   if (!fields) return kExitUsage;
+  if (c.flags().Has("detach")) return RunDetached(c, std::move(*fields));
   auto reg = c.Call(MessageType::kRegisterJob, *fields);
   if (!reg) return kExitFailed;
   const int64_t job = (*reg)["job"].get<int64_t>();
@@ -183,7 +217,9 @@ int RunCommand(const Args& args) {
   // A job that migrated away was ended here on purpose.
   if (ReportMigratedAway(c, job)) return 0;
   // The daemon may be gone by now; the exit code is what matters to the caller.
-  if (auto told = c.client().Call(MessageType::kJobExited, {{"job", job}, {"exit_code", code}});
+  const int signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (auto told = c.client().Call(MessageType::kJobExited,
+                                  {{"job", job}, {"exit_code", code}, {"signal", signal}});
       !told.ok())
     GD_LOG(kDebug, "could not report the exit: %s", told.status().ToString().c_str());
   return code;

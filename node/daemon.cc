@@ -39,6 +39,8 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --authorized-keys FILE  public keys (one per line) of clients and peers the TCP endpoint accepts
   --peers FILE       nodes jobs may migrate to: lines "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE"
   --state-dir DIR    transfer sockets and logs of jobs started here (default: the endpoint's dir)
+  --job-log-cap-kib N  cap of each output file of a job gandivad launched (default 65536);
+                     past it the file moves to FILE.1 and starts over: the newest output stays
   --peer-timeout-ms N  a peer silent this long during a migration has failed (default 20000)
   --node NAME        node name (default: the host name)
   --log LEVEL        error, warn, info (default) or debug
@@ -100,6 +102,11 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   if (peer_timeout < 100 || peer_timeout > 600000)
     return InvalidArgument("--peer-timeout-ms must be 100..600000");
   opts->peer_timeout_ms = static_cast<int>(peer_timeout);
+  GD_ASSIGN_OR_RETURN(long long log_cap_kib,
+                      flags.GetInt("job-log-cap-kib", kDefaultLogCapBytes >> 10));
+  if (log_cap_kib < 1 || log_cap_kib > (1ll << 30))
+    return InvalidArgument("--job-log-cap-kib must be 1..1073741824");
+  opts->job_log_cap_bytes = static_cast<uint64_t>(log_cap_kib) << 10;
   // Unix socket paths are short (108 bytes): fall back to /tmp for a deep directory.
   std::string state_dir =
       flags.Get("state-dir", std::filesystem::path(opts->endpoint.substr(6)).parent_path());
@@ -215,7 +222,7 @@ int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
   Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
                "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms",
-               "device-memory-mib", "freeze-parked"},
+               "device-memory-mib", "job-log-cap-kib", "freeze-parked"},
               {"daemonize", "help"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 

@@ -10,7 +10,6 @@
 #include "gandiva/common/log.h"
 #include "gandiva/common/units.h"
 #include "gandiva/contract/environment.h"
-#include "migration/process_spawn.h"
 
 namespace gandiva::controller {
 
@@ -35,6 +34,7 @@ MigratorOptions MigratorOptionsFor(const NodeOptions& o) {
 Node::Node(NodeOptions options)
     : options_(std::move(options)),
       monitor_([this](uint64_t job) { OnProcessExit(job); }),
+      logs_(options_.job_log_cap_bytes),
       heartbeat_(std::chrono::milliseconds(std::max<uint64_t>(10, options_.lease_ms / 4)),
                  [this](uint64_t now) {
                    jobs_.ForEachLive([now](const Job& j) {
@@ -54,11 +54,18 @@ Node::~Node() { Stop(); }
 Status Node::Start() {
   if (devices_.empty()) return InvalidArgument("no devices to schedule");
   GD_RETURN_IF_ERROR(monitor_.Start());
+  cgroups_ = MemoryCgroups::Probe("gandiva." + options_.node + "." + std::to_string(getpid()));
+  GD_LOG(kInfo, "memory limits of launched jobs: %s", cgroups_.status().c_str());
+  logs_.Start();
   freezer_ = std::make_unique<ProcessFreezer>(options_.freeze_parked);
   for (auto& [name, dev] : devices_) {
     dev->SetFreezer(freezer_.get());
     dev->Start();
   }
+  bool has_gpu = false;
+  for (const auto& d : options_.devices) has_gpu |= d.kind == protocol::DeviceKind::kGpu;
+  const char* path = getenv("PATH");
+  mps_.Start(PlanMps(has_gpu, path ? path : "", options_.state_dir));
   heartbeat_.Start();
   started_ = true;
   return Status::Ok();
@@ -70,6 +77,7 @@ void Node::Stop() {
   for (auto& [name, dev] : devices_) dev->Stop();
   heartbeat_.Stop();
   monitor_.Stop();
+  logs_.Stop();
   migrator_.Stop();  // operations give up; a job they held is released below
   int released = 0;
   jobs_.ForEachLive([&](const Job& job) {
@@ -79,6 +87,19 @@ void Node::Stop() {
     ++released;
   });
   if (released) GD_LOG(kInfo, "released %d job(s); they run on unmanaged", released);
+  cgroups_.RemoveParent();  // only once empty: jobs still running keep their cgroups
+  mps_.Stop();
+}
+
+std::string Node::MpsStatus(const DeviceLoop& device) const {
+  if (device.info().kind != protocol::DeviceKind::kGpu) return "off: not a GPU";
+  return mps_.Status();
+}
+
+std::map<std::string, std::string> Node::JobEnvironment(const std::string& device) const {
+  const DeviceLoop* dev = FindDevice(device);
+  if (!dev || dev->info().kind != protocol::DeviceKind::kGpu) return {};
+  return mps_.JobEnvironment();
 }
 
 DeviceLoop* Node::FindDevice(const std::string& name) const {
@@ -136,7 +157,8 @@ Status Node::SetProcess(uint64_t job, int pid, bool spawned) {
   GD_RETURN_IF_ERROR(jobs_.SetProcess(job, pid, UniqueFd(), spawned));
   auto fd = monitor_.Watch(job, pid);
   if (!fd.ok()) {
-    EndJobLocked(job, true, -1);
+    EndJobLocked(job, true, -1,
+                 {protocol::ExitReason::kLost, 0, "its process was gone when it was reported"});
     return fd.status();
   }
   GD_RETURN_IF_ERROR(jobs_.SetProcess(job, pid, std::move(*fd), spawned));
@@ -145,48 +167,68 @@ Status Node::SetProcess(uint64_t job, int pid, bool spawned) {
   return Status::Ok();
 }
 
-void Node::EndJob(uint64_t job, bool failed, int exit_code) {
+Status Node::SetSpawnedProcess(uint64_t job, StartedProcess process) {
   std::lock_guard lock(mu_);
-  EndJobLocked(job, failed, exit_code);
+  const int fd = process.pidfd.get();
+  GD_RETURN_IF_ERROR(jobs_.SetProcess(job, process.pid, std::move(process.pidfd), true));
+  monitor_.WatchFd(job, fd);  // the table owns the fd now; it outlives the watch
+  return Status::Ok();
 }
 
-void Node::EndJobLocked(uint64_t id, bool failed, int exit_code) {
+void Node::EndJob(uint64_t job, bool failed, int exit_code, ProcessEnd end) {
+  std::lock_guard lock(mu_);
+  EndJobLocked(job, failed, exit_code, std::move(end));
+}
+
+void Node::EndJobLocked(uint64_t id, bool failed, int exit_code, ProcessEnd end) {
   auto job = jobs_.Find(id);
   if (!job.ok() || job->ended) return;
   DeviceUsage usage;
   if (DeviceLoop* dev = FindDevice(job->device))
     if (auto left = dev->RemoveJob(id)) usage = left->usage;
-  if (auto ended = jobs_.End(id, failed, exit_code, usage))
+  if (auto ended = jobs_.End(id, failed, exit_code, usage, std::move(end)))
     monitor_.Unwatch(ended->pidfd.get());  // then the pidfd closes
+  MemoryCgroups::Remove(job->cgroup_dir);  // empty once its process is reaped
 }
 
 void Node::OnProcessExit(uint64_t id) {
+  // Our child (spawned): its exit status is ours to collect. The pidfd may say
+  // it exited a moment before it can be reaped (a many-threaded process is still
+  // tearing down), so this waits, outside any lock; called again for a job
+  // reaped already, it returns at once (ECHILD).
+  int status = 0;
+  bool reaped = false;
+  if (auto found = jobs_.Find(id); found.ok() && found->spawned && !found->ended) {
+    pid_t r;
+    while ((r = waitpid(found->pid, &status, 0)) < 0 && errno == EINTR) {
+    }
+    reaped = r == found->pid;
+  }
   std::lock_guard lock(mu_);
   auto job = jobs_.Find(id);
   if (!job.ok() || job->ended) return;
-  // A clean exit detaches (phase exited); anything else is a crash.
-  bool clean = job->cb()->phase.load() == runtime::kPhaseExited;
+  // Not our child (`gandiva run` is its parent): its exit status comes with job_exited.
+  ProcessEnd end{protocol::ExitReason::kLost, 0,
+                 "its process ended; no exit status reached gandivad"};
+  bool clean = job->cb()->phase.load() == runtime::kPhaseExited;  // it detached
   int code = -1;
-  if (job->spawned) {  // our child: its exit status is ours to collect
-    int status = 0;
-    if (waitpid(job->pid, &status, WNOHANG) == job->pid) {
-      code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      clean = clean && code == 0;
-    }
+  if (reaped) {
+    end = EndFromWaitStatus(status, &code);
+    clean = end.reason == protocol::ExitReason::kExited && code == 0;
   }
   if (job->migrated) {
-    EndJobLocked(id, false, 0);
+    EndJobLocked(id, false, 0,
+                 {protocol::ExitReason::kMigrated, 0, "it continues on another node"});
     GD_LOG(kInfo, "job %llu (%s) left for another node", static_cast<unsigned long long>(id),
            job->name.c_str());
     return;
   }
-  EndJobLocked(id, !clean, code);
-  if (clean) {
+  EndJobLocked(id, !clean, code, end);
+  if (clean)
     GD_LOG(kInfo, "job %llu (%s) exited", static_cast<unsigned long long>(id), job->name.c_str());
-  } else {
-    GD_LOG(kWarn, "job %llu (%s) died without detaching", static_cast<unsigned long long>(id),
-           job->name.c_str());
-  }
+  else
+    GD_LOG(kWarn, "job %llu (%s): %s%s", static_cast<unsigned long long>(id), job->name.c_str(),
+           end.detail.c_str(), job->spawned ? "" : " (died without detaching)");
 }
 
 Status Node::AssignDevice(uint64_t id, const std::string& device) {
@@ -262,7 +304,9 @@ void Node::MarkMigrated(uint64_t id) {
   });
 }
 
-void Node::EndMigrated(uint64_t id) { EndJob(id, false, 0); }
+void Node::EndMigrated(uint64_t id) {
+  EndJob(id, false, 0, {protocol::ExitReason::kMigrated, 0, "it continues on another node"});
+}
 
 StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
   GD_ASSIGN_OR_RETURN(Job job, Register(NewJob{a.name, a.device, a.weight.value_or(1.0), a.command,
@@ -271,20 +315,12 @@ StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
   // should this node die meanwhile, the copy exits rather than train from scratch.
   job.cb()->exit_if_orphaned.store(1);
   std::map<std::string, std::string> env = job.env;
-  env.erase("GANDIVA_RESTORE");
-  env[runtime::kEnvControlBlock] = job.block->name();
-  env[runtime::kEnvJobId] = std::to_string(job.id);
-  env[runtime::kEnvEndpoint] = options_.endpoint;
-  const std::string log_path = options_.state_dir + "/job-" + std::to_string(job.id) + ".log";
-  auto pid = SpawnProcess(job.command, env, job.cwd, log_path);
-  if (!pid.ok()) {
-    EndJob(job.id, true, 127);
-    return pid.status();
-  }
-  GD_RETURN_IF_ERROR(SetProcess(job.id, *pid, /*spawned=*/true));
+  env.erase(checkpoint::kEnvRestore);
+  GD_RETURN_IF_ERROR(StartJobProcess(job, std::move(env), ""));
+  GD_ASSIGN_OR_RETURN(job, jobs_.Find(job.id));
   GD_LOG(kInfo, "job %llu arriving from %s: started pid %d (log %s)", (unsigned long long)job.id,
-         job.migrated_from.c_str(), *pid, log_path.c_str());
-  return Arrival{job.id, job.SharedCb(), log_path};
+         job.migrated_from.c_str(), job.pid, job.stdout_log.c_str());
+  return Arrival{job.id, job.SharedCb(), job.stdout_log};
 }
 
 Status Node::KillJob(uint64_t id) {

@@ -24,10 +24,14 @@
 #include "api/dispatcher.h"
 #include "devices/device_loop.h"
 #include "devices/devices.h"
+#include "devices/mps_daemon.h"
 #include "gandiva/protocol/curve.h"
 #include "gandiva/status.h"
 #include "jobs/heartbeat.h"
+#include "jobs/job_log.h"
 #include "jobs/job_table.h"
+#include "jobs/launcher.h"
+#include "jobs/memory_cgroups.h"
 #include "jobs/process_freezer.h"
 #include "jobs/process_monitor.h"
 #include "migration/job_host.h"
@@ -43,11 +47,12 @@ struct NodeOptions {
   uint64_t lease_ms = 3000;  // a parked job resumes itself after this long without heartbeat
   std::string endpoint;      // reported by hello
   size_t max_switch_records = 100000;
-  std::string state_dir;                  // sockets for state transfer, logs of spawned jobs
-  protocol::CurveKeyPair node_keys;       // this node's identity towards peers
-  std::map<std::string, PeerInfo> peers;  // nodes jobs may migrate to
-  PeerFault fault = PeerFault::kNone;     // test-only fault injection (--fault)
-  int peer_timeout_ms = 20000;            // a peer silent this long has failed
+  std::string state_dir;  // sockets for state transfer, logs of spawned jobs
+  uint64_t job_log_cap_bytes = kDefaultLogCapBytes;  // per output stream of a launched job
+  protocol::CurveKeyPair node_keys;                  // this node's identity towards peers
+  std::map<std::string, PeerInfo> peers;             // nodes jobs may migrate to
+  PeerFault fault = PeerFault::kNone;                // test-only fault injection (--fault)
+  int peer_timeout_ms = 20000;                       // a peer silent this long has failed
   MigrationTimeouts timeouts;
   bool freeze_parked = true;  // stop parked jobs' processes (ProcessFreezer)
 };
@@ -65,6 +70,14 @@ struct NewJob {
   std::map<std::string, std::string> env;
   bool held = false;  // stays parked at its first boundary until released
   std::string migrated_from;
+};
+
+// A job gandivad starts itself (launch): the job, and what only a launch has.
+struct LaunchJob {
+  NewJob job;                       // its command, cwd (absolute) and whole environment
+  std::string user;                 // who asked
+  std::string restore;              // a checkpoint directory, or ""
+  uint64_t memory_limit_bytes = 0;  // 0: none
 };
 
 class Node final : public JobHost {
@@ -86,13 +99,25 @@ class Node final : public JobHost {
   const Migrator& migrator() const { return migrator_; }
   DeviceLoop* FindDevice(const std::string& name) const;
   std::vector<DeviceLoop*> Devices() const;
+  // MPS on this node's GPUs: "running" or why not, for a device; and the
+  // variables a job on `device` must start with (MPS's directories, on a GPU).
+  std::string MpsStatus(const DeviceLoop& device) const;
+  std::map<std::string, std::string> JobEnvironment(const std::string& device) const;
 
   // What spans the job table and the device loops.
   StatusOr<Job> Register(NewJob job);
+  // Registers the job and starts its process (node_launch.cc). A command that
+  // cannot start gets its error, and the job is recorded as failed_to_start.
+  StatusOr<Job> Launch(LaunchJob launch);
+  JobLogs& logs() { return logs_; }
+  // Whether launches' memory limits are enforced here, in words.
+  const std::string& MemoryLimits() const { return cgroups_.status(); }
   // The process of `job` is `pid`; it is watched from now on. NotFound (and
   // the job ended, failed) if the process is gone already.
   Status SetProcess(uint64_t job, int pid, bool spawned);
-  void EndJob(uint64_t job, bool failed, int exit_code);
+  // The same for a process this daemon started (spawned), with its pidfd.
+  Status SetSpawnedProcess(uint64_t job, StartedProcess process);
+  void EndJob(uint64_t job, bool failed, int exit_code, ProcessEnd end);
   Status AssignDevice(uint64_t job, const std::string& device);
   Status SetWeight(uint64_t job, double weight);
   // Whether the job is held (the device loop's slicer is the one record of it).
@@ -115,7 +140,11 @@ class Node final : public JobHost {
 
  private:
   void OnProcessExit(uint64_t job);
-  void EndJobLocked(uint64_t job, bool failed, int exit_code);  // mu_ held
+  void EndJobLocked(uint64_t job, bool failed, int exit_code, ProcessEnd end);  // mu_ held
+  // Starts the registered job's process with `env` (gandiva's variables added),
+  // output to its log files; on a start error the job ends, failed_to_start.
+  Status StartJobProcess(const Job& job, std::map<std::string, std::string> env,
+                         const std::string& cgroup_dir);
   std::string PickDevice(const std::string& wanted) const;
 
   const NodeOptions options_;
@@ -124,8 +153,11 @@ class Node final : public JobHost {
   std::unique_ptr<ProcessFreezer> freezer_;  // outlives the device loops that use it
   std::map<std::string, std::unique_ptr<DeviceLoop>> devices_;  // fixed after construction
   ProcessMonitor monitor_;
+  JobLogs logs_;
+  MemoryCgroups cgroups_;  // probed by Start
   Heartbeat heartbeat_;
   Migrator migrator_;
+  MpsDaemon mps_;
   Dispatcher dispatcher_;
   bool started_ = false;
   bool stopped_ = false;

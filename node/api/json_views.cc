@@ -21,6 +21,18 @@ Json OperationToJson(const std::optional<Operation>& op) {
 }
 
 namespace {
+Json ShareDecisionToJson(const std::optional<ShareDecision>& d) {
+  if (!d) return nullptr;
+  auto number = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+  return Json{{"mode", d->chosen},
+              {"reason", d->reason},
+              {"jobs", d->jobs},
+              {"slice_rate", number(d->slice_rate)},
+              {"pack_rate", number(d->pack_rate)},
+              {"window_s", d->window_s},
+              {"alone_estimated", d->alone_estimated},
+              {"at_s", d->at_ns / 1e9}};
+}
 protocol::BoundarySource BoundarySourceOf(uint32_t source) {
   return source == 2   ? protocol::BoundarySource::kInferred
          : source == 1 ? protocol::BoundarySource::kExplicit
@@ -53,6 +65,9 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
               {"p50_ms", stats.p50_ms},
               {"p99_ms", stats.p99_ms},
               {"iterations_per_s", stats.iterations_per_s},
+              {"alone_ms", usage.alone_ns ? Json(*usage.alone_ns / 1e6) : Json(nullptr)},
+              {"rate_vs_alone",
+               usage.rate_vs_alone && !job.ended ? Json(*usage.rate_vs_alone) : Json(nullptr)},
               {"slices", usage.slices},
               {"swaps", usage.swaps},
               {"swapped_bytes", cb->swapped_bytes.load()},
@@ -66,6 +81,14 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
               {"swap_state", SwapStateOf(cb->swap_state.load())},
               {"fail_open", cb->fail_open.load() != 0},
               {"exit_code", job.exit_code},
+              {"exit_reason", job.end.reason},
+              {"exit_signal", job.end.signal},
+              {"exit_detail", job.end.detail},
+              {"launched", job.launched},
+              {"user", job.user},
+              {"stdout_log", job.stdout_log},
+              {"stderr_log", job.stderr_log},
+              {"memory_limit", job.memory_limit},
               {"migrated_from", job.migrated_from},
               {"operation", OperationToJson(operation)}};
 }
@@ -76,12 +99,17 @@ Json DeviceToJson(const DeviceSnapshot& d) {
               {"model", d.info.model},
               {"memory_bytes", d.info.memory_bytes},
               {"resident_bytes", d.resident_bytes},
-              {"capacity", d.info.capacity},
+              {"capacity", d.capacity},
               {"slice_ms", d.slice_ms},
               {"jobs", d.jobs},
               {"running", d.running},
               {"switches", d.switch_count},
-              {"mean_handover_ms", d.mean_handover_ms}};
+              {"mean_handover_ms", d.mean_handover_ms},
+              {"share_mode", d.share_mode},
+              {"packing", d.packing},
+              {"share_phase", d.share_phase},
+              {"share_decision", ShareDecisionToJson(d.share_decision)},
+              {"mps", d.mps}};
 }
 
 }  // namespace gandiva::controller

@@ -45,7 +45,8 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
               {"device", job.device},
               {"device_kind", node.FindDevice(job.device)->info().kind},
               {"control_block", job.block->name()},
-              {"lease_ms", node.options().lease_ms}};
+              {"lease_ms", node.options().lease_ms},
+              {"env", node.JobEnvironment(job.device)}};
 }
 
 StatusOr<Json> JobStarted(Node& node, const Json& req) {
@@ -68,8 +69,10 @@ StatusOr<Json> JobExited(Node& node, const Json& req) {
   const uint64_t id = req.at("job").get<uint64_t>();
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Find(id));
   const int code = req.at("exit_code").get<int>();
-  node.EndJob(id, code != 0, code);
-  GD_RETURN_IF_ERROR(node.jobs().SetExitCode(id, code));
+  const int signal = req.value("signal", 0);
+  if (signal < 0 || signal >= 65) return InvalidArgument("bad signal " + std::to_string(signal));
+  node.EndJob(id, code != 0, code, EndFromReport(code, signal));
+  GD_RETURN_IF_ERROR(node.jobs().SetExitCode(id, code, EndFromReport(code, signal)));
   return Json::object();
 }
 
@@ -114,6 +117,28 @@ StatusOr<Json> SetSlice(Node& node, const Json& req) {
   return Json::object();
 }
 
+StatusOr<Json> SetShareMode(Node& node, const Json& req) {
+  const std::string name = req.at("device").get<std::string>();
+  DeviceLoop* dev = node.FindDevice(name);
+  if (!dev) return NotFound("no device '" + name + "'");
+  const std::string mode_text = req.at("mode").get<std::string>();
+  const auto mode = protocol::FromString<ShareMode>(mode_text);
+  if (!mode)
+    return InvalidArgument("share mode must be pack, slice or auto, not '" + mode_text + "'");
+  const int64_t capacity = req.value("capacity", int64_t{kDefaultPackCapacity});
+  if (capacity < 2 || capacity > kMaxPackCapacity)
+    return InvalidArgument("capacity must be 2.." + std::to_string(kMaxPackCapacity) + ", not " +
+                           std::to_string(capacity));
+  const int64_t window_ms = req.value("window_ms", static_cast<int64_t>(kDefaultShareWindowMs));
+  if (window_ms < static_cast<int64_t>(kMinShareWindowMs) ||
+      window_ms > static_cast<int64_t>(kMaxShareWindowMs))
+    return InvalidArgument("window_ms must be " + std::to_string(kMinShareWindowMs) + ".." +
+                           std::to_string(kMaxShareWindowMs) + ", not " +
+                           std::to_string(window_ms));
+  dev->SetShareMode(*mode, static_cast<int>(capacity), static_cast<uint64_t>(window_ms) * kMs);
+  return Json::object();
+}
+
 StatusOr<Json> SetWeight(Node& node, const Json& req) {
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
   GD_RETURN_IF_ERROR(node.SetWeight(job.id, req.at("weight").get<double>()));
@@ -145,7 +170,11 @@ StatusOr<Json> ListSwitches(Node& node, const Json& req) {
 
 StatusOr<Json> ListDevices(Node& node) {
   Json list = Json::array();
-  for (DeviceLoop* dev : node.Devices()) list.push_back(DeviceToJson(dev->Snapshot()));
+  for (DeviceLoop* dev : node.Devices()) {
+    DeviceSnapshot s = dev->Snapshot();
+    s.mps = node.MpsStatus(*dev);
+    list.push_back(DeviceToJson(s));
+  }
   return Json{{"devices", list}};
 }
 
@@ -153,7 +182,8 @@ StatusOr<Json> Hello(Node& node) {
   return Json{{"version", protocol::kProtocolVersion},
               {"node", node.options().node},
               {"pid", getpid()},
-              {"endpoint", node.options().endpoint}};
+              {"endpoint", node.options().endpoint},
+              {"memory_limits", node.MemoryLimits()}};
 }
 
 }  // namespace
@@ -169,12 +199,14 @@ void RegisterNodeHandlers(Dispatcher& d, Node& node) {
       {MessageType::kResume, Resume},
       {MessageType::kKill, Kill},
       {MessageType::kSetSlice, SetSlice},
+      {MessageType::kSetShareMode, SetShareMode},
       {MessageType::kSetWeight, SetWeight},
       {MessageType::kAssignDevice, AssignDevice},
       {MessageType::kListSwitches, ListSwitches},
   };
   for (const auto& [type, fn] : with_body)
     d.OnSync(type, [&node, fn](const Call& c) { return fn(node, c.body()); });
+  RegisterLaunchHandlers(d, node);
   d.OnSync(MessageType::kHello, [&node](const Call&) { return Hello(node); });
   d.OnSync(MessageType::kListDevices, [&node](const Call&) { return ListDevices(node); });
 }

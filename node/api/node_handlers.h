@@ -17,6 +17,8 @@ namespace gandiva::controller {
 class Node;
 
 void RegisterNodeHandlers(Dispatcher& dispatcher, Node& node);
+// launch and read_log (launch_handlers.cc).
+void RegisterLaunchHandlers(Dispatcher& dispatcher, Node& node);
 
 // list_jobs' record of one job.
 Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,

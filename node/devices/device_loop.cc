@@ -20,7 +20,11 @@ constexpr uint64_t kParkPollNs = 5 * kMs;
 DeviceLoop::DeviceLoop(DeviceInfo info, uint64_t slice_ns, size_t max_switch_records)
     : info_(std::move(info)),
       max_switch_records_(max_switch_records),
-      slicer_(slice_ns, info_.capacity) {}
+      slicer_(slice_ns, info_.capacity),
+      share_mode_(info_.capacity > 1 ? ShareMode::kPack : ShareMode::kSlice),
+      pack_capacity_(std::max(info_.capacity, kDefaultPackCapacity)) {
+  slicer_.SetMemoryLimit(info_.memory_bytes);
+}
 
 DeviceLoop::~DeviceLoop() { Stop(); }
 
@@ -42,9 +46,10 @@ void DeviceLoop::Stop() {
 void DeviceLoop::AddJob(uint64_t job, std::shared_ptr<ControlBlock> cb, double weight, bool held,
                         DeviceUsage usage) {
   std::lock_guard lock(mu_);
-  members_[job] = Member{std::move(cb), usage};
+  members_[job] = Member{std::move(cb), usage, weight, {}};
   slicer_.AddJob(job, weight);
   if (held) slicer_.Hold(job);
+  ObserveAlone(MonotonicNowNs());  // sharing: whoever was alone is not any more
   wake_.notify_all();
 }
 
@@ -53,6 +58,7 @@ std::optional<DeviceMember> DeviceLoop::RemoveJob(uint64_t job) {
   auto it = members_.find(job);
   if (it == members_.end()) return std::nullopt;
   DeviceMember left{it->second.usage, slicer_.IsHeld(job)};
+  left.usage.alone_ns = it->second.alone.AloneNs();  // sharing: kept once it ended
   if (left.usage.running_since_ns) {
     left.usage.device_time_ns = left.usage.DeviceTimeAt(MonotonicNowNs());
     left.usage.running_since_ns = 0;
@@ -60,6 +66,7 @@ std::optional<DeviceMember> DeviceLoop::RemoveJob(uint64_t job) {
   Thaw(job);
   members_.erase(it);
   slicer_.RemoveJob(job);
+  ObserveAlone(MonotonicNowNs());  // sharing
   if (last_parked_job_ == job) last_parked_job_ = 0;
   wake_.notify_all();
   return left;
@@ -107,6 +114,7 @@ bool DeviceLoop::IsHeld(uint64_t job) const {
 void DeviceLoop::SetWeight(uint64_t job, double weight) {
   std::lock_guard lock(mu_);
   slicer_.SetWeight(job, weight);
+  if (auto it = members_.find(job); it != members_.end()) it->second.weight = weight;
 }
 
 void DeviceLoop::SetSlice(uint64_t slice_ns) {
@@ -118,7 +126,10 @@ void DeviceLoop::SetSlice(uint64_t slice_ns) {
 DeviceUsage DeviceLoop::Usage(uint64_t job) const {
   std::lock_guard lock(mu_);
   auto it = members_.find(job);
-  return it == members_.end() ? DeviceUsage{} : it->second.usage;
+  if (it == members_.end()) return DeviceUsage{};
+  DeviceUsage usage = it->second.usage;
+  FillRates(it->second, usage, MonotonicNowNs());  // sharing
+  return usage;
 }
 
 size_t DeviceLoop::size() const {
@@ -129,12 +140,17 @@ size_t DeviceLoop::size() const {
 DeviceSnapshot DeviceLoop::Snapshot() {
   std::lock_guard lock(mu_);
   CompletePendingSwitch();
-  DeviceSnapshot s{
-      info_, slicer_.slice_ns() / kMs, {}, slicer_.Running(), ResidentBytes(), switch_count_, 0};
+  DeviceSnapshot s;
+  s.info = info_;
+  s.slice_ms = slicer_.slice_ns() / kMs;
+  s.running = slicer_.Running();
+  s.resident_bytes = ResidentBytes();
+  s.switch_count = switch_count_;
   for (const auto& [id, m] : members_) s.jobs.push_back(id);
   double handover_sum = 0;
   for (const auto& r : switches_) handover_sum += r.handover_ns;
   if (!switches_.empty()) s.mean_handover_ms = handover_sum / switches_.size() / 1e6;
+  FillSharing(s);
   return s;
 }
 
@@ -171,7 +187,10 @@ void DeviceLoop::Loop() {
     CollectParked();
     CompletePendingSwitch();
     const uint64_t now = MonotonicNowNs();
-    for (const SliceAction& a : slicer_.Tick(now)) CarryOut(a, now);
+    UpdateSharing(now);
+    const std::vector<SliceAction> actions = slicer_.Tick(now);
+    for (const SliceAction& a : actions) CarryOut(a, now);
+    if (!actions.empty()) ObserveAlone(MonotonicNowNs());  // sharing: who runs alone now
     QuietParked();  // after the resumes: the hand-over does not wait for it
     Sleep(lock);
   }
@@ -243,7 +262,7 @@ void DeviceLoop::Sleep(std::unique_lock<std::mutex>& lock) {
     lock.lock();
     return;
   }
-  uint64_t deadline = slicer_.NextDeadline();
+  uint64_t deadline = std::min(slicer_.NextDeadline(), SharingDeadline(MonotonicNowNs()));
   if (pending_switch_) deadline = std::min(deadline, MonotonicNowNs() + kParkPollNs);
   if (deadline == UINT64_MAX) {
     wake_.wait_for(lock, std::chrono::seconds(1));

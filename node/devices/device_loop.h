@@ -24,7 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include "devices/alone_rate.h"
 #include "devices/devices.h"
+#include "devices/share_mode.h"
 #include "devices/slicer.h"
 #include "gandiva/contract/control_block.h"
 #include "gandiva/status.h"
@@ -52,6 +54,14 @@ struct DeviceSnapshot {
   uint64_t resident_bytes = 0;
   uint64_t switch_count = 0;
   double mean_handover_ms = 0;
+  // Sharing: the mode set, the jobs that may run at once (1 in slice mode),
+  // whether they may run at once now, and auto mode's phase and latest decision.
+  ShareMode share_mode = ShareMode::kSlice;
+  int capacity = 1;
+  bool packing = false;
+  std::string share_phase;
+  std::optional<ShareDecision> share_decision;
+  std::string mps;  // filled by the node: MPS on this device, "running" or why not
 };
 
 // A job leaving the device: what the loop measured of it and whether it was held.
@@ -93,6 +103,9 @@ class DeviceLoop {
   bool IsHeld(uint64_t job) const;
   void SetWeight(uint64_t job, double weight);
   void SetSlice(uint64_t slice_ns);
+  // pack: up to `capacity` jobs run at once; slice: they take turns; auto: measured
+  // (windows of window_ns each), the better kept. See share_mode.h.
+  void SetShareMode(ShareMode mode, int capacity, uint64_t window_ns);
   // The job's figures so far (zero if it is not on this device).
   DeviceUsage Usage(uint64_t job) const;
   size_t size() const;
@@ -107,6 +120,8 @@ class DeviceLoop {
     DeviceUsage usage;
     int pid = 0;
     bool awake = false;  // never stopped until it next runs (Awaken)
+    double weight = 1.0;
+    AloneRate alone;  // its alone iteration time on this device, and rate against it
   };
   void Loop();
   // All below: mu_ held.
@@ -122,6 +137,16 @@ class DeviceLoop {
   void Thaw(uint64_t job);
   // Whether `outgoing`, being suspended, must take its memory off the device.
   bool MustSwapOut(const Member& outgoing) const;
+  // Sharing (device_sharing.cc), mu_ held. Before each Tick: footprints, alone
+  // times, auto mode's choice, the slicer's capacity.
+  void UpdateSharing(uint64_t now);
+  // Tells every member's AloneRate whether it is alone on the device from now on.
+  void ObserveAlone(uint64_t now);
+  std::vector<ShareCandidate> ShareCandidates() const;
+  // When sharing next needs the loop awake (a sample, a window's end).
+  uint64_t SharingDeadline(uint64_t now) const;
+  void FillSharing(DeviceSnapshot& s) const;
+  void FillRates(const Member& m, DeviceUsage& usage, uint64_t now) const;
 
   const DeviceInfo info_;
   const size_t max_switch_records_;
@@ -136,6 +161,9 @@ class DeviceLoop {
   uint64_t last_parked_at_ns_ = 0;
   std::optional<SwitchRecord> pending_switch_;
   ProcessFreezer* freezer_ = nullptr;
+  ShareMode share_mode_;
+  int pack_capacity_;
+  ShareChooser chooser_;
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

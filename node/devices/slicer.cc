@@ -87,6 +87,18 @@ std::vector<SliceAction> Slicer::Tick(uint64_t now) {
     }
     if (e.state == JobState::kRunning || e.state == JobState::kStopping) ++active;
   }
+  TrimToCapacity(actions);
+  // Free slots first (packing), for waiting jobs that fit beside the running ones.
+  while (active < capacity_ && !queue_.empty()) {
+    const uint64_t next = queue_.front();
+    if (active > 0 && !FitsBeside(next)) break;  // it waits for its turn instead
+    queue_.pop_front();
+    Entry& e = jobs_[next];
+    e.state = JobState::kRunning;
+    e.slice_start = now;
+    actions.push_back({SliceAction::kResume, next});
+    ++active;
+  }
   // Slices that are up end at the job's next boundary, but only if someone waits.
   size_t waiting = queue_.size();
   for (auto& [id, e] : jobs_) {
@@ -98,21 +110,60 @@ std::vector<SliceAction> Slicer::Tick(uint64_t now) {
       --waiting;
     }
   }
-  // Alone on the device: a slice that is up simply starts again.
+  // Alone on the device (or everyone fits): a slice that is up simply starts again.
   if (queue_.empty()) {
     for (auto& [id, e] : jobs_)
       if (e.state == JobState::kRunning && now >= e.slice_start + SliceOf(e)) e.slice_start = now;
   }
-  while (active < capacity_ && !queue_.empty()) {
-    uint64_t next = queue_.front();
-    queue_.pop_front();
-    Entry& e = jobs_[next];
-    e.state = JobState::kRunning;
-    e.slice_start = now;
-    actions.push_back({SliceAction::kResume, next});
-    ++active;
-  }
   return actions;
+}
+
+void Slicer::TrimToCapacity(std::vector<SliceAction>& actions) {
+  std::vector<std::pair<uint64_t, uint64_t>> running;  // (slice_start, job)
+  for (const auto& [id, e] : jobs_)
+    if (e.state == JobState::kRunning) running.emplace_back(e.slice_start, id);
+  if (static_cast<int>(running.size()) <= capacity_) return;
+  std::sort(running.begin(), running.end());
+  const size_t excess = running.size() - static_cast<size_t>(capacity_);
+  for (size_t i = 0; i < excess; ++i) {
+    Entry& e = jobs_[running[i].second];
+    e.state = JobState::kStopping;
+    e.suspend_sent = true;
+    actions.push_back({SliceAction::kSuspend, running[i].second});
+  }
+}
+
+void Slicer::SetFootprint(uint64_t job, uint64_t bytes) {
+  auto it = jobs_.find(job);
+  if (it != jobs_.end()) it->second.footprint = bytes;
+}
+
+bool Slicer::FitsBeside(uint64_t job) const {
+  if (memory_limit_ == 0) return true;
+  uint64_t total = jobs_.at(job).footprint;
+  for (const auto& [id, e] : jobs_)
+    if (id != job && (e.state == JobState::kRunning || e.state == JobState::kStopping))
+      total += e.footprint;
+  return total <= memory_limit_;
+}
+
+bool Slicer::FitTogether(const std::vector<uint64_t>& jobs) const {
+  if (memory_limit_ == 0) return true;
+  uint64_t total = 0;
+  for (uint64_t id : jobs)
+    if (auto it = jobs_.find(id); it != jobs_.end()) total += it->second.footprint;
+  return total <= memory_limit_;
+}
+
+uint64_t Slicer::Alone() const {
+  uint64_t alone = 0;
+  int active = 0;
+  for (const auto& [id, e] : jobs_) {
+    if (e.state != JobState::kRunning && e.state != JobState::kStopping) continue;
+    ++active;
+    if (e.state == JobState::kRunning) alone = id;
+  }
+  return active == 1 ? alone : 0;
 }
 
 uint64_t Slicer::NextDeadline() const {

@@ -4,8 +4,11 @@
 // it when a job has parked. Unit-tested with a fake clock.
 //
 // Policy: round robin over the jobs parked and waiting, at most `capacity`
-// running at once. A job's slice is slice_ns x its weight; when it is up and
-// another job waits, the job is asked to suspend and its slice ends at its next
+// running at once (1: the jobs take turns, time slicing; more: packing, the
+// jobs run at the same time). A waiting job joins the running ones only if
+// their device memory fits together (footprints against the device's memory);
+// otherwise it waits for its turn, as under slicing. A job's slice is slice_ns x its weight; when
+// it is up and another job waits, the job is asked to suspend and its slice ends at its next
 // iteration boundary (when it parks). The next waiting job is resumed at once.
 // New jobs start by parking at their first boundary, then queue like the rest.
 // Held jobs (suspended by a user) are never resumed until released.
@@ -39,6 +42,19 @@ class Slicer {
   void SetWeight(uint64_t job, double weight);
   void SetSlice(uint64_t slice_ns) { slice_ns_ = slice_ns; }
   uint64_t slice_ns() const { return slice_ns_; }
+  // Jobs that may run at once, >= 1. Lowering it suspends the jobs over it
+  // (those whose slice started first) at the next Tick.
+  void SetCapacity(int capacity) { capacity_ = capacity < 1 ? 1 : capacity; }
+  int capacity() const { return capacity_; }
+  // The device's memory (0: unlimited, e.g. a CPU) and each job's footprint on
+  // it (resident plus swapped out): a job joins running ones only if it fits.
+  void SetMemoryLimit(uint64_t bytes) { memory_limit_ = bytes; }
+  void SetFootprint(uint64_t job, uint64_t bytes);
+  // Whether these jobs' footprints fit in the device's memory together.
+  bool FitTogether(const std::vector<uint64_t>& jobs) const;
+  // The job running alone on the device (no other job running, stopping or
+  // starting), or 0: a job alone runs at its "alone" speed.
+  uint64_t Alone() const;
   // Hold: keep the job parked (user suspend). Release: let it queue again.
   void Hold(uint64_t job);
   void Release(uint64_t job);
@@ -71,11 +87,17 @@ class Slicer {
     bool suspend_sent = false;  // kStopping: the suspend action was returned already
     bool hold_on_park = false;  // kStopping: stay held when it parks
     uint64_t slice_start = 0;   // kRunning
+    uint64_t footprint = 0;     // device bytes, see SetFootprint
   };
+  // Whether `job` may join the running and stopping jobs (memory).
+  bool FitsBeside(uint64_t job) const;
+  // Capacity lowered: suspends running jobs over it, earliest slice first.
+  void TrimToCapacity(std::vector<SliceAction>& actions);
   uint64_t SliceOf(const Entry& e) const { return static_cast<uint64_t>(slice_ns_ * e.weight); }
 
   uint64_t slice_ns_;
   int capacity_;
+  uint64_t memory_limit_ = 0;
   std::map<uint64_t, Entry> jobs_;
   std::deque<uint64_t> queue_;  // kWaiting jobs in round-robin order
 };

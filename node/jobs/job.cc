@@ -1,6 +1,10 @@
 // A job's state, from its record and its control block.
 #include "jobs/job.h"
 
+#include <sys/wait.h>
+
+#include <cstring>
+
 namespace gandiva::controller {
 
 JobState LiveJobState(const runtime::ControlBlock* c) {
@@ -23,6 +27,22 @@ JobState Job::State() const {
   if (migrated) return JobState::kMigrated;
   if (ended) return failed ? JobState::kFailed : JobState::kExited;
   return LiveJobState(cb());
+}
+
+ProcessEnd EndFromReport(int exit_code, int signal) {
+  if (signal > 0)
+    return {protocol::ExitReason::kKilled, signal,
+            "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")"};
+  return {protocol::ExitReason::kExited, 0, "exited with code " + std::to_string(exit_code)};
+}
+
+ProcessEnd EndFromWaitStatus(int wait_status, int* exit_code) {
+  if (WIFSIGNALED(wait_status)) {
+    *exit_code = 128 + WTERMSIG(wait_status);
+    return EndFromReport(*exit_code, WTERMSIG(wait_status));
+  }
+  *exit_code = WEXITSTATUS(wait_status);
+  return EndFromReport(*exit_code, 0);
 }
 
 }  // namespace gandiva::controller

@@ -31,12 +31,29 @@ struct DeviceUsage {
   uint64_t swaps = 0;             // times its device memory was swapped out to make room
   uint64_t device_time_ns = 0;    // sum of its slices, resume to park
   uint64_t running_since_ns = 0;  // resume time of the current slice; 0 when not running
+  // Sharing (devices/alone_rate.h), filled in when read: its iteration time
+  // alone on the device, and its throughput now against that; unknown yet: nullopt.
+  std::optional<uint64_t> alone_ns;
+  std::optional<double> rate_vs_alone;
   // device_time_ns with the current slice counted up to `now`.
   uint64_t DeviceTimeAt(uint64_t now) const {
     return device_time_ns +
            (running_since_ns && now > running_since_ns ? now - running_since_ns : 0);
   }
 };
+
+// How a job's process ended: the reason, and the signal or the words that go with it.
+struct ProcessEnd {
+  protocol::ExitReason reason = protocol::ExitReason::kNone;
+  int signal = 0;      // killed: by this signal
+  std::string detail;  // "exited with code 3", "killed by signal 9 (Killed)", ...
+};
+
+// The end a wait(2) status describes, and the exit code that goes with it
+// (the status for an exit, 128+N for signal N).
+ProcessEnd EndFromWaitStatus(int wait_status, int* exit_code);
+// The end `gandiva run` reports: exit code, and the signal if one killed it (0: none).
+ProcessEnd EndFromReport(int exit_code, int signal);
 
 // One job's record. Copyable: readers get snapshots, never pointers into the table.
 struct Job {
@@ -51,9 +68,17 @@ struct Job {
   int pid = 0;
   std::shared_ptr<runtime::SharedControlBlock> block;
 
+  bool launched = false;   // started by the launch request (gandivad is its parent)
+  std::string user;        // who launched it, as they said
+  std::string stdout_log;  // its output files, when this daemon started it
+  std::string stderr_log;
+  std::string memory_limit;  // "", "enforced: ..." or "not enforced: why"
+  std::string cgroup_dir;    // its own cgroup, removed once it ended
+
   bool ended = false;
   bool failed = false;
   int exit_code = -1;  // -1: not known
+  ProcessEnd end;      // how the process ended, in the schema's terms
   uint64_t registered_ns = 0;
   uint64_t ended_ns = 0;
   DeviceUsage usage_at_end;  // its device figures, frozen when it ended

@@ -75,17 +75,18 @@ Status JobTable::SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned) 
   return Status::Ok();
 }
 
-Status JobTable::SetExitCode(uint64_t id, int exit_code) {
+Status JobTable::SetExitCode(uint64_t id, int exit_code, ProcessEnd end) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
   it->second.job.exit_code = exit_code;
   it->second.job.failed = exit_code != 0;
+  it->second.job.end = std::move(end);
   return Status::Ok();
 }
 
 std::optional<JobTable::Ended> JobTable::End(uint64_t id, bool failed, int exit_code,
-                                             const DeviceUsage& usage) {
+                                             const DeviceUsage& usage, ProcessEnd end) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.job.ended) return std::nullopt;
@@ -93,6 +94,7 @@ std::optional<JobTable::Ended> JobTable::End(uint64_t id, bool failed, int exit_
   job.ended = true;
   job.failed = failed;
   job.exit_code = exit_code;
+  job.end = std::move(end);
   job.ended_ns = MonotonicNowNs();
   job.usage_at_end = usage;
   job.usage_at_end.device_time_ns = usage.DeviceTimeAt(job.ended_ns);

@@ -42,7 +42,7 @@ class JobTable {
   // The job's process is `pid`, watched through `pidfd`, which the table owns from now on.
   Status SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned);
   // `gandiva run` reports how the process exited (also after the monitor ended the job).
-  Status SetExitCode(uint64_t id, int exit_code);
+  Status SetExitCode(uint64_t id, int exit_code, ProcessEnd end = {});
 
   struct Ended {
     Job job;
@@ -50,7 +50,8 @@ class JobTable {
   };
   // Ends a live job: terminal state, its device figures frozen, its control
   // block's name removed. nullopt if the job is unknown or had ended already.
-  std::optional<Ended> End(uint64_t id, bool failed, int exit_code, const DeviceUsage& usage);
+  std::optional<Ended> End(uint64_t id, bool failed, int exit_code, const DeviceUsage& usage,
+                           ProcessEnd end = {});
 
  private:
   struct Entry {

@@ -39,11 +39,15 @@ void ProcessMonitor::Stop() {
 StatusOr<UniqueFd> ProcessMonitor::Watch(uint64_t job, int pid) {
   UniqueFd fd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
   if (!fd.valid()) return NotFound("process " + std::to_string(pid) + " is not running");
+  WatchFd(job, fd.get());
+  return fd;
+}
+
+void ProcessMonitor::WatchFd(uint64_t job, int pidfd) {
   epoll_event ev{};
   ev.events = EPOLLIN;
   ev.data.u64 = job;
-  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev);
-  return fd;
+  epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, pidfd, &ev);
 }
 
 void ProcessMonitor::Unwatch(int pidfd) {

@@ -29,6 +29,8 @@ class ProcessMonitor {
   // Opens a pidfd for `pid` and watches it for `job`; the caller owns the fd and
   // calls Unwatch before closing it. NotFound if the process is gone already.
   StatusOr<UniqueFd> Watch(uint64_t job, int pid);
+  // Watches a pidfd the caller opened (and owns) for `job`.
+  void WatchFd(uint64_t job, int pidfd);
   void Unwatch(int pidfd);
 
  private:

@@ -69,6 +69,16 @@ class Client:
     def set_slice(self, device, ms):
         return self.call("set_slice", device=device, ms=ms)
 
+    def set_share_mode(self, device, mode, capacity=None, window_ms=None):
+        """pack: the device's jobs run at once (up to capacity); slice: they take
+        turns; auto: gandivad measures both and keeps the better (docs/api.md)."""
+        fields = {"device": device, "mode": str(mode)}
+        if capacity is not None:
+            fields["capacity"] = int(capacity)
+        if window_ms is not None:
+            fields["window_ms"] = int(window_ms)
+        return self.call("set_share_mode", **fields)
+
     def set_weight(self, job, weight):
         return self.call("set_weight", job=job, weight=float(weight))
 
@@ -90,6 +100,21 @@ class Client:
             fields["device"] = device
         self.call("migrate", **fields)
         return self._follow(job, timeout_s) if wait else None
+
+    def launch(self, command, cwd=None, env=None, **fields):
+        """Has gandivad start `command` (a list) itself; returns the reply (job,
+        pid, stdout_log, ...). fields: name, device, weight, user, restore,
+        memory_limit_bytes. cwd defaults to this process's, env to gandivad's."""
+        import os
+        fields.update(command=list(command), cwd=os.path.abspath(cwd or os.getcwd()))
+        if env is not None:
+            fields["env"] = dict(env)
+        return self.call("launch", **fields)
+
+    def read_log(self, job, offset=0, stream="stdout"):
+        """A launched job's output from absolute `offset`: data, offset,
+        next_offset, end_offset, ended."""
+        return self.call("read_log", job=job, offset=offset, stream=stream)
 
     def _follow(self, job, timeout_s):
         import time

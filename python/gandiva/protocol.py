@@ -59,6 +59,21 @@ class DeviceKind(WireEnum):
     CPU = "cpu"
 
 
+class ExitReason(WireEnum):
+    NONE = "none"
+    EXITED = "exited"
+    KILLED = "killed"
+    FAILED_TO_START = "failed_to_start"
+    LOST = "lost"
+    MIGRATED = "migrated"
+
+
+class ShareMode(WireEnum):
+    SLICE = "slice"  # the device's jobs take turns (time slicing)
+    PACK = "pack"  # up to capacity run at once
+    AUTO = "auto"  # both measured on the current jobs; the better kept
+
+
 class MigrateStartState(WireEnum):
     RUNNING = "running"
     QUEUED = "queued"
@@ -72,7 +87,9 @@ ENUMS = {
     "boundary_source": BoundarySource,
     "swap_state": SwapState,
     "device_kind": DeviceKind,
+    "share_mode": ShareMode,
     "migrate_start_state": MigrateStartState,
+    "exit_reason": ExitReason,
 }
 
 PROTOCOL_VERSION = _gandiva.protocol_version()

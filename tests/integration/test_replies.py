@@ -25,7 +25,8 @@ from gandiva.protocol import (BoundarySource, DeviceKind, JobState,  # noqa: E40
 # migration; together, every message of the schema (checked below).
 CLIENT_MESSAGES = {"hello", "list_devices", "list_jobs", "register_job", "job_started",
                    "job_exited", "suspend", "resume", "kill", "set_slice", "set_weight",
-                   "assign_device", "list_switches", "checkpoint"}
+                   "set_share_mode", "assign_device", "list_switches", "checkpoint", "launch",
+                   "read_log"}
 MIGRATION_MESSAGES = {"migrate", "migrate_prepare", "migrate_begin", "migrate_chunk",
                       "migrate_commit", "migrate_start", "migrate_abort"}
 CHUNK_BYTES = 1 << 20
@@ -144,6 +145,11 @@ def test_every_client_request_gets_a_reply_that_matches_the_schema(daemon_factor
         assert sorted(devices[0]["jobs"]) == sorted([a, b]) and devices[1]["jobs"] == [cnn]
 
         assert c.call("set_slice", device="cpu0", ms=50) == {}
+        assert c.call("set_share_mode", device="cpu0", mode="auto", capacity=2,
+                      window_ms=500) == {}
+        c.wait_for(lambda: c.call("list_devices")["devices"][0]["share_decision"],
+                   "auto mode's decision on cpu0")
+        assert c.call("set_share_mode", device="cpu0", mode="slice") == {}
         assert c.call("set_weight", job=b, weight=2.0) == {}
         assert c.job(b)["weight"] == 2.0
 
@@ -163,18 +169,27 @@ def test_every_client_request_gets_a_reply_that_matches_the_schema(daemon_factor
         assert op["kind"] == OperationKind.CHECKPOINT and op["state"] == OperationState.DONE, op
         assert op["bytes"] == (tmp_path / "ckpt" / "state.gdck").stat().st_size > 0
 
+        # A job gandivad starts itself, and its output.
+        launched = c.call("launch", command=["sh", "-c", "echo launched"], cwd=str(tmp_path),
+                          name="launched", device="cpu1")["job"]
+        c.wait_for(lambda: c.job(launched)["exit_reason"] == "exited", "the launched job to end")
+        assert c.call("read_log", job=launched)["data"] == "launched\n"
+
         # Endings: killed by the daemon (kill), and reported by the runner (job_exited).
         assert c.call("kill", job=b) == {}
         c.wait_for(lambda: JobState(c.job(b)["state"]).ended, "job b to end")
         assert c.call("kill", job=a, signal=int(signal.SIGKILL)) == {}
         manual.wait(timeout=30)
-        assert c.call("job_exited", job=a, exit_code=128 + signal.SIGKILL) == {}
+        assert c.call("job_exited", job=a, exit_code=128 + signal.SIGKILL,
+                      signal=int(signal.SIGKILL)) == {}
         assert c.job(a)["state"] == JobState.FAILED and c.job(a)["exit_code"] == 137
+        assert c.job(a)["exit_reason"] == "killed" and c.job(a)["exit_signal"] == 9
         c.call("list_jobs")
 
         # Error replies have their envelope too (checked by Checked.call).
         for request, fields in [("suspend", {"job": 999}), ("resume", {"job": cnn}),
                                 ("set_slice", {"device": "cpu0", "ms": 7}),
+                                ("set_share_mode", {"device": "cpu0", "mode": "stack"}),
                                 ("list_jobs", {"job": 999}), ("kill", {"job": a})]:
             with pytest.raises(gandiva.GandivaError):
                 c.call(request, **fields)

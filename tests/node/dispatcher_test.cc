@@ -4,9 +4,11 @@
 #include "api/dispatcher.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -81,9 +83,15 @@ class NodeHandlersTest : public ::testing::Test {
     NodeOptions o;
     o.node = "t" + std::to_string(getpid());
     o.devices = *ParseDeviceSpec("cpu:2");
-    o.state_dir = ::testing::TempDir();
+    o.state_dir = ::testing::TempDir() + "gd_node_" + std::to_string(getpid());
+    mkdir(o.state_dir.c_str(), 0700);  // its own: launched jobs' logs go there
     node_ = std::make_unique<Node>(o);
     ASSERT_TRUE(node_->Start().ok());
+  }
+  void TearDown() override {
+    const std::string dir = node_->options().state_dir;
+    node_.reset();
+    std::filesystem::remove_all(dir);
   }
   StatusOr<Json> Call(MessageType type, const Json& fields = Json::object()) {
     auto request = protocol::DecodeRequest(protocol::EncodeRequest(type, fields));
@@ -160,6 +168,60 @@ TEST_F(NodeHandlersTest, JobStartedWithAProcessThatIsGoneEndsTheJob) {
   auto r = Call(MessageType::kJobStarted, {{"job", 1}, {"pid", child}});
   EXPECT_EQ(r.status().code(), StatusCode::kNotFound);
   EXPECT_EQ(Job(1)["state"], "failed");
+}
+
+TEST_F(NodeHandlersTest, ALaunchedJobRunsUnderTheNodeAndItsEndIsRecorded) {
+  const std::string cwd = ::testing::TempDir();
+  auto r = Call(MessageType::kLaunch, {{"command", {"sh", "-c", "echo hi; exit 4"}},
+                                       {"cwd", cwd},
+                                       {"env", {{"PATH", "/usr/bin:/bin"}}},
+                                       {"user", "ada"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const uint64_t id = (*r)["job"];
+  EXPECT_GT((*r)["pid"].get<int>(), 0);
+  EXPECT_EQ((*r)["memory_limit"], "");
+  for (int i = 0; i < 500 && Job(id)["exit_reason"] == "none"; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(Job(id)["exit_reason"], "exited");
+  EXPECT_EQ(Job(id)["exit_code"], 4);
+  EXPECT_EQ(Job(id)["user"], "ada");
+  auto log = Call(MessageType::kReadLog, {{"job", id}});
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  EXPECT_EQ((*log)["data"], "hi\n");
+  EXPECT_EQ((*log)["ended"], true);
+
+  auto missing = Call(MessageType::kLaunch, {{"command", {"no-such-command-gd"}}, {"cwd", cwd}});
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  const uint64_t failed = id + 1;
+  EXPECT_EQ(missing.status().message(), "job " + std::to_string(failed) +
+                                            ": cannot start 'no-such-command-gd': No such file "
+                                            "or directory");
+  EXPECT_EQ(Job(failed)["exit_reason"], "failed_to_start");
+  EXPECT_EQ(Job(failed)["exit_code"], 127);
+  EXPECT_EQ(Job(failed)["state"], "failed");
+}
+
+TEST_F(NodeHandlersTest, BadLaunchesRegisterNothing) {
+  const std::string cwd = ::testing::TempDir() + "gd_bad_launch_" + std::to_string(getpid());
+  mkdir(cwd.c_str(), 0700);  // empty: no checkpoint in it
+  EXPECT_EQ(Call(MessageType::kLaunch, {{"command", {"true"}}, {"cwd", cwd}, {"device", "gpu3"}})
+                .status()
+                .message(),
+            "no device 'gpu3' on node " + node_->options().node);
+  EXPECT_EQ(Call(MessageType::kLaunch, {{"command", {"true"}}, {"cwd", "rel"}}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(Call(MessageType::kLaunch, {{"command", {"true"}}, {"cwd", cwd}, {"restore", cwd}})
+                .status()
+                .message(),
+            "restore: no checkpoint (state.gdck) in " + cwd);
+  EXPECT_EQ(
+      Call(MessageType::kLaunch, {{"command", {"true"}}, {"cwd", cwd}, {"memory_limit_bytes", -1}})
+          .status()
+          .code(),
+      StatusCode::kInvalidArgument);
+  EXPECT_EQ((*Call(MessageType::kListJobs))["jobs"].size(), 0u);
+  EXPECT_EQ(Call(MessageType::kReadLog, {{"job", 5}}).status().code(), StatusCode::kNotFound);
+  rmdir(cwd.c_str());
 }
 
 }  // namespace

@@ -101,6 +101,8 @@ Json JobReply() {
           {"p50_ms", 4.3},
           {"p99_ms", 6.0},
           {"iterations_per_s", 220.0},
+          {"alone_ms", 4.1},
+          {"rate_vs_alone", nullptr},
           {"slices", 3},
           {"swaps", 0},
           {"swapped_bytes", 0},
@@ -112,6 +114,14 @@ Json JobReply() {
           {"auto_boundaries", 0},
           {"boundary_source", "explicit"},
           {"swap_state", "resident"},
+          {"exit_reason", "none"},
+          {"exit_signal", 0},
+          {"exit_detail", ""},
+          {"launched", true},
+          {"user", "ada"},
+          {"stdout_log", "/run/gandiva/job-1.stdout"},
+          {"stderr_log", "/run/gandiva/job-1.stderr"},
+          {"memory_limit", ""},
           {"fail_open", false},
           {"exit_code", -1},
           {"migrated_from", ""},
@@ -119,9 +129,30 @@ Json JobReply() {
 }
 
 Json DeviceReply() {
-  return {{"name", "cpu0"},      {"kind", "cpu"},  {"model", "host CPU"},     {"memory_bytes", 0},
-          {"resident_bytes", 0}, {"capacity", 1},  {"slice_ms", 100},         {"jobs", {1, 2}},
-          {"running", {1}},      {"switches", 12}, {"mean_handover_ms", 0.25}};
+  return {{"name", "cpu0"},
+          {"kind", "cpu"},
+          {"model", "host CPU"},
+          {"memory_bytes", 0},
+          {"resident_bytes", 0},
+          {"capacity", 1},
+          {"slice_ms", 100},
+          {"jobs", {1, 2}},
+          {"running", {1}},
+          {"switches", 12},
+          {"mean_handover_ms", 0.25},
+          {"share_mode", "auto"},
+          {"packing", true},
+          {"share_phase", "decided"},
+          {"share_decision",
+           {{"mode", "pack"},
+            {"reason", "measured"},
+            {"jobs", {1, 2}},
+            {"slice_rate", 0.98},
+            {"pack_rate", 1.4},
+            {"window_s", 3.0},
+            {"alone_estimated", false},
+            {"at_s", 12.0}}},
+          {"mps", "off: not a GPU"}};
 }
 
 // A valid ok reply for every message, as gandivad sends them.
@@ -130,7 +161,11 @@ std::map<MessageType, Json> GoodReplies() {
   job_with_op["operation"] = OperationReply();
   return {
       {MessageType::kHello,
-       {{"version", 1}, {"node", "a"}, {"pid", 99}, {"endpoint", "ipc:///tmp/gd.sock"}}},
+       {{"version", 1},
+        {"node", "a"},
+        {"pid", 99},
+        {"endpoint", "ipc:///tmp/gd.sock"},
+        {"memory_limits", "not enforced: no cgroup v2 hierarchy is mounted"}}},
       {MessageType::kListDevices, {{"devices", {DeviceReply()}}}},
       {MessageType::kListJobs, {{"jobs", {JobReply(), job_with_op}}}},
       {MessageType::kRegisterJob,
@@ -139,13 +174,29 @@ std::map<MessageType, Json> GoodReplies() {
         {"device", "gpu0"},
         {"device_kind", "gpu"},
         {"control_block", "/gandiva.a.1.1"},
-        {"lease_ms", 2000}}},
+        {"lease_ms", 2000},
+        {"env", Json::object()}}},
+      {MessageType::kLaunch,
+       {{"job", 3},
+        {"name", "job3"},
+        {"device", "cpu0"},
+        {"pid", 4343},
+        {"stdout_log", "/run/gandiva/job-3.stdout"},
+        {"stderr_log", "/run/gandiva/job-3.stderr"},
+        {"memory_limit", "enforced: memory.max 1073741824 bytes in /sys/fs/cgroup/g/job-3"}}},
+      {MessageType::kReadLog,
+       {{"data", "epoch 1\n"},
+        {"offset", 0},
+        {"next_offset", 8},
+        {"end_offset", 8},
+        {"ended", false}}},
       {MessageType::kJobStarted, Json::object()},
       {MessageType::kJobExited, Json::object()},
       {MessageType::kSuspend, {{"state", "suspending"}}},
       {MessageType::kResume, {{"state", "running"}}},
       {MessageType::kKill, Json::object()},
       {MessageType::kSetSlice, Json::object()},
+      {MessageType::kSetShareMode, Json::object()},
       {MessageType::kSetWeight, Json::object()},
       {MessageType::kAssignDevice, Json::object()},
       {MessageType::kListSwitches,
@@ -336,7 +387,9 @@ TEST(EnumTest, EveryEnumRoundTripsThroughItsWireStrings) {
   ExpectEnumMatchesSchema<SwapState>();
   ExpectEnumMatchesSchema<DeviceKind>();
   ExpectEnumMatchesSchema<MigrateStartState>();
-  EXPECT_EQ(AllEnums().size(), 7u) << "a new enum: add it to this test";
+  ExpectEnumMatchesSchema<ExitReason>();
+  ExpectEnumMatchesSchema<ShareMode>();
+  EXPECT_EQ(AllEnums().size(), 9u) << "a new enum: add it to this test";
 }
 
 TEST(EnumTest, ValuesAreTheWireStrings) {
