@@ -118,10 +118,10 @@ class DeviceLoop {
   struct Member {
     std::shared_ptr<runtime::ControlBlock> cb;
     DeviceUsage usage;
-    int pid = 0;
-    bool awake = false;  // never stopped until it next runs (Awaken)
     double weight = 1.0;
     AloneRate alone;  // its alone iteration time on this device, and rate against it
+    int pid = 0;
+    bool awake = false;  // never stopped until it next runs (Awaken)
   };
   void Loop();
   // All below: mu_ held.
