@@ -37,7 +37,8 @@ class Demo:
         self.workdir = workdir
         self.gandiva = os.path.join(args.build, "cli", "gandiva")
         self.endpoint = f"ipc://{workdir}/gandivad.sock"
-        self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint, OMP_NUM_THREADS="1")
+        # The jobs run with torch's default thread settings, as users run them.
+        self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint)
         sys.path.insert(0, os.path.join(args.build, "python"))
         import gandiva
         self.client = gandiva.Client(self.endpoint)

@@ -31,6 +31,7 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
                      when jobs sliced on a device do not fit together, the one leaving swaps out
   --slice-ms N       time slice, 50..250 ms (default 100)
   --lease-ms N       a parked job resumes itself after N ms without a heartbeat (default 3000)
+  --freeze-parked on|off  stop a parked job's processes (SIGSTOP) until it runs again (default on)
   --endpoint EP      local API endpoint (default $GANDIVA_ENDPOINT or an owner-only Unix socket)
   --tcp EP           also serve on TCP, e.g. tcp://0.0.0.0:7070; CURVE-authenticated:
                      needs --key and --authorized-keys
@@ -59,6 +60,10 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   GD_ASSIGN_OR_RETURN(long long rank_timeout, flags.GetInt("rank-timeout-ms", 60000));
   if (rank_timeout < 100) return InvalidArgument("--rank-timeout-ms must be at least 100");
   opts->rank_timeout_ms = static_cast<uint64_t>(rank_timeout);
+  const std::string freeze = flags.Get("freeze-parked", "on");
+  if (freeze != "on" && freeze != "off")
+    return InvalidArgument("--freeze-parked must be on or off");
+  opts->freeze_parked = freeze == "on";
   if (flags.Has("devices")) {
     GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
     GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
@@ -222,7 +227,7 @@ int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
   Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
                "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms",
-               "device-memory-mib", "job-log-cap-kib", "rank-timeout-ms"},
+               "device-memory-mib", "job-log-cap-kib", "rank-timeout-ms", "freeze-parked"},
               {"daemonize", "help"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 

@@ -57,7 +57,11 @@ Status Node::Start() {
   cgroups_ = MemoryCgroups::Probe("gandiva." + options_.node + "." + std::to_string(getpid()));
   GD_LOG(kInfo, "memory limits of launched jobs: %s", cgroups_.status().c_str());
   logs_.Start();
-  for (auto& [name, dev] : devices_) dev->Start();
+  freezer_ = std::make_unique<ProcessFreezer>(options_.freeze_parked);
+  for (auto& [name, dev] : devices_) {
+    dev->SetFreezer(freezer_.get());
+    dev->Start();
+  }
   bool has_gpu = false;
   for (const auto& d : options_.devices) has_gpu |= d.kind == protocol::DeviceKind::kGpu;
   const char* path = getenv("PATH");
@@ -175,7 +179,10 @@ Status Node::SetProcess(uint64_t job, int pid, bool spawned) {
                  {protocol::ExitReason::kLost, 0, "its process was gone when it was reported"});
     return fd.status();
   }
-  return jobs_.SetProcess(job, pid, std::move(*fd), spawned);
+  GD_RETURN_IF_ERROR(jobs_.SetProcess(job, pid, std::move(*fd), spawned));
+  if (auto j = jobs_.Find(job); j.ok())
+    if (DeviceLoop* dev = FindDevice(j->device)) dev->SetProcess(job, pid);
+  return Status::Ok();
 }
 
 Status Node::SetSpawnedProcess(uint64_t job, StartedProcess process) {
@@ -276,6 +283,7 @@ Status Node::AssignDevice(uint64_t id, const std::string& device) {
   }));
   // On the new device it parks at its next boundary and queues there.
   to->AddJob(id, job.SharedCb(), job.weight, left.held, left.usage);
+  to->SetProcess(id, job.pid);
   return Status::Ok();
 }
 
@@ -365,9 +373,22 @@ StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
 Status Node::KillJob(uint64_t id) {
   GD_ASSIGN_OR_RETURN(Job job, jobs_.Find(id));
   if (!job.ended && job.pid > 0) kill(job.pid, SIGKILL);
+  Awaken(job);  // its children, if stopped, go on to notice and end
   std::lock_guard lock(mu_);
   if (auto g = gangs_.find(id); g != gangs_.end() && !job.ended) g->second->KillAll();
   return Status::Ok();
+}
+
+Status Node::RequestTransfer(uint64_t id, runtime::Request kind, const std::string& target) {
+  std::lock_guard lock(mu_);
+  GD_ASSIGN_OR_RETURN(Job job, jobs_.Live(static_cast<int64_t>(id)));
+  DeviceLoop* dev = FindDevice(job.device);
+  if (!dev) return NotFound("job " + std::to_string(id) + " is on no device");
+  return dev->RequestTransfer(id, kind, target);
+}
+
+void Node::Awaken(const Job& job) {
+  if (DeviceLoop* dev = job.ended ? nullptr : FindDevice(job.device)) dev->Awaken(job.id);
 }
 
 }  // namespace gandiva::controller

@@ -33,6 +33,7 @@
 #include "jobs/job_table.h"
 #include "jobs/launcher.h"
 #include "jobs/memory_cgroups.h"
+#include "jobs/process_freezer.h"
 #include "jobs/process_monitor.h"
 #include "migration/job_host.h"
 #include "migration/migrator.h"
@@ -55,6 +56,7 @@ struct NodeOptions {
   int peer_timeout_ms = 20000;                       // a peer silent this long has failed
   MigrationTimeouts timeouts;
   uint64_t rank_timeout_ms = 60000;  // a gang's rank that has not registered by then fails it
+  bool freeze_parked = true;  // stop parked jobs' processes (ProcessFreezer)
 };
 
 inline constexpr uint32_t kMaxRanks = 64;
@@ -138,6 +140,10 @@ class Node final : public JobHost {
   void EndMigrated(uint64_t job) override;
   StatusOr<Arrival> StartArrival(const ArrivingJob& job) override;
   Status KillJob(uint64_t job) override;
+  Status RequestTransfer(uint64_t job, runtime::Request kind, const std::string& target) override;
+  // Continues the job's processes if they were stopped while it is parked,
+  // and keeps them running until it next runs: a signal for it is acted on.
+  void Awaken(const Job& job);
 
  private:
   void OnProcessExit(uint64_t job);
@@ -151,6 +157,7 @@ class Node final : public JobHost {
   const NodeOptions options_;
   std::mutex mu_;
   JobTable jobs_;
+  std::unique_ptr<ProcessFreezer> freezer_;  // outlives the device loops that use it
   std::map<std::string, std::unique_ptr<DeviceLoop>> devices_;  // fixed after construction
   std::map<uint64_t, std::unique_ptr<Gang>> gangs_;  // jobs of several processes; under mu_
   ProcessMonitor monitor_;

@@ -4,7 +4,7 @@ device in time slices, against each job running alone, measured in the same run.
 
 Starts its own gandivad (one cpu device, private ipc endpoint), starts the PyTorch
 CNN (examples/pytorch/train_cnn.py) and the libtorch MLP (train_mlp) under
-`gandiva run`, one intra-op thread each, and keeps both processes for the whole
+`gandiva run`, with their default thread settings, and keeps both processes for the whole
 run, so every configuration sees the same warm processes:
 
   alone A, alone B   the other job held (parked at a boundary, sleeping)
@@ -85,9 +85,9 @@ class Bench:
     def env(self):
         env = dict(os.environ)
         env["GANDIVA_ENDPOINT"] = self.endpoint
-        # One core's worth each: the comparison is about slicing, not threading.
-        env["OMP_NUM_THREADS"] = "1"
-        env["MKL_NUM_THREADS"] = "1"
+        # The jobs' default thread settings, as users run them.
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env.pop(var, None)
         return env
 
     def start_daemon(self):
@@ -176,9 +176,8 @@ class Bench:
 
     def run(self):
         self.start_daemon()
-        threads = ["--threads", "1"]
-        a = self.start_job("cnn", [self.python, self.cnn, "--iterations", "100000000"] + threads)
-        b = self.start_job("mlp", [self.mlp, "--iterations", "100000000"] + threads)
+        a = self.start_job("cnn", [self.python, self.cnn, "--iterations", "100000000"])
+        b = self.start_job("mlp", [self.mlp, "--iterations", "100000000"])
         names = {a: "train_cnn.py", b: "train_mlp"}
         self.wait_iterations([a, b], 5)
         time.sleep(self.args.settle)
@@ -219,7 +218,7 @@ class Bench:
                                 "mean_ms": jobs_info[j]["mean_ms"]} for j in (a, b)},
             "configs": [],
         }
-        print(f"bench_slicing_throughput: {names[a]} (A) and {names[b]} (B), 1 thread each, one cpu device, "
+        print(f"bench_slicing_throughput: {names[a]} (A) and {names[b]} (B), default threads, one cpu device, "
               f"{self.args.rounds} rounds of {w:g} s windows")
         for j in (a, b):
             print(f"  {names[j]:<13} alone: {pooled_rate[j]:8.1f} it/s pooled")

@@ -24,7 +24,7 @@ struct Options {
   int iterations = 200;
   int batch = 128;
   int seed = 0;
-  int threads = 1;
+  int threads = 0;  // 0: libtorch's default
   int report_every = 50;
   int checkpoint_at = 0;  // write a checkpoint after this iteration
   std::string checkpoint_dir;
@@ -232,7 +232,7 @@ int main(int argc, char** argv) {
   Options opt;
   if (!ParseOptions(argc, argv, &opt)) return 2;
   torch::manual_seed(opt.seed);
-  torch::set_num_threads(opt.threads);
+  if (opt.threads > 0) torch::set_num_threads(opt.threads);
   auto model = std::make_shared<Mlp>();
   torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05).momentum(0.9));
   // A fixed random teacher makes the labels learnable.

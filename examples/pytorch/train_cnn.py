@@ -74,7 +74,8 @@ def main():
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="torch intra-op threads (default: torch's own choice)")
     ap.add_argument("--report-every", type=int, default=50)
     ap.add_argument("--result", help="write losses and a parameter digest here (JSON)")
     ap.add_argument("--checkpoint-at", type=int, default=0,
@@ -83,7 +84,8 @@ def main():
     args = ap.parse_args()
 
     torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     generator = torch.Generator().manual_seed(args.seed)
     model = SmallCnn()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)

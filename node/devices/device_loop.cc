@@ -39,6 +39,8 @@ void DeviceLoop::Stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  for (const auto& [id, m] : members_) Thaw(id);
 }
 
 void DeviceLoop::AddJob(uint64_t job, std::shared_ptr<ControlBlock> cb, double weight, bool held,
@@ -61,12 +63,38 @@ std::optional<DeviceMember> DeviceLoop::RemoveJob(uint64_t job) {
     left.usage.device_time_ns = left.usage.DeviceTimeAt(MonotonicNowNs());
     left.usage.running_since_ns = 0;
   }
+  Thaw(job);
   members_.erase(it);
   slicer_.RemoveJob(job);
   ObserveAlone(MonotonicNowNs());  // sharing
   if (last_parked_job_ == job) last_parked_job_ = 0;
   wake_.notify_all();
   return left;
+}
+
+void DeviceLoop::SetProcess(uint64_t job, int pid) {
+  std::lock_guard lock(mu_);
+  if (auto it = members_.find(job); it != members_.end()) it->second.pid = pid;
+  wake_.notify_all();
+}
+
+Status DeviceLoop::RequestTransfer(uint64_t job, runtime::Request kind, const std::string& target) {
+  std::lock_guard lock(mu_);
+  auto it = members_.find(job);
+  if (it == members_.end())
+    return NotFound("job " + std::to_string(job) + " is not on " + info_.name);
+  Thaw(job);  // under mu_: the loop cannot stop it again before the request is stored
+  if (!runtime::RequestTransfer(it->second.cb.get(), kind, target.c_str()))
+    return InvalidArgument("transfer target too long: " + target);
+  return Status::Ok();
+}
+
+void DeviceLoop::Awaken(uint64_t job) {
+  std::lock_guard lock(mu_);
+  auto it = members_.find(job);
+  if (it == members_.end()) return;
+  Thaw(job);
+  it->second.awake = true;
 }
 
 void DeviceLoop::SetHeld(uint64_t job, bool held) {
@@ -163,6 +191,7 @@ void DeviceLoop::Loop() {
     const std::vector<SliceAction> actions = slicer_.Tick(now);
     for (const SliceAction& a : actions) CarryOut(a, now);
     if (!actions.empty()) ObserveAlone(MonotonicNowNs());  // sharing: who runs alone now
+    QuietParked();  // after the resumes: the hand-over does not wait for it
     Sleep(lock);
   }
 }
@@ -210,6 +239,8 @@ void DeviceLoop::CarryOut(const SliceAction& a, uint64_t now) {
     return;
   }
   CompletePendingSwitch();
+  Thaw(a.job);
+  m.awake = false;
   // A job swapped out comes back into device memory before it runs (the shim does it).
   if (cb->swap_state.load() == runtime::kSwapSwappedOut) cb->swap_request.store(runtime::kSwapIn);
   runtime::RequestResume(cb);
@@ -243,14 +274,49 @@ void DeviceLoop::Sleep(std::unique_lock<std::mutex>& lock) {
 
 void DeviceLoop::PreWakeNext(const Member& outgoing) {
   // Worth a spinning core only when the outgoing job will park soon: within
-  // about one of its iterations, and short ones at that.
+  // about one of its iterations, and short ones at that. Never on a CPU device:
+  // there the spinning job takes a core from the one finishing its iteration,
+  // up to 2 ms per switch, to save a wake-up of tens of microseconds.
   constexpr uint64_t kMaxSpinNs = 2 * kMs;
+  if (info_.kind == protocol::DeviceKind::kCpu) return;
   const uint64_t next = slicer_.NextWaiting();
   if (next == 0) return;
   const uint64_t iteration = outgoing.cb->profile.ewma_ns.load(std::memory_order_relaxed);
   const uint64_t spin = iteration + iteration / 2 + 50'000;
   if (iteration == 0 || spin > kMaxSpinNs) return;
+  Thaw(next);
   runtime::PreWake(members_.at(next).cb.get(), spin);
+}
+
+// ---- Quiet parked jobs ----
+// A parked job issues no work, but its process's other threads and children
+// may (BLAS and OpenMP pools spinning down, DataLoader workers prefetching).
+// A job that is parked and stays so (waiting its turn or held) is stopped
+// with its process tree; it is continued (Thaw) before anything asks it to act
+// again: a resume, a pre-wake, a transfer, leaving the device, the loop
+// stopping, a signal (Awaken). A job with a request of any kind pending, a
+// transfer under way or a swap to carry out is never stopped.
+void DeviceLoop::QuietParked() {
+  if (!freezer_ || !freezer_->enabled()) return;
+  for (auto& [id, m] : members_) {
+    const auto state = slicer_.state(id);
+    if (m.pid <= 0 || m.awake ||
+        (state != Slicer::JobState::kWaiting && state != Slicer::JobState::kHeld))
+      continue;
+    const ControlBlock* cb = m.cb.get();
+    if (cb->phase.load(std::memory_order_acquire) != runtime::kPhaseParked ||
+        cb->request.load() != runtime::kRequestSuspend ||
+        cb->transfer_state.load() == runtime::kTransferBusy || cb->prewake_spin_ns.load() != 0 ||
+        cb->swap_request.load() != runtime::kSwapNone || freezer_->IsFrozen(id))
+      continue;
+    if (Status s = freezer_->Freeze(id, m.pid); !s.ok())
+      GD_LOG(kDebug, "job %llu not stopped: %s", static_cast<unsigned long long>(id),
+             s.ToString().c_str());
+  }
+}
+
+void DeviceLoop::Thaw(uint64_t job) {
+  if (freezer_) freezer_->Thaw(job);
 }
 
 uint64_t DeviceLoop::ResidentBytes() const {

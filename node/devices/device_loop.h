@@ -5,8 +5,9 @@
 //
 // Thread-safety: mu_ guards the slicer, the device's jobs and its switch
 // records; the loop thread holds it except while it sleeps on a job's phase
-// futex. Every public method takes mu_ briefly; none calls another component,
-// so a device loop is a leaf in the node's lock order. The loop keeps each
+// futex. Every public method takes mu_ briefly; none calls another component
+// but the ProcessFreezer (whose lock is a leaf under mu_), so a device loop is
+// a leaf in the node's lock order. The loop keeps each
 // job's control block mapped (shared_ptr) and never looks into the job table.
 #ifndef GANDIVA_NODE_DEVICES_DEVICE_LOOP_H_
 #define GANDIVA_NODE_DEVICES_DEVICE_LOOP_H_
@@ -28,7 +29,9 @@
 #include "devices/share_mode.h"
 #include "devices/slicer.h"
 #include "gandiva/contract/control_block.h"
+#include "gandiva/status.h"
 #include "jobs/job.h"
+#include "jobs/process_freezer.h"
 
 namespace gandiva::controller {
 
@@ -74,14 +77,27 @@ class DeviceLoop {
   DeviceLoop(const DeviceLoop&) = delete;
   DeviceLoop& operator=(const DeviceLoop&) = delete;
 
+  // The freezer that stops parked jobs' processes (none: jobs are never
+  // stopped). Set before Start. See "Quiet parked jobs" in device_loop.cc.
+  void SetFreezer(ProcessFreezer* freezer) { freezer_ = freezer; }
   void Start();
+  // Stops the loop and continues every job it stopped.
   void Stop();
 
   // The job joins the device: it parks at its next boundary, then queues (or
   // stays parked when held). `usage` carries its figures over from another device.
   void AddJob(uint64_t job, std::shared_ptr<runtime::ControlBlock> cb, double weight, bool held,
               DeviceUsage usage = {});
-  // The job leaves the device; nullopt if it was not on it.
+  // The job's process (its tree is what a park stops); 0 until known.
+  void SetProcess(uint64_t job, int pid);
+  // Asks the parked job to checkpoint to / restore from `target`, continuing
+  // its processes first (see runtime::RequestTransfer); NotFound if the job is
+  // not on this device.
+  Status RequestTransfer(uint64_t job, runtime::Request kind, const std::string& target);
+  // Continues the job's processes and keeps them running until the job next
+  // runs, so that a signal sent to it is acted on (gandiva kill).
+  void Awaken(uint64_t job);
+  // The job leaves the device (its processes continued); nullopt if it was not on it.
   std::optional<DeviceMember> RemoveJob(uint64_t job);
   void SetHeld(uint64_t job, bool held);
   bool IsHeld(uint64_t job) const;
@@ -104,6 +120,8 @@ class DeviceLoop {
     DeviceUsage usage;
     double weight = 1.0;
     AloneRate alone;  // its alone iteration time on this device, and rate against it
+    int pid = 0;
+    bool awake = false;  // never stopped until it next runs (Awaken)
   };
   void Loop();
   // All below: mu_ held.
@@ -114,6 +132,9 @@ class DeviceLoop {
   uint64_t ResidentBytes() const;
   // Lets the job next in line spin-wait for its resume (see runtime::PreWake).
   void PreWakeNext(const Member& outgoing);
+  // Stops the processes of parked jobs that stay parked; continues one.
+  void QuietParked();
+  void Thaw(uint64_t job);
   // Whether `outgoing`, being suspended, must take its memory off the device.
   bool MustSwapOut(const Member& outgoing) const;
   // Sharing (device_sharing.cc), mu_ held. Before each Tick: footprints, alone
@@ -139,6 +160,7 @@ class DeviceLoop {
   uint64_t last_parked_job_ = 0;
   uint64_t last_parked_at_ns_ = 0;
   std::optional<SwitchRecord> pending_switch_;
+  ProcessFreezer* freezer_ = nullptr;
   ShareMode share_mode_;
   int pack_capacity_;
   ShareChooser chooser_;

@@ -144,7 +144,7 @@ StatusOr<Json> ArrivalSession::Begin() {
   if (cb_->phase.load() != runtime::kPhaseParked) return FailedPrecondition("job is not warm yet");
   GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(socket_path_(job_)));
   const std::string target = "unix:" + listener->path();
-  runtime::RequestTransfer(cb_.get(), runtime::kRequestRestore, target.c_str());
+  GD_RETURN_IF_ERROR(host_->RequestTransfer(job_, runtime::kRequestRestore, target));
   GD_ASSIGN_OR_RETURN(incoming_, listener->Accept(timeouts_.receive_accept_ms));
   next_seq_ = 0;
   SetState(State::kReceiving);

@@ -65,6 +65,11 @@ class JobHost {
   virtual StatusOr<Arrival> StartArrival(const ArrivingJob& job) = 0;
   // Ends a job's process at once (SIGKILL); NotFound if the job is unknown.
   virtual Status KillJob(uint64_t job) = 0;
+  // Asks the parked job to checkpoint to / restore from `target` (see
+  // runtime::RequestTransfer), continuing its processes first if the node had
+  // stopped them; NotFound if the job is not live.
+  virtual Status RequestTransfer(uint64_t job, runtime::Request kind,
+                                 const std::string& target) = 0;
 };
 
 }  // namespace gandiva::controller

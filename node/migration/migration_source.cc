@@ -151,7 +151,7 @@ StatusOr<MigrationSource::State> MigrationSource::Stream() {
   GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(ctx_.socket_path()));
   ControlBlock* cb = source_.cb.get();
   const std::string target = "unix:" + listener->path();
-  runtime::RequestTransfer(cb, runtime::kRequestCheckpoint, target.c_str());
+  GD_RETURN_IF_ERROR(ctx_.host->RequestTransfer(job_, runtime::kRequestCheckpoint, target));
   GD_RETURN_IF_ERROR(ctx_.peer->Begin(remote_job_));
   GD_ASSIGN_OR_RETURN(UniqueFd conn, AcceptFromJob(*listener, cb, ctx_.timeouts->stream_ms));
   std::string buf;

@@ -108,6 +108,7 @@ void Migrator::RunCheckpoint(uint64_t id, std::string dir) {
   Status s = Status::Ok();
   uint64_t bytes = 0;
   auto job = host_->LiveJob(static_cast<int64_t>(id));
+  const bool held_by_user = job.ok() && host_->IsHeld(id);  // stays held after the checkpoint
   auto parked =
       job.ok() ? HoldAndPark(*host_, *job, options_.timeouts.park_ns, stopping_)
                : StatusOr<uint64_t>(FailedPrecondition("job " + std::to_string(id) + " has ended"));
@@ -115,17 +116,19 @@ void Migrator::RunCheckpoint(uint64_t id, std::string dir) {
     Update(id, [](Operation& op) { op.step = OperationStep::kWriting; });
     ControlBlock* cb = job->cb.get();
     const std::string target = "file:" + dir + "/state.gdck";
-    runtime::RequestTransfer(cb, runtime::kRequestCheckpoint, target.c_str());
-    const auto state = runtime::WaitForTransfer(cb, options_.timeouts.checkpoint_ns);
-    s = state == runtime::kTransferDone ? Status::Ok()
-        : state == runtime::kTransferFailed
-            ? Internal(std::string(cb->transfer_error))
-            : DeadlineExceeded("the job did not finish its checkpoint");
+    s = host_->RequestTransfer(id, runtime::kRequestCheckpoint, target);
+    const auto state = s.ok() ? runtime::WaitForTransfer(cb, options_.timeouts.checkpoint_ns)
+                              : runtime::kTransferIdle;
+    if (s.ok())
+      s = state == runtime::kTransferDone ? Status::Ok()
+          : state == runtime::kTransferFailed
+              ? Internal(std::string(cb->transfer_error))
+              : DeadlineExceeded("the job did not finish its checkpoint");
     bytes = cb->transfer_bytes.load();
   } else {
     s = parked.status();
   }
-  host_->SetHeld(id, false);
+  if (!held_by_user) host_->SetHeld(id, false);
   Update(id, [&](Operation& op) { op.bytes = bytes; });
   Finish(id, s);
   if (s.ok())

@@ -78,6 +78,13 @@ class FakeHost : public JobHost {
     jobs_.at(id).killed = true;
     return Status::Ok();
   }
+  Status RequestTransfer(uint64_t id, runtime::Request kind, const std::string& target) override {
+    std::lock_guard lock(mu_);
+    if (!jobs_.count(id)) return NotFound("no job " + std::to_string(id));
+    if (!runtime::RequestTransfer(jobs_.at(id).cb.get(), kind, target.c_str()))
+      return InvalidArgument("target too long");
+    return Status::Ok();
+  }
 
   ArrivingJob arriving;
   std::chrono::milliseconds load_delay{0};
