@@ -56,7 +56,7 @@ struct NodeOptions {
   int peer_timeout_ms = 20000;                       // a peer silent this long has failed
   MigrationTimeouts timeouts;
   uint64_t rank_timeout_ms = 60000;  // a gang's rank that has not registered by then fails it
-  bool freeze_parked = true;  // stop parked jobs' processes (ProcessFreezer)
+  bool freeze_parked = true;         // stop parked jobs' processes (ProcessFreezer)
 };
 
 inline constexpr uint32_t kMaxRanks = 64;
