@@ -208,6 +208,7 @@ class Bench:
         kept = ", ".join(d["mode"] for d in result["auto_decisions"])
         print(f"auto kept: {kept}; makespan/b2b < 1: the pair is done sooner than one after the "
               "other (measured against the alone windows; 1/sum: as gandivad's rate_vs_alone implies)")
+        os.makedirs(self.args.out, exist_ok=True)
         path = os.path.join(self.args.out, "bench_packing.json")
         with open(path, "w") as f:
             json.dump(result, f, indent=2, default=str)
