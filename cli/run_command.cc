@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "gandiva/common/log.h"
+#include "gandiva/contract/checkpoint_layout.h"
 #include "gandiva/contract/environment.h"
 #include "job_commands.h"
 #include "node_client.h"
@@ -155,27 +156,6 @@ bool ReportMigratedAway(NodeCommand& c, int64_t job) {
   return true;
 }
 
-// A gang's checkpoint (DIR/gang, DIR/rank-<k>/) restores only into a gang of
-// as many ranks; a job of one process restores DIR/state.gdck.
-Status CheckRestoreDir(const std::filesystem::path& dir, int64_t ranks) {
-  namespace fs = std::filesystem;
-  int64_t parts = 0;
-  while (fs::exists(dir / (checkpoint::kRankDirPrefix + std::to_string(parts)) /
-                    checkpoint::kCheckpointFileName))
-    ++parts;
-  if (ranks > 1 || parts > 0) {
-    if (parts != ranks || !fs::exists(dir / checkpoint::kGangManifestName))
-      return InvalidArgument(dir.string() + " holds a checkpoint of " + std::to_string(parts) +
-                             " rank(s) (" + checkpoint::kRankDirPrefix + "<k>/" +
-                             checkpoint::kCheckpointFileName + "); this job has --ranks " +
-                             std::to_string(ranks));
-    return Status::Ok();
-  }
-  if (!fs::exists(dir / checkpoint::kCheckpointFileName))
-    return NotFound("no checkpoint at " + (dir / checkpoint::kCheckpointFileName).string());
-  return Status::Ok();
-}
-
 // Why a gang failed (a rank died, one never registered), as gandivad saw it.
 void ReportGangError(NodeCommand& c, int64_t job) {
   auto jobs =
@@ -222,9 +202,6 @@ int RunCommand(const Args& args) {
         "[--ranks N] [--restore DIR] -- CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");
-  if (c.flags().Has("ranks") && c.flags().Has("detach"))
-    return c.UsageError(
-        "--ranks with --detach is not built yet: launch starts jobs of one process");
   if (c.flags().Has("memory-mib") && !c.flags().Has("detach"))
     return c.UsageError("--memory-mib needs --detach (gandivad starts the job)");
 
@@ -233,7 +210,7 @@ int RunCommand(const Args& args) {
     std::error_code ec;
     const auto dir = std::filesystem::absolute(c.flags().Get("restore"), ec);
     const auto ranks = c.flags().GetInt("ranks", 1);
-    if (Status s = CheckRestoreDir(dir, ranks.ok() ? *ranks : 1); !s.ok())
+    if (Status s = checkpoint::CheckRestoreDir(dir.string(), ranks.ok() ? *ranks : 1); !s.ok())
       return c.UsageError(s.message());
     setenv(checkpoint::kEnvRestore, dir.c_str(), 1);
   }

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "gandiva/common/log.h"
+#include "gandiva/contract/checkpoint_layout.h"
 #include "gandiva/contract/environment.h"
 #include "node.h"
 
@@ -36,11 +37,8 @@ Status CheckLaunch(const LaunchJob& l) {
   if (!l.restore.empty()) {
     if (l.restore[0] != '/')
       return InvalidArgument("restore must be an absolute path, not '" + l.restore + "'");
-    if (!fs::is_directory(l.restore, ec))
-      return InvalidArgument("restore: " + l.restore + " is not a directory");
-    if (!fs::is_regular_file(fs::path(l.restore) / checkpoint::kCheckpointFileName, ec))
-      return InvalidArgument("restore: no checkpoint (" +
-                             std::string(checkpoint::kCheckpointFileName) + ") in " + l.restore);
+    if (Status s = checkpoint::CheckRestoreDir(l.restore, l.job.ranks); !s.ok())
+      return InvalidArgument("restore: " + s.message());
   }
   return Status::Ok();
 }
@@ -85,7 +83,8 @@ StatusOr<Job> Node::Launch(LaunchJob l) {
 
 Status Node::StartJobProcess(const Job& job, std::map<std::string, std::string> env,
                              const std::string& cgroup_dir) {
-  for (const auto& [k, v] : JobEnvironment(job.device)) env[k] = v;  // MPS, on a GPU
+  for (const auto& [k, v] : JobEnvironment(job.device)) env[k] = v;        // MPS, on a GPU
+  if (job.ranks > 1) env[runtime::kEnvRanks] = std::to_string(job.ranks);  // a gang
   env[runtime::kEnvControlBlock] = job.block->name();
   env[runtime::kEnvJobId] = std::to_string(job.id);
   env[runtime::kEnvEndpoint] = options_.endpoint;

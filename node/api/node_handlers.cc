@@ -11,6 +11,14 @@
 
 namespace gandiva::controller {
 
+StatusOr<uint32_t> RanksFromRequest(const Json& req) {
+  const int64_t ranks = req.value("ranks", int64_t{1});
+  if (ranks < 1 || ranks > kMaxRanks)
+    return InvalidArgument("ranks must be in 1.." + std::to_string(kMaxRanks) + ", not " +
+                           std::to_string(ranks));
+  return static_cast<uint32_t>(ranks);
+}
+
 using protocol::MessageType;
 
 namespace {
@@ -42,11 +50,7 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
   n.device = req.value("device", "");
   n.weight = req.value("weight", 1.0);
   n.cwd = req.value("cwd", "");
-  const int64_t ranks = req.value("ranks", int64_t{1});
-  if (ranks < 1 || ranks > kMaxRanks)
-    return InvalidArgument("ranks must be in 1.." + std::to_string(kMaxRanks) + ", not " +
-                           std::to_string(ranks));
-  n.ranks = static_cast<uint32_t>(ranks);
+  GD_ASSIGN_OR_RETURN(n.ranks, RanksFromRequest(req));
   GD_ASSIGN_OR_RETURN(n.env, EnvFromRequest(req));
   GD_ASSIGN_OR_RETURN(Job job, node.Register(std::move(n)));
   return Json{{"job", job.id},

@@ -25,6 +25,8 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
                const std::optional<Operation>& operation);
 Json OperationToJson(const std::optional<Operation>& op);
 Json DeviceToJson(const DeviceSnapshot& device);
+// A register_job or launch request's "ranks" (default 1), checked against kMaxRanks.
+StatusOr<uint32_t> RanksFromRequest(const Json& req);
 
 }  // namespace gandiva::controller
 

@@ -144,6 +144,33 @@ def test_checkpoint_and_restore_every_rank(daemon_factory, tmp_path, reference):
     assert_same_training(restored_out, reference)
 
 
+def test_launched_gang_checkpoints_and_restores_under_gandivad(daemon_factory, tmp_path,
+                                                                 reference):
+    """`gandiva run --detach --ranks 2`: gandivad starts the launcher itself
+    (launch), its ranks find their blocks through GANDIVA_RANKS, and a relaunch
+    with --restore continues every rank from the gang's checkpoint."""
+    d = daemon_factory("--devices", "cpu:1")
+    out, ckpt = tmp_path / "ddp", tmp_path / "ckpt"
+    first = d.cli("run", "--detach", "--ranks", "2", "--name", "ddp", "--",
+                  *ddp_cmd(out)).stdout.strip()
+    d.wait_for(lambda: progress(out) >= 30, what="the launched gang training")
+    d.cli("checkpoint", first, "--to", str(ckpt))
+    d.wait_for(lambda: (job(d)["operation"] or {}).get("state") == "done", what="the checkpoint")
+    assert (ckpt / "gang").read_text() == "ranks 2\n"
+    assert d.cli("wait", first, timeout=120).returncode == 0
+    assert job(d)["ranks"] == 2 and job(d)["launched"]
+    assert_same_training(out, reference)
+
+    restored_out = tmp_path / "restored"
+    again = d.cli("run", "--detach", "--ranks", "2", "--name", "again", "--restore", str(ckpt),
+                  "--", *ddp_cmd(restored_out)).stdout.strip()
+    waited = d.cli("wait", again, check=False, timeout=120)
+    assert waited.returncode == 0, d.cli("logs", again, "--stderr").stdout
+    for k in range(2):
+        assert read(restored_out, k)["restored_at"] >= 30
+    assert_same_training(restored_out, reference)
+
+
 def test_a_rank_killed_fails_the_gang_with_its_reason(daemon_factory, tmp_path):
     d = daemon_factory("--devices", "cpu:1")
     out = tmp_path / "ddp"
