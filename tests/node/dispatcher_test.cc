@@ -213,7 +213,7 @@ TEST_F(NodeHandlersTest, BadLaunchesRegisterNothing) {
   EXPECT_EQ(Call(MessageType::kLaunch, {{"command", {"true"}}, {"cwd", cwd}, {"restore", cwd}})
                 .status()
                 .message(),
-            "restore: no checkpoint (state.gdck) in " + cwd);
+            "restore: no checkpoint at " + cwd + "/state.gdck");
   EXPECT_EQ(
       Call(MessageType::kLaunch, {{"command", {"true"}}, {"cwd", cwd}, {"memory_limit_bytes", -1}})
           .status()
