@@ -38,6 +38,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_node import job_env, start_gandivad  # noqa: E402
 
 
 class Bench:
@@ -56,30 +58,16 @@ class Bench:
         self.procs, self.daemon, self.client = [], None, None
 
     def env(self):
-        env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint,
-                   PYTHONPATH=os.path.join(self.build, "python"))
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env.pop(var, None)  # torch's defaults, as users run
-        return env
+        return job_env(self.build, self.endpoint)
 
     def start(self):
         kind = "gpu" if self.args.device.startswith("gpu") else "cpu"
-        log = open(os.path.join(self.tmp, "gandivad.log"), "w")
         # A GPU node's GPUs are found by NVML; here, one CPU device.
         devices = [] if kind == "gpu" else ["--devices", "cpu:1"]
-        self.daemon = subprocess.Popen(
-            [self.cli, "daemon", *devices, "--slice-ms", "100", "--endpoint", self.endpoint],
-            stdout=log, stderr=subprocess.STDOUT, env=self.env())
         self.client = self.gandiva.Client(self.endpoint, timeout_ms=5000)
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                self.client.hello()
-                break
-            except Exception:
-                if self.daemon.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"gandivad did not come up; see {log.name}")
-                time.sleep(0.1)
+        self.daemon = start_gandivad(
+            [self.cli, "daemon", *devices, "--slice-ms", "100", "--endpoint", self.endpoint],
+            os.path.join(self.tmp, "gandivad.log"), self.env(), self.client.hello)
         ids = [self.start_job(n) for n in ("A", "B")]
         deadline = time.monotonic() + 120
         while min(self.jobs()[i]["iterations"] for i in ids) < 5:

@@ -35,6 +35,8 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from bench_node import job_env, start_gandivad  # noqa: E402
 SOURCE = os.path.abspath(os.path.join(HERE, "..", ".."))
 JOB = os.path.join(SOURCE, "tests", "integration", "jobs", "loader_cnn_job.py")
 PYTHON = "/usr/bin/python3"
@@ -47,21 +49,15 @@ class Daemon:
         self.tmp = tempfile.mkdtemp(dir=tmp)
         self.endpoint = f"ipc://{self.tmp}/gd.sock"
         self.cli = os.path.join(build, "cli", "gandiva")
-        self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint,
-                        PYTHONPATH=os.path.join(build, "python"))
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                    "OPENBLAS_THREAD_TIMEOUT", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
-            self.env.pop(var, None)  # the jobs' default thread settings
-        self.log = open(os.path.join(self.tmp, "gandivad.log"), "w")
-        self.proc = subprocess.Popen(
-            [os.path.join(build, "node", "gandivad"), "--endpoint", self.endpoint, "--devices",
-             "cpu:1", "--slice-ms", str(slice_ms), "--freeze-parked", "on" if freeze else "off"],
-            stdout=self.log, stderr=subprocess.STDOUT, env=self.env)
-        deadline = time.monotonic() + 10
-        while not os.path.exists(f"{self.tmp}/gd.sock"):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                sys.exit("bench_parked_quiet: gandivad did not come up")
-            time.sleep(0.02)
+        self.env = job_env(build, self.endpoint)
+        try:
+            self.proc = start_gandivad(
+                [os.path.join(build, "node", "gandivad"), "--endpoint", self.endpoint, "--devices",
+                 "cpu:1", "--slice-ms", str(slice_ms), "--freeze-parked", "on" if freeze else "off"],
+                os.path.join(self.tmp, "gandivad.log"), self.env,
+                lambda: os.path.exists(f"{self.tmp}/gd.sock"), timeout_s=10)
+        except RuntimeError as e:
+            sys.exit(f"bench_parked_quiet: {e}")
 
     def run_jobs(self, names, iterations):
         """Starts the jobs, releases their loops together, waits; returns their results."""
@@ -101,7 +97,6 @@ class Daemon:
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         self.proc.wait(timeout=30)
-        self.log.close()
 
 
 def busy_core():

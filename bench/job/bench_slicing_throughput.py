@@ -36,6 +36,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_node import job_env, start_gandivad  # noqa: E402
+
 
 def cmake_cache(build_dir):
     values = {}
@@ -83,28 +86,13 @@ class Bench:
     # ---------------------------------------------------------------- processes
 
     def env(self):
-        env = dict(os.environ)
-        env["GANDIVA_ENDPOINT"] = self.endpoint
-        # The jobs' default thread settings, as users run them.
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            env.pop(var, None)
-        return env
+        return job_env(self.build, self.endpoint)
 
     def start_daemon(self):
-        log = open(os.path.join(self.tmp, "gandivad.log"), "w")
-        self.daemon = subprocess.Popen(
-            [self.cli, "daemon", "--devices", "cpu:1", "--slice-ms", "100", "--endpoint", self.endpoint],
-            stdout=log, stderr=subprocess.STDOUT, env=self.env())
         self.client = self.gandiva.Client(self.endpoint, timeout_ms=2000)
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                self.client.hello()
-                return
-            except Exception:
-                if self.daemon.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"gandivad did not come up; see {log.name}")
-                time.sleep(0.1)
+        self.daemon = start_gandivad(
+            [self.cli, "daemon", "--devices", "cpu:1", "--slice-ms", "100", "--endpoint", self.endpoint],
+            os.path.join(self.tmp, "gandivad.log"), self.env(), self.client.hello)
 
     def start_job(self, name, cmd):
         log = open(os.path.join(self.tmp, f"{name}.log"), "w")
