@@ -222,6 +222,7 @@ class Bench:
                   f"{100 * c['handover_idle_fraction']:>7.3f} {100 * c['throughput_lost_median']:>14.2f} "
                   f"{spread:>16} {100 * c['throughput_lost_pooled']:>7.2f}")
         print("idle %: summed handover time / wall (device idle between jobs); goal: lost <= 1 % at 100 ms")
+        os.makedirs(self.args.out, exist_ok=True)
         path = os.path.join(self.args.out, "bench_slicing_throughput.json")
         with open(path, "w") as f:
             json.dump(result, f, indent=2)
