@@ -161,8 +161,8 @@ struct JobStore::Statements {
     size_t start = 0;
     for (int i = 1; i <= job_row::kColumnCount; ++i) {
       size_t end = columns.find(',', start);
-      assignments += (i > 1 ? ", " : "") + columns.substr(start, end - start) + " = ?" +
-                     std::to_string(i);
+      assignments +=
+          (i > 1 ? ", " : "") + columns.substr(start, end - start) + " = ?" + std::to_string(i);
       start = end == std::string::npos ? end : columns.find_first_not_of(' ', end + 1);
     }
     auto s = std::make_unique<Statements>();
@@ -179,7 +179,8 @@ struct JobStore::Statements {
                                                         "INSERT INTO meta (key, value) VALUES "
                                                         "(?1, ?2) ON CONFLICT(key) DO UPDATE SET "
                                                         "value = excluded.value"));
-    GD_ASSIGN_OR_RETURN(s->get_meta, Statement::Prepare(db, "SELECT value FROM meta WHERE key = ?1"));
+    GD_ASSIGN_OR_RETURN(s->get_meta,
+                        Statement::Prepare(db, "SELECT value FROM meta WHERE key = ?1"));
     return s;
   }
 };

@@ -35,7 +35,15 @@
 
 namespace gandiva::sched::live {
 
-enum class LiveJobState { kQueued, kStarting, kRunning, kSuspended, kFinished, kFailed, kCancelled };
+enum class LiveJobState {
+  kQueued,
+  kStarting,
+  kRunning,
+  kSuspended,
+  kFinished,
+  kFailed,
+  kCancelled
+};
 // "queued", "starting", "running", "suspended", "finished", "failed", "cancelled":
 // the names stored in the database and shown to users.
 const char* LiveJobStateName(LiveJobState state);
@@ -54,9 +62,10 @@ struct JobRecord {
   bool restartable = false;  // checkpointed periodically, restarted from it
   double submit_time = 0;    // unix seconds
   LiveJobState state = LiveJobState::kQueued;
-  int attempt = 0;  // launches so far; the launch of attempt k is named "<name>.s<id>.a<k>" on the node
-  std::string node, device;  // where it runs now (empty when queued)
-  int64_t node_job = 0;      // its id on that node (0: not known yet)
+  int attempt =
+      0;  // launches so far; the launch of attempt k is named "<name>.s<id>.a<k>" on the node
+  std::string node, device;    // where it runs now (empty when queued)
+  int64_t node_job = 0;        // its id on that node (0: not known yet)
   std::string checkpoint_dir;  // latest complete checkpoint, "" if none
   double checkpoint_time = 0;
   double start_time = 0, end_time = 0;  // first start, end

@@ -33,7 +33,8 @@ Status SqliteDb::Exec(const std::string& sql) {
 
 Status SqliteDb::Error(int rc, std::string_view what) const {
   const std::string sqlite_says = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  std::string message = "scheduler database " + path_ + ": " + std::string(what) + ": " + sqlite_says;
+  std::string message =
+      "scheduler database " + path_ + ": " + std::string(what) + ": " + sqlite_says;
   switch (rc & 0xff) {  // the primary code of an extended one
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
@@ -63,8 +64,8 @@ Status SqliteDb::Error(int rc, std::string_view what) const {
 StatusOr<std::unique_ptr<Statement>> Statement::Prepare(const SqliteDb& db,
                                                         const std::string& sql) {
   sqlite3_stmt* stmt = nullptr;
-  int rc = sqlite3_prepare_v3(db.handle(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt,
-                              nullptr);
+  int rc =
+      sqlite3_prepare_v3(db.handle(), sql.c_str(), -1, SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
   if (rc != SQLITE_OK) {
     sqlite3_finalize(stmt);
     return db.Error(rc, "preparing \"" + sql.substr(0, 60) + "\"");
@@ -91,9 +92,9 @@ void Statement::BindDouble(int index, double value) {
 
 void Statement::BindText(int index, std::string_view value) {
   // SQLITE_TRANSIENT copies: the caller's strings need not outlive the step.
-  NoteBind(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT,
-                               SQLITE_UTF8),
-           index);
+  NoteBind(
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+      index);
 }
 
 StatusOr<bool> Statement::Step() {

@@ -133,7 +133,8 @@ TEST(JobStoreDurabilityTest, GarbageFileIsDataLossAndLeftAlone) {
   TempDir dir;
   const std::string path = dir.File("jobs.db");
   std::string garbage;
-  for (int i = 0; i < 200; ++i) garbage += "this is not a database, line " + std::to_string(i) + "\n";
+  for (int i = 0; i < 200; ++i)
+    garbage += "this is not a database, line " + std::to_string(i) + "\n";
   std::ofstream(path, std::ios::binary) << garbage;
   ExpectDataLossNaming(path);
   EXPECT_EQ(ReadFile(path), garbage);
@@ -144,9 +145,9 @@ TEST(JobStoreDurabilityTest, SomeOtherSqliteDatabaseIsDataLoss) {
   const std::string path = dir.File("other.db");
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE photos (id INTEGER, name TEXT)", nullptr, nullptr,
-                         nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(raw, "CREATE TABLE photos (id INTEGER, name TEXT)", nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(raw);
   const std::string before = ReadFile(path);
   ExpectDataLossNaming(path);
@@ -205,6 +206,36 @@ TEST(JobStoreDurabilityTest, OverwrittenPageIsDataLoss) {
             static_cast<ssize_t>(noise.size()));
   close(fd);
   ExpectDataLossNaming(path);
+}
+
+// Rows edited behind the store's back into something it never writes.
+TEST(JobStoreDurabilityTest, UndecodableRowIsDataLoss) {
+  TempDir dir;
+  const std::string path = dir.File("jobs.db");
+  {
+    auto store = JobStore::Open(path);
+    ASSERT_TRUE(store.ok());
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE((*store)->Add(QueuedJob(i)).ok());
+  }
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "UPDATE jobs SET command = '[\"a\", 1]' WHERE id = 1;"
+                         "UPDATE jobs SET command = 'python train.py' WHERE id = 2;"
+                         "UPDATE jobs SET env = '{\"A\": {\"B\": \"c\"}}' WHERE id = 3;"
+                         "UPDATE jobs SET state = 'exploded' WHERE id = 4;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(raw);
+  auto store = JobStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  for (int64_t id = 1; id <= 4; ++id) {
+    auto job = (*store)->Get(id);
+    EXPECT_EQ(job.status().code(), StatusCode::kDataLoss) << id << ": " << job.status().ToString();
+    EXPECT_NE(job.status().message().find("job " + std::to_string(id)), std::string::npos);
+  }
+  EXPECT_TRUE((*store)->Get(5).ok());
+  EXPECT_EQ((*store)->List(true).status().code(), StatusCode::kDataLoss);
 }
 
 TEST(JobStoreDurabilityTest, MissingDirectoryIsAClearError) {

@@ -223,7 +223,8 @@ TEST(JobStoreTest, RefusesRecordsItCannotKeep) {
   bad_utf8.command.push_back("\xff\xfe");
   JobRecord bad_env = QueuedJob(0);
   bad_env.env["K"] = "\xc3";
-  for (const JobRecord& job : {with_id, no_gpus, no_ranks, no_command, nan_time, bad_utf8, bad_env}) {
+  for (const JobRecord& job :
+       {with_id, no_gpus, no_ranks, no_command, nan_time, bad_utf8, bad_env}) {
     auto id = store->Add(job);
     EXPECT_EQ(id.status().code(), StatusCode::kInvalidArgument) << id.status().ToString();
   }
