@@ -175,9 +175,145 @@ bool ParseArgs(int argc, char** argv, Options* o) {
   return true;
 }
 
-void Row(const char* what, const Sample& s, const std::string& extra) {
-  std::printf("%-38s %8zu %12.1f %12.1f  %s\n", what, s.us.size(), s.Quantile(0.5),
+void Row(const std::string& what, const Sample& s, const std::string& extra) {
+  std::printf("%-38s %8zu %12.1f %12.1f  %s\n", what.c_str(), s.us.size(), s.Quantile(0.5),
               s.Quantile(0.99), extra.c_str());
+}
+
+struct Results {
+  double submits_per_s = 0, updates_per_s = 0;
+  Sample submit, floor, update, get, list_all, list_live_all, list_live_tenth, open;
+  int stored = 0;
+  size_t live_all = 0, live_tenth = 0;
+  uintmax_t db_bytes = 0;
+};
+
+// Submissions into the fresh store, the fsync floor, then durable Updates
+// (state changes of the first jobs).
+bool MeasureWrites(const Options& o, const std::string& dir, JobStore& store, Results* r) {
+  auto t0 = Clock::now();
+  if (!AddJobs(store, 0, o.jobs, &r->submit)) return false;
+  r->submits_per_s = o.jobs / SecondsSince(t0);
+  r->floor = FsyncFloor(dir, std::min(o.jobs, 2000));
+  const int updates = std::min(o.jobs, 2000);
+  t0 = Clock::now();
+  for (int id = 1; id <= updates; ++id) {
+    JobRecord job = Submission(id - 1);
+    job.id = id;
+    job.state = LiveJobState::kRunning;
+    job.node = "node-" + std::to_string(id % 8);
+    job.device = "gpu" + std::to_string(id % 4);
+    job.attempt = 1;
+    auto t = Clock::now();
+    gandiva::Status s = store.Update(job);
+    r->update.us.push_back(SecondsSince(t) * 1e6);
+    if (!s.ok()) return Fail("Update", s);
+  }
+  r->updates_per_s = updates / SecondsSince(t0);
+  return true;
+}
+
+// Ends 9 jobs in 10 (a scheduler that has run for a while).
+bool EndMostJobs(JobStore& store, int stored) {
+  for (int id = 1; id <= stored; ++id) {
+    if (id % 10 == 0) continue;
+    auto job = store.Get(id);
+    if (!job.ok()) return Fail("Get", job.status());
+    job->state = LiveJobState::kFinished;
+    if (gandiva::Status s = store.Update(*job); !s.ok()) return Fail("Update", s);
+  }
+  return true;
+}
+
+// Get and List with list_jobs stored, List(false) again after most ended.
+bool MeasureReads(const Options& o, JobStore& store, Results* r) {
+  if (o.jobs < o.list_jobs && !AddJobs(store, o.jobs, o.list_jobs, nullptr)) return false;
+  r->stored = std::max(o.jobs, o.list_jobs);
+  size_t listed = 0;
+  auto list = [&](bool include_ended) {
+    auto jobs = store.List(include_ended);
+    if (!jobs.ok()) return Fail("List", jobs.status());
+    listed = jobs->size();
+    return true;
+  };
+  if (!Time(o.repeat, &r->list_all, [&] { return list(true); })) return false;
+  if (!Time(o.repeat, &r->list_live_all, [&] { return list(false); })) return false;
+  r->live_all = listed;
+  int n = 0;
+  auto get = [&] {
+    auto job = store.Get(1 + (n++ * 7919) % r->stored);
+    return job.ok() || Fail("Get", job.status());
+  };
+  if (!Time(o.repeat * 50, &r->get, get)) return false;
+  if (!EndMostJobs(store, r->stored)) return false;
+  if (!Time(o.repeat, &r->list_live_tenth, [&] { return list(false); })) return false;
+  r->live_tenth = listed;
+  return true;
+}
+
+void PrintTable(const Options& o, const Results& r, const std::string& fs) {
+  std::printf("job store in %s (%s); %d submissions, %d jobs for the reads\n\n", o.dir.c_str(),
+              fs.c_str(), o.jobs, r.stored);
+  std::printf("%-38s %8s %12s %12s\n", "operation", "n", "median us", "p99 us");
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%.0f submissions/s", r.submits_per_s);
+  Row("Add (durable, one transaction)", r.submit, buf);
+  std::snprintf(buf, sizeof buf, "%.0f /s", 1e6 / std::max(1e-9, r.floor.Quantile(0.5)));
+  Row("floor: rewrite 4 KiB + fdatasync", r.floor, buf);
+  std::snprintf(buf, sizeof buf, "%.0f updates/s", r.updates_per_s);
+  Row("Update (durable)", r.update, buf);
+  Row("Get by id", r.get, "");
+  Row("List(true), " + std::to_string(r.stored) + " jobs", r.list_all, "");
+  Row("List(false), " + std::to_string(r.live_all) + " of them live", r.list_live_all, "");
+  Row("List(false), " + std::to_string(r.live_tenth) + " live", r.list_live_tenth, "");
+  Row("Open (schema + quick_check)", r.open, std::to_string(r.db_bytes / 1024) + " KiB database");
+  std::printf("\ngoal >= 1000 durable submissions/s: %s\n",
+              r.submits_per_s >= 1000 ? "met" : "MISSED");
+}
+
+void WriteJson(const Options& o, const Results& r, const std::string& fs) {
+  nlohmann::json out = {
+      {"dir", o.dir},
+      {"filesystem", fs},
+      {"submissions", o.jobs},
+      {"submissions_per_s", r.submits_per_s},
+      {"add", r.submit.Json()},
+      {"fsync_floor", r.floor.Json()},
+      {"updates_per_s", r.updates_per_s},
+      {"update", r.update.Json()},
+      {"get", r.get.Json()},
+      {"stored_jobs", r.stored},
+      {"list_all", r.list_all.Json()},
+      {"list_not_ended_all_live", r.list_live_all.Json()},
+      {"list_not_ended_tenth_live", r.list_live_tenth.Json()},
+      {"live_after_ending_90pct", r.live_tenth},
+      {"open", r.open.Json()},
+      {"database_bytes", r.db_bytes},
+      {"goal_submissions_per_s", 1000},
+  };
+  std::error_code ignored;
+  std::filesystem::create_directories(o.out_dir, ignored);
+  const std::string path = o.out_dir + "/bench_submit.json";
+  std::ofstream(path) << out.dump(2) << "\n";
+  std::printf("wrote %s\n", path.c_str());
+}
+
+// Runs every phase on a store in a fresh directory under o.dir.
+bool Run(const Options& o, const std::string& dir, Results* r) {
+  const std::string db = dir + "/jobs.db";
+  auto opened = JobStore::Open(db);
+  if (!opened.ok()) return Fail("Open", opened.status());
+  std::unique_ptr<JobStore> store = std::move(opened).value();
+  if (!MeasureWrites(o, dir, *store, r) || !MeasureReads(o, *store, r)) return false;
+  store.reset();
+  auto reopen = [&] {
+    auto again = JobStore::Open(db);
+    return again.ok() || Fail("reopen", again.status());
+  };
+  if (!Time(std::max(3, o.repeat / 4), &r->open, reopen)) return false;
+  std::error_code ignored;
+  r->db_bytes = std::filesystem::file_size(db, ignored);
+  return true;
 }
 
 }  // namespace
@@ -190,140 +326,18 @@ int main(int argc, char** argv) {
                  "[--out DIR]\n");
     return 2;
   }
-  std::string pattern = o.dir + "/bench_submit_XXXXXX";
-  if (mkdtemp(pattern.data()) == nullptr) {
+  std::string dir = o.dir + "/bench_submit_XXXXXX";
+  if (mkdtemp(dir.data()) == nullptr) {
     std::perror(("bench_submit: mkdtemp in " + o.dir).c_str());
     return 1;
   }
-  const std::string dir = pattern, db = dir + "/jobs.db";
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() {
-      std::error_code ignored;
-      std::filesystem::remove_all(dir, ignored);
-    }
-  } cleanup{dir};
-
-  auto opened = JobStore::Open(db);
-  if (!opened.ok()) {
-    Fail("Open", opened.status());
-    return 1;
-  }
-  std::unique_ptr<JobStore> store = std::move(opened).value();
-
-  // Submissions: a fresh store, one durable transaction per Add.
-  Sample submit;
-  auto t0 = Clock::now();
-  if (!AddJobs(*store, 0, o.jobs, &submit)) return 1;
-  const double submit_s = SecondsSince(t0), submits_per_s = o.jobs / submit_s;
-  Sample floor = FsyncFloor(dir, std::min(o.jobs, 2000));
-
-  // Updates: state changes of the first jobs, each durable.
-  Sample update;
-  const int updates = std::min(o.jobs, 2000);
-  t0 = Clock::now();
-  for (int id = 1; id <= updates; ++id) {
-    JobRecord job = Submission(id - 1);
-    job.id = id;
-    job.state = LiveJobState::kRunning;
-    job.node = "node-" + std::to_string(id % 8);
-    job.device = "gpu" + std::to_string(id % 4);
-    job.attempt = 1;
-    auto t = Clock::now();
-    gandiva::Status s = store->Update(job);
-    update.us.push_back(SecondsSince(t) * 1e6);
-    if (!s.ok()) {
-      Fail("Update", s);
-      return 1;
-    }
-  }
-  const double updates_per_s = updates / SecondsSince(t0);
-
-  // Reads with list_jobs stored.
-  if (o.jobs < o.list_jobs && !AddJobs(*store, o.jobs, o.list_jobs, nullptr)) return 1;
-  const int stored = std::max(o.jobs, o.list_jobs);
-  size_t listed = 0;
-  auto list = [&](bool include_ended) {
-    auto jobs = store->List(include_ended);
-    if (!jobs.ok()) return Fail("List", jobs.status());
-    listed = jobs->size();
-    return true;
-  };
-  Sample list_all, list_active_all, list_active_tenth, get, reopen;
-  if (!Time(o.repeat, &list_all, [&] { return list(true); })) return 1;
-  if (!Time(o.repeat, &list_active_all, [&] { return list(false); })) return 1;
-  const size_t active_all = listed;
-  int n = 0;
-  if (!Time(o.repeat * 50, &get, [&] { return store->Get(1 + (n++ * 7919) % stored).ok(); }))
-    return 1;
-  // End 90 % of them (the state of a scheduler that has run for a while).
-  for (int id = 1; id <= stored; ++id) {
-    if (id % 10 == 0) continue;
-    auto job = store->Get(id);
-    if (!job.ok()) {
-      Fail("Get", job.status());
-      return 1;
-    }
-    job->state = LiveJobState::kFinished;
-    if (gandiva::Status s = store->Update(*job); !s.ok()) {
-      Fail("Update", s);
-      return 1;
-    }
-  }
-  if (!Time(o.repeat, &list_active_tenth, [&] { return list(false); })) return 1;
-  const size_t active_tenth = listed;
-  store.reset();
-  if (!Time(std::max(3, o.repeat / 4), &reopen, [&] { return JobStore::Open(db).ok(); })) {
-    {
-      Fail("reopen", gandiva::Internal("JobStore::Open failed"));
-      return 1;
-    }
-  }
-  const auto db_bytes = std::filesystem::file_size(db);
-
-  const std::string fs = FilesystemOf(o.dir);
-  std::printf("job store in %s (%s); %d submissions, %d jobs for the reads\n\n", o.dir.c_str(),
-              fs.c_str(), o.jobs, stored);
-  std::printf("%-38s %8s %12s %12s\n", "operation", "n", "median us", "p99 us");
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%.0f submissions/s", submits_per_s);
-  Row("Add (durable, one transaction)", submit, buf);
-  std::snprintf(buf, sizeof buf, "%.0f /s", 1e6 / std::max(1e-9, floor.Quantile(0.5)));
-  Row("floor: rewrite 4 KiB + fdatasync", floor, buf);
-  std::snprintf(buf, sizeof buf, "%.0f updates/s", updates_per_s);
-  Row("Update (durable)", update, buf);
-  Row("Get by id", get, "");
-  Row(("List(true), " + std::to_string(stored) + " jobs").c_str(), list_all, "");
-  Row(("List(false), " + std::to_string(active_all) + " of them active").c_str(), list_active_all,
-      "");
-  Row(("List(false), " + std::to_string(active_tenth) + " active").c_str(), list_active_tenth, "");
-  Row("Open (schema + quick_check)", reopen, std::to_string(db_bytes / 1024) + " KiB database");
-  std::printf("\ngoal >= 1000 durable submissions/s: %s\n",
-              submits_per_s >= 1000 ? "met" : "MISSED");
-
-  nlohmann::json out = {
-      {"dir", o.dir},
-      {"filesystem", fs},
-      {"submissions", o.jobs},
-      {"submissions_per_s", submits_per_s},
-      {"add", submit.Json()},
-      {"fsync_floor", floor.Json()},
-      {"updates_per_s", updates_per_s},
-      {"update", update.Json()},
-      {"get", get.Json()},
-      {"stored_jobs", stored},
-      {"list_all", list_all.Json()},
-      {"list_not_ended_all_active", list_active_all.Json()},
-      {"list_not_ended_tenth_active", list_active_tenth.Json()},
-      {"active_after_ending_90pct", active_tenth},
-      {"open", reopen.Json()},
-      {"database_bytes", db_bytes},
-      {"goal_submissions_per_s", 1000},
-  };
+  Results r;
+  bool ok = Run(o, dir, &r);
   std::error_code ignored;
-  std::filesystem::create_directories(o.out_dir, ignored);
-  const std::string path = o.out_dir + "/bench_submit.json";
-  std::ofstream(path) << out.dump(2) << "\n";
-  std::printf("wrote %s\n", path.c_str());
+  std::filesystem::remove_all(dir, ignored);
+  if (!ok) return 1;
+  const std::string fs = FilesystemOf(o.dir);
+  PrintTable(o, r, fs);
+  WriteJson(o, r, fs);
   return 0;
 }
