@@ -13,14 +13,19 @@
 #include <optional>
 #include <thread>
 
-#include "api/api_server.h"
 #include "devices/devices.h"
 #include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
+#include "gandiva/protocol/api_server.h"
 #include "gandiva/protocol/client.h"
 #include "node.h"
 
 namespace gandiva::controller {
+
+using protocol::ApiServer;
+using protocol::ApiServerOptions;
+using protocol::Call;
+using protocol::Reply;
 namespace {
 
 constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemon [flags])
