@@ -143,16 +143,7 @@ std::optional<int> CheckCommandLine(Flags& flags, const std::vector<std::string>
                  kUsage);
     return 2;
   }
-  const std::string level = flags.Get("log", "");
-  if (level == "error")
-    log::SetLevel(log::kError);
-  else if (level == "warn")
-    log::SetLevel(log::kWarn);
-  else if (level == "debug")
-    log::SetLevel(log::kDebug);
-  else if (level == "info")
-    log::SetLevel(log::kInfo);
-  else if (!level.empty()) {
+  if (flags.Has("log") && !log::SetLevelByName(flags.Get("log").c_str())) {
     std::fprintf(stderr, "gandivad: --log must be error, warn, info or debug\n");
     return 2;
   }
