@@ -77,11 +77,11 @@ int QueueCommand(const Args& args) {
   }
   Table t({"JOB", "NAME", "USER", "STATE", "WHERE", "ATTEMPT", "ATTAINED_S", "RATE", "DETAIL"});
   for (const Json& j : (*r)["jobs"]) {
-    const std::string where =
-        j["node"].get<std::string>().empty()
-            ? "-"
-            : j["node"].get<std::string>() + ":" + j["device"].get<std::string>() + "/" +
-                  std::to_string(j["node_job"].get<uint64_t>());
+    const std::string where = j["node"].get<std::string>().empty()
+                                  ? "-"
+                                  : j["node"].get<std::string>() + ":" +
+                                        j["device"].get<std::string>() + "/" +
+                                        std::to_string(j["node_job"].get<uint64_t>());
     t.Add({std::to_string(j["id"].get<uint64_t>()), j["name"].get<std::string>(),
            j["user"].get<std::string>(), j["state"].get<std::string>(), where,
            std::to_string(j["attempt"].get<uint64_t>()), Fixed(j["attained_s"].get<double>(), 1),

@@ -140,7 +140,8 @@ void LiveCluster::Unplace(JobId job) {
 
 Status LiveCluster::Persist(JobId job) {
   Status s = store_->Update(jobs_[job].record);
-  if (!s.ok()) GD_LOG(kError, "job %d: could not record its state: %s", job + 1, s.ToString().c_str());
+  if (!s.ok())
+    GD_LOG(kError, "job %d: could not record its state: %s", job + 1, s.ToString().c_str());
   return s;
 }
 

@@ -28,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gandiva/scheduler/cluster.h"
@@ -79,12 +80,20 @@ class LiveCluster final : public Cluster {
   StatusOr<std::vector<JobId>> Recover();
   // A job the store just took; returns its id here (store id - 1).
   JobId Admit(const JobRecord& record);
-  // Polls every node, takes in exits, finished migrations and checkpoints,
+  // Every node's list_jobs, in node order. Only reads the node set, which is
+  // thread-safe: the scheduler calls it without its lock, so a node that does
+  // not answer holds up no client of the scheduler.
+  using NodeReports = std::vector<StatusOr<protocol::Json>>;
+  NodeReports PollNodes() const;
+  // Takes in what PollNodes found: exits, finished migrations and checkpoints;
   // takes periodic checkpoints, and requeues the jobs of nodes that died.
-  ClusterEvents Refresh();
+  ClusterEvents Refresh(const NodeReports& reports);
+  ClusterEvents Refresh() { return Refresh(PollNodes()); }
   // Asks a job to end: a queued one is cancelled at once (true: tell the
   // policy it finished); a running one is killed and ends at its next Refresh.
   StatusOr<bool> Cancel(JobId job);
+  // Jobs an action ended (a launch the node refused), for the policy's OnFinish.
+  std::vector<JobId> TakeEndedByActions() { return std::exchange(ended_by_actions_, {}); }
   const JobRecord& record(JobId job) const { return jobs_[job].record; }
   int num_jobs() const { return static_cast<int>(jobs_.size()); }
   const LiveDevice& device(GpuId gpu) const { return devices_[gpu]; }
@@ -141,7 +150,7 @@ class LiveCluster final : public Cluster {
   // Placement bookkeeping (no node calls).
   void Place(JobId job, GpuId gpu);
   void Unplace(JobId job);
-  Status Persist(JobId job);  // logs a failure too
+  Status Persist(JobId job);                              // logs a failure too
   void SaveBestEffort(JobId job) { (void)Persist(job); }  // where nothing can be undone
   void KillBestEffort(int node, int64_t node_job);
   GpuId GpuOf(const std::string& node, const std::string& device) const;
@@ -175,6 +184,7 @@ class LiveCluster final : public Cluster {
   std::vector<bool> node_up_;
   std::vector<double> node_last_seen_;
   double next_wake_ = -1;
+  std::vector<JobId> ended_by_actions_;
   Counters counters_;
 };
 

@@ -14,9 +14,13 @@ using protocol::MessageType;
 
 namespace {
 
-bool Ended(LiveJobState s) {
-  return s == LiveJobState::kFinished || s == LiveJobState::kFailed ||
-         s == LiveJobState::kCancelled;
+bool Ended(LiveJobState s) { return IsEnded(s); }
+
+// Errors by which a node that answered says the job cannot run (unlike
+// unavailable or deadline_exceeded, which say nothing about the job).
+bool NodeRefusedTheJob(StatusCode code) {
+  return code == StatusCode::kNotFound || code == StatusCode::kFailedPrecondition ||
+         code == StatusCode::kInvalidArgument || code == StatusCode::kPermissionDenied;
 }
 
 }  // namespace
@@ -30,8 +34,8 @@ Status LiveCluster::Start(JobId job, std::span<const GpuId> gpus) {
   if (gpu < 0 || gpu >= topology_.num_gpus()) return InvalidArgument("no such device");
   if (!node_up_[devices_[gpu].node]) return Unavailable("the device's node is down");
   if (!free_.IsFree(gpu) && members_[gpu].empty()) return FailedPrecondition("device not usable");
-  Status s = jobs_[job].record.state == LiveJobState::kSuspended ? ResumeOn(job, gpu)
-                                                                 : Launch(job, gpu);
+  Status s =
+      jobs_[job].record.state == LiveJobState::kSuspended ? ResumeOn(job, gpu) : Launch(job, gpu);
   if (!s.ok()) {
     ++counters_.failed_actions;
     GD_LOG(kWarn, "job %d: could not start on %s:%s: %s", job + 1,
@@ -50,19 +54,25 @@ Status LiveCluster::Launch(JobId job, GpuId gpu) {
   j.record.device = d.name;
   j.record.node_job = 0;
   GD_RETURN_IF_ERROR(Persist(job));  // before the launch: a restart looks for it by name
-  Json req = {{"command", j.record.command},
-              {"cwd", j.record.cwd},
-              {"name", LaunchName(j)},
-              {"device", d.name},
-              {"user", j.record.user},
-              {"ranks", j.record.ranks}};
+  Json req = {{"command", j.record.command}, {"cwd", j.record.cwd},
+              {"name", LaunchName(j)},       {"device", d.name},
+              {"user", j.record.user},       {"ranks", j.record.ranks}};
   if (!j.record.env.empty()) req["env"] = j.record.env;
   if (j.record.restartable && !j.record.checkpoint_dir.empty())
     req["restore"] = j.record.checkpoint_dir;
   auto reply = nodes_->Call(d.node, MessageType::kLaunch, req);
+  if (!reply.ok() && NodeRefusedTheJob(reply.status().code())) {
+    // The job itself cannot start there (no such command, a bad restore
+    // directory): it fails, as it would anywhere, rather than block the queue.
+    j.record.node_job = 0;
+    Finish(job, LiveJobState::kFailed, 127, reply.status().message());
+    ended_by_actions_.push_back(job);
+    return reply.status();
+  }
   if (!reply.ok()) {
-    // Not started (the node said so) or not known (no reply): a reply lost in
-    // flight leaves a job the next Refresh adopts by its name; here it is queued again.
+    // Not started (the node is unreachable or busy) or not known (no reply): a
+    // reply lost in flight leaves a job the next Refresh kills as not current
+    // (its attempt is then taken again); here it is queued again.
     j.record.state = LiveJobState::kQueued;
     j.record.node.clear();
     j.record.device.clear();
@@ -145,10 +155,9 @@ Status LiveCluster::MoveTo(JobId job, GpuId gpu) {
     j.record.device = d.name;
     return Status::Ok();
   }
-  auto r = nodes_->Call(from, MessageType::kMigrate,
-                        {{"job", j.record.node_job},
-                         {"to", nodes_->address(d.node).name},
-                         {"device", d.name}});
+  auto r = nodes_->Call(
+      from, MessageType::kMigrate,
+      {{"job", j.record.node_job}, {"to", nodes_->address(d.node).name}, {"device", d.name}});
   if (!r.ok()) return r.status();
   ++counters_.migrations;
   j.moving = true;

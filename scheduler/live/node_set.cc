@@ -36,8 +36,8 @@ StatusOr<std::vector<NodeAddress>> ReadNodesFile(const std::string& file) {
   return nodes;
 }
 
-NodeSet::NodeSet(std::vector<NodeAddress> nodes,
-                 std::optional<protocol::CurveKeyPair> client_keys, int timeout_ms) {
+NodeSet::NodeSet(std::vector<NodeAddress> nodes, std::optional<protocol::CurveKeyPair> client_keys,
+                 int timeout_ms) {
   for (NodeAddress& a : nodes) {
     auto client = std::make_unique<ApiClient>(a.endpoint, timeout_ms);
     if (!a.public_key.empty() && client_keys) client->SetCurve({*client_keys, a.public_key});
@@ -54,7 +54,7 @@ int NodeSet::Find(const std::string& name) const {
 }
 
 StatusOr<protocol::Json> NodeSet::Call(int node, protocol::MessageType type,
-                                       const protocol::Json& fields) {
+                                       const protocol::Json& fields) const {
   const std::string& name = nodes_[node].address.name;
   auto reply = nodes_[node].client->Call(type, fields);
   if (!reply.ok()) return Status(reply.status().code(), name + ": " + reply.status().message());

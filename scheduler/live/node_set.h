@@ -4,7 +4,8 @@
 // machine, does not), one API client each. A call to a node that does not answer
 // fails with unavailable naming the node; it never stops the scheduler.
 //
-// Thread-safety: one thread (the scheduler loop) uses a NodeSet.
+// Thread-safety: fixed once made; Call may run on several threads at once (each
+// call opens its own socket on a shared ZeroMQ context).
 #ifndef GANDIVA_SCHEDULER_LIVE_NODE_SET_H_
 #define GANDIVA_SCHEDULER_LIVE_NODE_SET_H_
 
@@ -44,7 +45,7 @@ class NodeSet {
 
   // One call; the reply is checked against the schema. Errors name the node.
   StatusOr<protocol::Json> Call(int node, protocol::MessageType type,
-                                const protocol::Json& fields = protocol::Json::object());
+                                const protocol::Json& fields = protocol::Json::object()) const;
 
  private:
   struct Node {

@@ -46,11 +46,18 @@ const Json* FindNodeJob(const std::vector<Json>& jobs, int64_t id) {
 
 }  // namespace
 
-ClusterEvents LiveCluster::Refresh() {
+LiveCluster::NodeReports LiveCluster::PollNodes() const {
+  NodeReports reports;
+  for (int n = 0; n < nodes_->size(); ++n)
+    reports.push_back(nodes_->Call(n, MessageType::kListJobs));
+  return reports;
+}
+
+ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
   ClusterEvents events;
   const double now = wall();
   for (int n = 0; n < nodes_->size(); ++n) {
-    auto reply = nodes_->Call(n, MessageType::kListJobs);
+    const auto& reply = reports[n];
     if (!reply.ok()) {
       if (node_up_[n] && now - node_last_seen_[n] >= options_.node_dead_after_s) {
         GD_LOG(kWarn, "node %s is down: %s", nodes_->address(n).name.c_str(),
@@ -87,8 +94,7 @@ void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs, Cluster
         const std::string why =
             "migration from " + name + " failed: " +
             (op && !op->is_null() ? (*op)["error"].get<std::string>() : std::string("job gone"));
-        if (src && LiveOnNode(*src))
-          KillBestEffort(n, j.moving_from_job);
+        if (src && LiveOnNode(*src)) KillBestEffort(n, j.moving_from_job);
         Requeue(id, why);
         events.requeued.push_back(id);
       }
@@ -112,10 +118,11 @@ void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs, Cluster
     auto ours = ParseLaunchName(nj["name"].get<std::string>());
     if (!ours || ours->first < 1 || ours->first > num_jobs()) continue;
     const Job& j = jobs_[ours->first - 1];
-    const bool current = j.record.attempt == ours->second &&
-                         ((j.record.node == name && (j.record.node_job == 0 ||
-                                                     j.record.node_job == nj["id"].get<int64_t>())) ||
-                          (j.moving && j.moving_from == name));
+    const bool current =
+        j.record.attempt == ours->second &&
+        ((j.record.node == name &&
+          (j.record.node_job == 0 || j.record.node_job == nj["id"].get<int64_t>())) ||
+         (j.moving && j.moving_from == name));
     if (current && state(ours->first - 1) != JobState::kFinished) continue;
     GD_LOG(kWarn, "killing %s on %s: not the current run of job %lld",
            nj["name"].get<std::string>().c_str(), name.c_str(),
@@ -127,11 +134,15 @@ void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs, Cluster
 void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
   Job& j = jobs_[id];
   const std::string state = nj["state"].get<std::string>();
-  if (state == "exited" || state == "failed" || state == "migrated") {
+  // Ended once the node knows how (an ended job's exit status follows its end
+  // by a moment: exit_reason is "none" until then).
+  if ((state == "exited" || state == "failed" || state == "migrated") &&
+      nj["exit_reason"] != "none") {
     const int code = nj["exit_code"].get<int>();
-    if (j.record.cancel_requested)
-      Finish(id, LiveJobState::kCancelled, code, "cancelled");
-    else if (state == "exited" && code == 0)
+    if (j.record.cancel_requested) Finish(id, LiveJobState::kCancelled, code, "cancelled");
+    // Success is an exit status of 0 (the node's "failed" also covers a job
+    // that ended without detaching from its control block, which a job may).
+    else if (nj["exit_reason"] == "exited" && code == 0)
       Finish(id, LiveJobState::kFinished, 0, "");
     else
       Finish(id, LiveJobState::kFailed, code,
@@ -174,8 +185,8 @@ void LiveCluster::MaybeCheckpoint(JobId id) {
     return;
   j.last_checkpoint_asked = wall();
   // A new folder each time: a checkpoint that fails never spoils the latest good one.
-  const std::string dir = options_.checkpoint_root + "/job-" + std::to_string(j.record.id) +
-                          "/" + std::to_string(static_cast<int64_t>(wall() * 1000));
+  const std::string dir = options_.checkpoint_root + "/job-" + std::to_string(j.record.id) + "/" +
+                          std::to_string(static_cast<int64_t>(wall() * 1000));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const int n = nodes_->Find(j.record.node);
@@ -213,8 +224,7 @@ void LiveCluster::NodeUp(int n) {
       free_.Release(std::span<const GpuId>(&gpu_ids_[g], 1));
 }
 
-void LiveCluster::AdoptOrRequeue(JobId id, const std::vector<Json>& node_jobs,
-                                 bool node_answered) {
+void LiveCluster::AdoptOrRequeue(JobId id, const std::vector<Json>& node_jobs, bool node_answered) {
   Job& j = jobs_[id];
   const GpuId gpu = GpuOf(j.record.node, j.record.device);
   if (gpu < 0) {

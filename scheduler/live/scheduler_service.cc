@@ -1,7 +1,12 @@
 // See scheduler_service.h.
 #include "live/scheduler_service.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -15,8 +20,7 @@ using protocol::MessageType;
 namespace {
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string BaseName(const std::string& path) {
@@ -43,6 +47,13 @@ StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(SchedulerOp
   std::error_code ec;
   std::filesystem::create_directories(o.state_dir + "/checkpoints", ec);
   if (ec) return FailedPrecondition("cannot create " + o.state_dir + ": " + ec.message());
+  // One scheduler per state directory: two would both start its jobs.
+  const std::string lock_path = o.state_dir + "/scheduler.lock";
+  s->lock_fd_ = UniqueFd(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (s->lock_fd_.get() < 0)
+    return FailedPrecondition("cannot open " + lock_path + ": " + strerror(errno));
+  if (flock(s->lock_fd_.get(), LOCK_EX | LOCK_NB) != 0)
+    return FailedPrecondition("another scheduler is running on " + o.state_dir);
   GD_ASSIGN_OR_RETURN(s->store_, JobStore::Open(o.state_dir + "/scheduler.db"));
   // The scheduler's clock starts at its first start and runs on across restarts.
   GD_ASSIGN_OR_RETURN(auto epoch_text, s->store_->GetMeta("epoch"));
@@ -82,17 +93,24 @@ void SchedulerService::Run(const std::atomic<bool>& stop) {
   while (!stop.load()) {
     const auto start = std::chrono::steady_clock::now();
     Pass();
-    while (!stop.load() && std::chrono::steady_clock::now() - start < period)
+    // At least one nap between passes, so the API thread gets the lock.
+    do {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (!stop.load() && std::chrono::steady_clock::now() - start < period);
   }
 }
 
 void SchedulerService::Pass() {
+  // The nodes are polled without the lock (a dead one takes its whole timeout
+  // to say so); only this thread starts jobs, so the reports are not older
+  // than anything this pass acts on.
+  const LiveCluster::NodeReports reports = cluster_->PollNodes();
   std::lock_guard lock(mu_);
-  const ClusterEvents events = cluster_->Refresh();
+  const ClusterEvents events = cluster_->Refresh(reports);
   for (JobId j : events.finished) policy_->OnFinish(*cluster_, j);
   for (JobId j : finished_) policy_->OnFinish(*cluster_, j);
   finished_.clear();
+  for (JobId j : cluster_->TakeEndedByActions()) policy_->OnFinish(*cluster_, j);
   // A job lost with its node ends for the policy and arrives again.
   for (JobId j : events.requeued) {
     policy_->OnFinish(*cluster_, j);
@@ -197,8 +215,8 @@ StatusOr<Json> SchedulerService::Queue(const Json& req) {
     nodes.push_back(
         {{"name", nodes_->address(n).name}, {"up", cluster_->node_up(n)}, {"devices", devices}});
   }
-  return Json{{"jobs", jobs}, {"policy", options_.policy}, {"now_s", cluster_->Now()},
-              {"nodes", nodes}};
+  return Json{
+      {"jobs", jobs}, {"policy", options_.policy}, {"now_s", cluster_->Now()}, {"nodes", nodes}};
 }
 
 StatusOr<Json> SchedulerService::CancelJob(const Json& req) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "gandiva/common/unique_fd.h"
 #include "gandiva/protocol/curve.h"
 #include "gandiva/protocol/dispatcher.h"
 #include "gandiva/scheduler/policy.h"
@@ -61,6 +62,7 @@ class SchedulerService {
   protocol::Json JobJson(JobId id) const;
 
   SchedulerOptions options_;
+  UniqueFd lock_fd_;  // flock on STATE/scheduler.lock, held while it runs
   mutable std::mutex mu_;
   std::unique_ptr<JobStore> store_;
   std::unique_ptr<NodeSet> nodes_;

@@ -1,0 +1,154 @@
+"""The live cluster scheduler (`gandiva scheduler`) over real gandivad nodes on
+this machine (separate Unix sockets and TCP ports; not network namespaces),
+running real PyTorch training jobs: placement on every node, kill -9 of the
+scheduler (nothing lost, nothing started twice), a node's death (its job
+restarts elsewhere from its latest checkpoint, with the same final weights),
+and bad input."""
+
+import json
+import os
+import signal
+
+import pytest
+
+import nodes
+from sched_cluster import SchedCluster, reference_digest
+
+STEPS = 60
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    c = SchedCluster(tmp_path)
+    yield c
+    c.stop()
+
+
+def summary(jobs):
+    return {i: (j["state"], j["exit_code"], j["detail"], j["node"]) for i, j in jobs.items()}
+
+
+def launches_of(cluster, job_id):
+    """The node jobs started for scheduler job `job_id`, on every node."""
+    found = []
+    for n in cluster.nodes:
+        found += [(n.name, j) for j in n.jobs() if f".s{job_id}.a" in j["name"]]
+    return found
+
+
+def test_fifo_runs_real_jobs_on_every_node(cluster, tmp_path):
+    cluster.start(policy="fifo")
+    reference = reference_digest(tmp_path, STEPS)
+    ids = [cluster.submit_job(STEPS, 10, tmp_path / f"r{i}.json") for i in range(3)]
+    jobs = cluster.wait_ended(ids)
+    assert {jobs[i]["state"] for i in ids} == {"finished"}, summary(jobs)
+    assert {jobs[i]["node"] for i in ids} == {"a", "b"}, "FIFO fills both nodes"
+    for i in range(3):
+        assert json.loads((tmp_path / f"r{i}.json").read_text())["weights_sha256"] == reference
+    # Measured by the nodes: every job executed (attained service) about its steps' time.
+    for i in ids:
+        assert jobs[i]["attained_s"] > STEPS * 0.010 * 0.5, jobs[i]
+    out = cluster.cli("logs", str(ids[0]), "--scheduler").stdout
+    assert f"done: {STEPS} steps" in out
+    assert cluster.cli("wait", str(ids[0]), "--scheduler").returncode == 0
+
+
+def test_killed_scheduler_restarts_loses_nothing_and_starts_nothing_twice(cluster, tmp_path):
+    cluster.start(policy="fifo")
+    ids = [cluster.submit_job(150, 20, tmp_path / f"r{i}.json") for i in range(4)]
+    nodes.wait_for(lambda: sum(cluster.job(i)["state"] == "running" for i in ids) == 2, 30,
+                   "two jobs running")
+    cluster.kill(signal.SIGKILL)
+    submitted_while_down = None
+    cluster.start(policy="fifo")
+    submitted_while_down = cluster.submit_job(20, 10, tmp_path / "late.json")
+    jobs = cluster.wait_ended(ids + [submitted_while_down], timeout=180)
+    for i in ids + [submitted_while_down]:
+        assert jobs[i]["state"] == "finished", jobs[i]
+        assert jobs[i]["attempt"] == 1, f"job {i} was launched again: {jobs[i]}"
+        assert len(launches_of(cluster, i)) == 1, launches_of(cluster, i)
+    assert "adopted" in cluster.read_log()
+
+
+def test_a_dead_node_s_job_restarts_elsewhere_from_its_checkpoint(cluster, tmp_path):
+    steps = 300
+    reference = reference_digest(tmp_path, steps)
+    cluster.start("--checkpoint-every", "1", "--node-dead-after", "2", policy="fifo")
+    result = tmp_path / "r.json"
+    job = cluster.submit_job(steps, 20, result, flags=("--restartable",))
+    first = nodes.wait_for(lambda: (j := cluster.job(job))["checkpoint_dir"] and j, 60,
+                           "a first checkpoint")
+    doomed = cluster.node(first["node"])
+    pid = next(j["pid"] for j in doomed.jobs() if j["id"] == first["node_job"])
+    doomed.stop(signal.SIGKILL)  # the node dies with its job
+    os.kill(pid, signal.SIGKILL)
+    moved = nodes.wait_for(lambda: (j := cluster.job(job))["attempt"] == 2 and j["node"] and j, 60,
+                           "the job to start again")
+    assert moved["node"] != first["node"]
+    jobs = cluster.wait_ended([job], timeout=120)
+    assert jobs[job]["state"] == "finished", jobs[job]
+    r = json.loads(result.read_text())
+    assert r["resumed_at"] and r["resumed_at"] > 0, "restarted from its checkpoint, not from 0"
+    assert r["weights_sha256"] == reference, "the same weights as a run never interrupted"
+    assert "went down" in cluster.read_log()
+    queue = cluster.queue()
+    assert not next(n for n in queue["nodes"] if n["name"] == first["node"])["up"]
+
+
+def test_bad_requests_get_clear_errors(cluster, tmp_path):
+    cluster.start(policy="fifo")
+    r = cluster.cli("submit", "--gpus", "3", "--", "/bin/true", check=False)
+    assert r.returncode == 1 and "largest node has 1" in r.stderr
+    r = cluster.cli("submit", "--gpus", "0", "--", "/bin/true", check=False)
+    assert r.returncode == 1 and "at least 1" in r.stderr
+    r = cluster.cli("cancel", "99", check=False)
+    assert r.returncode == 1 and "no job 99" in r.stderr
+    r = cluster.cli("logs", "99", "--scheduler", check=False)
+    assert r.returncode == 1 and "no job 99" in r.stderr
+    # A job that cannot start fails with its reason, and the scheduler goes on.
+    bad = cluster.submit("/no/such/program")
+    ok = cluster.submit("/bin/true")
+    jobs = cluster.wait_ended([bad, ok])
+    assert jobs[bad]["state"] == "failed" and jobs[ok]["state"] == "finished", jobs
+    # Cancelling a queued job (the only device is busy) and a running one.
+    long_jobs = [cluster.submit("/bin/sleep", "60") for _ in range(3)]
+    nodes.wait_for(lambda: sum(cluster.job(i)["state"] == "running" for i in long_jobs) == 2, 30,
+                   "two running")
+    queued = next(i for i in long_jobs if cluster.job(i)["state"] == "queued")
+    assert json.loads(cluster.cli("cancel", str(queued), "--json").stdout)["state"] == "cancelled"
+    for i in long_jobs:
+        if i != queued:
+            cluster.cli("cancel", str(i))
+    jobs = cluster.wait_ended(long_jobs, timeout=30)
+    assert {jobs[i]["state"] for i in long_jobs} == {"cancelled"}
+    assert cluster.cli("wait", str(queued), "--scheduler", check=False).returncode == 130
+    assert cluster.proc.poll() is None
+
+
+def test_the_scheduler_refuses_to_start_on_bad_state_or_nodes(cluster, tmp_path):
+    env = cluster.env
+    run = lambda *a: cluster.cli("scheduler", *a, check=False, timeout=30)
+    r = run("--nodes", str(cluster.nodes_file), "--state-dir", str(tmp_path / "s1"), "--policy", "srtf",
+            "--endpoint", f"ipc://{tmp_path}/x.sock")
+    assert r.returncode == 1 and "only a simulator knows" in r.stderr
+    empty = tmp_path / "empty_nodes"
+    empty.write_text("# no nodes\n")
+    r = run("--nodes", str(empty), "--state-dir", str(tmp_path / "s2"), "--endpoint", f"ipc://{tmp_path}/x.sock")
+    assert r.returncode == 1 and "lists no nodes" in r.stderr
+    dead = tmp_path / "dead_nodes"
+    dead.write_text(f"z ipc://{tmp_path}/nobody.sock\n")
+    r = run("--nodes", str(dead), "--state-dir", str(tmp_path / "s3"), "--endpoint", f"ipc://{tmp_path}/x.sock")
+    assert r.returncode == 1 and "no node answered" in r.stderr
+    corrupt = tmp_path / "s4"
+    corrupt.mkdir()
+    (corrupt / "scheduler.db").write_bytes(b"this is not a database" * 100)
+    r = run("--nodes", str(cluster.nodes_file), "--state-dir", str(corrupt), "--endpoint", f"ipc://{tmp_path}/x.sock")
+    assert r.returncode == 1 and "scheduler.db" in r.stderr, r.stderr
+    assert (corrupt / "scheduler.db").read_bytes().startswith(b"this is not"), "left as it was"
+    r = run("--nodes", str(cluster.nodes_file))
+    assert r.returncode == 2 and "--state-dir" in r.stderr
+    # One scheduler per state directory: two would both start its jobs.
+    cluster.start(policy="fifo")
+    r = run("--nodes", str(cluster.nodes_file), "--state-dir", str(cluster.state), "--endpoint",
+            f"ipc://{tmp_path}/x.sock")
+    assert r.returncode == 1 and "another scheduler is running" in r.stderr
