@@ -104,6 +104,7 @@ class LiveCluster final : public Cluster {
   struct Counters {
     int64_t launches = 0, resumes = 0, suspends = 0, migrations = 0, assigns = 0;
     int64_t share_changes = 0, checkpoints = 0, requeues = 0, failed_actions = 0;
+    int64_t packs = 0, unpacks = 0;  // share_changes by the mode asked for
   };
   const Counters& counters() const { return counters_; }
 

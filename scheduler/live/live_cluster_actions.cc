@@ -185,6 +185,7 @@ Status LiveCluster::SetShareMode(int group, ShareMode mode) {
     return r.status();
   }
   ++counters_.share_changes;
+  ++(mode == ShareMode::kPack ? counters_.packs : counters_.unpacks);
   modes_[group] = mode;
   return Status::Ok();
 }

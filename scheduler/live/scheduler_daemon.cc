@@ -3,7 +3,9 @@
 #include <signal.h>
 
 #include <atomic>
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "gandiva/common/flags.h"
@@ -28,8 +30,27 @@ constexpr const char* kUsage = R"(usage: gandiva scheduler --nodes FILE --state-
   --checkpoint-every S  checkpoint restartable jobs every S seconds (default 0: never)
   --node-dead-after S   a node silent this long loses its jobs to the queue (default 5)
   --interval S        the gandiva policy's introspection interval (default 60)
+  --las-thresholds A,B  las: attained-service queue thresholds, GPU-seconds (default 3600,36000)
   --log LEVEL         error, warn, info (default) or debug
 )";
+
+// "A,B,...": positive numbers, increasing (the queue boundaries of 2D-LAS).
+Status ParseThresholds(const std::string& text, std::vector<double>* out) {
+  out->clear();
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !(v > 0) || (!out->empty() && v <= out->back()))
+      return InvalidArgument("--las-thresholds must be increasing positive numbers, not '" +
+                             text + "'");
+    out->push_back(v);
+    at = comma + 1;
+  }
+  return Status::Ok();
+}
 
 Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* endpoint) {
   if (!flags.Has("nodes") || !flags.Has("state-dir"))
@@ -50,6 +71,10 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* 
   if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0 ||
       o->policy_options.gandiva_interval <= 0)
     return InvalidArgument("--checkpoint-every, --node-dead-after and --interval must be positive");
+  if (flags.Has("las-thresholds")) {
+    GD_RETURN_IF_ERROR(ParseThresholds(flags.Get("las-thresholds"),
+                                       &o->policy_options.las_thresholds));
+  }
   // Growing a job needs a job across several devices, which is not built.
   o->policy_options.gandiva_grow = false;
   return Status::Ok();
@@ -60,7 +85,7 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* 
 int RunSchedulerDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandiva-scheduler");
   Flags flags({"nodes", "state-dir", "policy", "endpoint", "key", "pass-ms", "checkpoint-every",
-               "node-dead-after", "interval", "log"},
+               "node-dead-after", "interval", "las-thresholds", "log"},
               {"help"});
   if (Status s = flags.Parse(args); !s.ok()) {
     std::fprintf(stderr, "gandiva scheduler: %s\n\n%s", s.message().c_str(), kUsage);

@@ -98,6 +98,22 @@ void SchedulerService::Run(const std::atomic<bool>& stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } while (!stop.load() && std::chrono::steady_clock::now() - start < period);
   }
+  LogCounters();
+}
+
+// One line at exit with every action taken on the nodes since this start (not
+// kept across restarts): what bench/scheduler/live_vs_sim.py reports.
+void SchedulerService::LogCounters() const {
+  std::lock_guard lock(mu_);
+  const LiveCluster::Counters& c = cluster_->counters();
+  GD_LOG(kInfo,
+         "actions: launches %lld resumes %lld suspends %lld migrations %lld assigns %lld "
+         "packs %lld unpacks %lld checkpoints %lld requeues %lld failed %lld",
+         static_cast<long long>(c.launches), static_cast<long long>(c.resumes),
+         static_cast<long long>(c.suspends), static_cast<long long>(c.migrations),
+         static_cast<long long>(c.assigns), static_cast<long long>(c.packs),
+         static_cast<long long>(c.unpacks), static_cast<long long>(c.checkpoints),
+         static_cast<long long>(c.requeues), static_cast<long long>(c.failed_actions));
 }
 
 void SchedulerService::Pass() {

@@ -47,7 +47,7 @@ class SchedulerService {
   static StatusOr<std::unique_ptr<SchedulerService>> Create(SchedulerOptions options);
 
   void Register(protocol::Dispatcher& dispatcher);
-  // Passes until `stop`.
+  // Passes until `stop`; then logs the actions it took (LogCounters).
   void Run(const std::atomic<bool>& stop);
   // One pass: refresh from the nodes, tell the policy, let it act.
   void Pass();
@@ -55,6 +55,7 @@ class SchedulerService {
 
  private:
   explicit SchedulerService(SchedulerOptions options) : options_(std::move(options)) {}
+  void LogCounters() const;
   StatusOr<protocol::Json> Submit(const protocol::Json& req);
   StatusOr<protocol::Json> Queue(const protocol::Json& req);
   StatusOr<protocol::Json> CancelJob(const protocol::Json& req);

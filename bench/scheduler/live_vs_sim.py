@@ -1,0 +1,253 @@
+#!/usr/bin/env python3
+"""Live against simulated (issue 12, item 4): a dozen real training jobs on
+real gandivad nodes under `gandiva scheduler`, for each policy, against the
+same workload replayed by `gandiva sim`.
+
+1. Starts --nodes gandivad nodes on this machine (each its own Unix socket and
+   TCP port, peers of each other; not network namespaces), --devices-per-node
+   CPU devices each, with tests/integration/sched_cluster.py.
+2. Measures each job's solo duration: the job alone through the scheduler
+   (fifo) on the idle cluster, submit to end; its result is the reference.
+3. Per policy, a fresh cluster and scheduler: submits the jobs at their
+   seeded arrival times, waits for all, checks every job finished with the
+   same result as its solo run; average JCT, makespan, utilisation and the
+   scheduler's actions (its "actions:" log line at exit).
+4. Writes the workload as a generic trace (arrivals, solo durations, one
+   device each) and runs `gandiva sim --compare` on the same devices, with
+   time constants matched to the live setup.
+
+Prints a table and writes live_vs_sim.json (and the trace) to --out.
+usage: live_vs_sim.py [--build-dir build] [--out DIR] [--scale 1] [--policies fifo,las,gandiva]
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import live_workload
+
+ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ap.add_argument("--build-dir", default=os.path.join(live_workload.ROOT, "build"))
+ap.add_argument("--out", default=".")
+ap.add_argument("--nodes", type=int, default=3)
+ap.add_argument("--devices-per-node", type=int, default=1)
+ap.add_argument("--policies", default="fifo,las,gandiva")
+ap.add_argument("--scale", type=float, default=1.0, help="job lengths x this (0.3: a quick try)")
+ap.add_argument("--jobs", type=int, default=12, help="only the first N arrivals")
+ap.add_argument("--spread", type=float, default=40.0, help="arrivals within this many seconds")
+ap.add_argument("--seed", type=int, default=7)
+ap.add_argument("--interval", type=float, default=5.0, help="gandiva introspection interval, s")
+ap.add_argument("--las-thresholds", default="10,40", help="las queue thresholds, GPU-s")
+ap.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
+ARGS = ap.parse_args()
+
+BUILD = os.path.abspath(ARGS.build_dir)
+os.environ["GANDIVA_BUILD_DIR"] = BUILD  # read by the integration helpers at import
+os.environ["PYTHONPATH"] = os.path.join(BUILD, "python")  # the jobs' `import gandiva`
+os.environ["OMP_NUM_THREADS"] = "1"
+sys.path.insert(0, os.path.join(live_workload.ROOT, "tests", "integration"))
+from sched_cluster import SchedCluster  # noqa: E402  (needs GANDIVA_BUILD_DIR)
+
+GANDIVA = os.path.join(BUILD, "cli", "gandiva")
+SLICE_MS = 100  # gandivad's default time slice
+# The simulator's costs, matched to what these jobs pay on these nodes: a
+# suspended job stays parked in memory (resume ~ a hand-over), a migration of
+# a few kB of state costs about a second of checkpoint, copy and restore.
+SIM_COSTS = ["--slice", str(SLICE_MS / 1000), "--switch-cost", "0.002", "--preempt-cost", "0.1",
+             "--migrate-fixed", "1", "--state-gb", "0.0001", "--colocation", "none", "--no-grow"]
+ACTIONS = ("launches", "resumes", "suspends", "migrations", "assigns", "packs", "unpacks",
+           "checkpoints", "requeues", "failed")
+ENDED = ("finished", "failed", "cancelled")
+
+
+def node_names():
+    return [chr(ord("a") + i) for i in range(ARGS.nodes)]
+
+
+def start_cluster(root, policy):
+    c = SchedCluster(root, names=node_names(), devices=f"cpu:{ARGS.devices_per_node}")
+    c.start("--interval", str(ARGS.interval), "--las-thresholds", ARGS.las_thresholds,
+            policy=policy)
+    return c
+
+
+def wait_all(cluster, ids, timeout):
+    """Polls the queue once a second (a CLI process per poll: the cores are scarce)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        jobs = {j["id"]: j for j in cluster.queue()["jobs"]}
+        if all(jobs[i]["state"] in ENDED for i in ids):
+            return jobs
+        time.sleep(1.0)
+    raise RuntimeError(f"jobs not ended after {timeout} s:\n{cluster.read_log()[-3000:]}")
+
+
+def actions_taken(cluster):
+    """The counters the scheduler logs when it stops (LogCounters)."""
+    lines = re.findall(r"actions: (.*)", cluster.read_log())
+    if not lines:
+        return {}
+    words = lines[-1].split()
+    return {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+
+
+def check(job, rec, result, reference):
+    """'' when the job finished with the expected result, else why not."""
+    if rec["state"] != "finished" or rec["exit_code"] != 0:
+        return f"{rec['state']} (exit {rec['exit_code']}): {rec['detail']}"
+    try:
+        got = job.read_result(result)
+    except (OSError, ValueError, KeyError) as e:
+        return f"no result: {e}"
+    if reference is not None and got != reference:
+        return "result differs from its solo run"
+    return ""
+
+
+def measure_solo(jobs, root):
+    """Each job alone through the scheduler on the idle cluster: submit to end."""
+    cluster = start_cluster(root, "fifo")
+    try:
+        for job in jobs:
+            result = str(root / f"{job.name}.solo.json")
+            jid = cluster.submit(*job.command(result), flags=("--ranks", str(job.ranks),
+                                                               "--name", job.name))
+            rec = wait_all(cluster, [jid], 600)[jid]
+            why = check(job, rec, result, None)
+            if why:
+                raise RuntimeError(f"{job.name} alone: {why}\n{cluster.read_log()[-3000:]}")
+            job.solo_s = rec["end_time"] - rec["submit_time"]
+            job.solo_result = job.read_result(result)
+            print(f"  solo {job.name:12s} {job.solo_s:6.1f} s", flush=True)
+    finally:
+        cluster.stop()
+
+
+def run_live(jobs, root, policy):
+    cluster = start_cluster(root, policy)
+    try:
+        t0 = time.monotonic()
+        ids = {}
+        for job in sorted(jobs, key=lambda j: j.arrival_s):
+            time.sleep(max(0.0, t0 + job.arrival_s - time.monotonic()))
+            result = str(root / f"{job.name}.json")
+            ids[job.name] = cluster.submit(*job.command(result),
+                                           flags=("--ranks", str(job.ranks), "--name", job.name))
+        recs = wait_all(cluster, list(ids.values()), 900)
+    finally:
+        cluster.stop()
+    per_job, failures = [], []
+    for job in jobs:
+        rec = recs[ids[job.name]]
+        why = check(job, rec, str(root / f"{job.name}.json"), job.solo_result)
+        if why:
+            failures.append(f"{job.name}: {why}")
+        per_job.append({"name": job.name, "id": rec["id"], "state": rec["state"],
+                        "submit": rec["submit_time"], "start": rec["start_time"],
+                        "end": rec["end_time"], "jct_s": rec["end_time"] - rec["submit_time"],
+                        "solo_s": job.solo_s, "attained_s": rec["attained_s"],
+                        "run_time_s": rec["run_time_s"], "node": rec["node"],
+                        "attempt": rec["attempt"]})
+    first = min(j["submit"] for j in per_job)
+    makespan = max(j["end"] for j in per_job) - first
+    devices = ARGS.nodes * ARGS.devices_per_node
+    return {"policy": policy, "avg_jct_s": sum(j["jct_s"] for j in per_job) / len(per_job),
+            "makespan_s": makespan,
+            "util_attained": sum(j["attained_s"] for j in per_job) / (devices * makespan),
+            "util_held": sum(j["run_time_s"] for j in per_job) / (devices * makespan),
+            "actions": actions_taken(cluster), "failures": failures, "jobs": per_job}
+
+
+def run_sim(jobs, out):
+    trace = out / "live_vs_sim_trace.csv"
+    live_workload.write_trace(jobs, trace)
+    report = out / "live_vs_sim_sim.json"
+    cmd = [GANDIVA, "sim", "--trace", str(trace),
+           "--cluster", f"uniform:{ARGS.nodes}x{ARGS.devices_per_node}",
+           "--compare", ARGS.policies, "--interval", str(ARGS.interval),
+           "--las-thresholds", ARGS.las_thresholds, "--json", str(report), *SIM_COSTS]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    runs = {r["policy"]: r for r in json.loads(report.read_text())["runs"]}
+    return cmd, runs
+
+
+def ranking(values):
+    return " < ".join(sorted(values, key=values.get))
+
+
+def print_table(live, sim):
+    devices = ARGS.nodes * ARGS.devices_per_node
+    print(f"\n{ARGS.nodes} nodes x {ARGS.devices_per_node} CPU device(s) = {devices} devices on "
+          f"{os.cpu_count()} cores (devices contend for cores when more than {os.cpu_count()} "
+          f"jobs compute at once; the simulator does not model that)")
+    head = (f"{'policy':8s} {'live JCT':>9s} {'sim JCT':>8s} {'sim/live':>8s} {'live mk':>8s} "
+            f"{'sim mk':>7s} {'live util':>9s} {'sim util':>8s}  live pk/unpk/mig/susp  "
+            f"sim pk/unpk/mig/preempt")
+    print(head)
+    print("-" * len(head))
+    for p, r in live.items():
+        s, a = sim[p], r["actions"]
+        print(f"{p:8s} {r['avg_jct_s']:8.1f}s {s['avg_jct_s']:7.1f}s {s['avg_jct_s'] / r['avg_jct_s']:8.2f} "
+              f"{r['makespan_s']:7.1f}s {s['makespan_s']:6.1f}s {r['util_attained']:9.0%} "
+              f"{s['util_effective']:8.0%}  {a.get('packs', 0):>6d}/{a.get('unpacks', 0)}/"
+              f"{a.get('migrations', 0)}/{a.get('suspends', 0):<8d}"
+              f"{s['packs']:>6d}/{s['unpacks']}/{s['migrations']}/{s['preemptions']}")
+    live_rank = ranking({p: r["avg_jct_s"] for p, r in live.items()})
+    sim_rank = ranking({p: sim[p]["avg_jct_s"] for p in live})
+    print(f"ranking by average JCT: live {live_rank}; sim {sim_rank}"
+          f" ({'same' if live_rank == sim_rank else 'DIFFERENT'})")
+    return live_rank, sim_rank
+
+
+def main():
+    out = Path(ARGS.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    jobs = live_workload.make_workload(ARGS.seed, ARGS.spread, ARGS.scale)[:ARGS.jobs]
+    work = Path(tempfile.mkdtemp(prefix="live_vs_sim."))
+    started = time.monotonic()
+    try:
+        print(f"solo durations ({len(jobs)} jobs, each alone through the scheduler):", flush=True)
+        (work / "solo").mkdir()
+        measure_solo(jobs, work / "solo")
+        live = {}
+        for policy in ARGS.policies.split(","):
+            (work / policy).mkdir()
+            live[policy] = run_live(jobs, work / policy, policy)
+            r = live[policy]
+            print(f"  live {policy:8s} avg JCT {r['avg_jct_s']:6.1f} s, makespan "
+                  f"{r['makespan_s']:6.1f} s, {len(r['failures'])} failures {r['failures']}",
+                  flush=True)
+        sim_cmd, sim = run_sim(jobs, out)
+    finally:
+        if ARGS.keep:
+            print(f"run directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    live_rank, sim_rank = print_table(live, sim)
+    doc = {"bench": "live_vs_sim", "command": sys.argv, "nodes": ARGS.nodes,
+           "devices_per_node": ARGS.devices_per_node, "cores": os.cpu_count(),
+           "interval_s": ARGS.interval, "las_thresholds": ARGS.las_thresholds,
+           "solo_measured": "each job alone through the scheduler (fifo), idle cluster",
+           "workload": [{"name": j.name, "kind": j.kind, "size": j.size, "ranks": j.ranks,
+                         "arrival_s": j.arrival_s, "solo_s": j.solo_s} for j in jobs],
+           "live": live, "sim_command": sim_cmd,
+           "sim": {p: {k: sim[p][k] for k in ("avg_jct_s", "makespan_s", "util_allocated",
+                                              "util_effective", "packs", "unpacks", "migrations",
+                                              "preemptions", "time_slices")} for p in live},
+           "sim_over_live": {p: sim[p]["avg_jct_s"] / live[p]["avg_jct_s"] for p in live},
+           "ranking": {"live": live_rank, "sim": sim_rank}, "wall_s": time.monotonic() - started}
+    (out / "live_vs_sim.json").write_text(json.dumps(doc, indent=1))
+    print(f"wrote {out / 'live_vs_sim.json'} ({doc['wall_s']:.0f} s)")
+    return 1 if any(r["failures"] for r in live.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
