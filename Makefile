@@ -10,7 +10,7 @@ CMAKE_FLAGS ?=
 # Warnings are errors in CI (CI=true, as .ci/run and CI services set it).
 WERROR ?= $(if $(filter true 1,$(CI)),ON,OFF)
 
-.PHONY: all deps configure build demo test test-unit bench clean \
+.PHONY: all deps configure build demo cluster-demo test test-unit bench clean \
         format format-check test-asan test-tsan
 
 all: build
@@ -27,6 +27,10 @@ build: configure
 # Two real training jobs time-sliced on one device by a real gandivad.
 demo: build
 	$(PYTHON) examples/demo.py --build $(BUILD_DIR)
+
+# Three gandivad nodes and a `gandiva scheduler` on this machine, four real jobs (~1 minute).
+cluster-demo: build
+	./scripts/cluster_demo.sh $(BUILD_DIR)
 
 # Unit, integration and Python tests (GPU-only tests skip without a GPU).
 test: build
