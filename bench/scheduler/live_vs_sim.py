@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -46,6 +45,10 @@ ap.add_argument("--spread", type=float, default=40.0, help="arrivals within this
 ap.add_argument("--seed", type=int, default=7)
 ap.add_argument("--interval", type=float, default=5.0, help="gandiva introspection interval, s")
 ap.add_argument("--las-thresholds", default="10,40", help="las queue thresholds, GPU-s")
+ap.add_argument("--pack-rate", type=float, default=1.0,
+                help="the sim's speed of a packed job against alone (live_workload.write_colocation)")
+ap.add_argument("--sim-only", metavar="JSON",
+                help="no live runs: the workload and live results of an earlier live_vs_sim.json")
 ap.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
 ARGS = ap.parse_args()
 
@@ -62,7 +65,7 @@ SLICE_MS = 100  # gandivad's default time slice
 # suspended job stays parked in memory (resume ~ a hand-over), a migration of
 # a few kB of state costs about a second of checkpoint, copy and restore.
 SIM_COSTS = ["--slice", str(SLICE_MS / 1000), "--switch-cost", "0.002", "--preempt-cost", "0.1",
-             "--migrate-fixed", "1", "--state-gb", "0.0001", "--colocation", "none", "--no-grow"]
+             "--migrate-fixed", "1", "--state-gb", "0.0001", "--no-grow"]
 ACTIONS = ("launches", "resumes", "suspends", "migrations", "assigns", "packs", "unpacks",
            "checkpoints", "requeues", "failed")
 ENDED = ("finished", "failed", "cancelled")
@@ -166,14 +169,16 @@ def run_live(jobs, root, policy):
             "actions": actions_taken(cluster), "failures": failures, "jobs": per_job}
 
 
-def run_sim(jobs, out):
+def run_sim(jobs, out, colocation, tag):
+    """`gandiva sim --compare` of the workload; its runs by policy."""
     trace = out / "live_vs_sim_trace.csv"
     live_workload.write_trace(jobs, trace)
-    report = out / "live_vs_sim_sim.json"
+    report = out / f"live_vs_sim_sim_{tag}.json"
     cmd = [GANDIVA, "sim", "--trace", str(trace),
            "--cluster", f"uniform:{ARGS.nodes}x{ARGS.devices_per_node}",
            "--compare", ARGS.policies, "--interval", str(ARGS.interval),
-           "--las-thresholds", ARGS.las_thresholds, "--json", str(report), *SIM_COSTS]
+           "--las-thresholds", ARGS.las_thresholds, "--colocation", colocation,
+           "--json", str(report), *SIM_COSTS]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     runs = {r["policy"]: r for r in json.loads(report.read_text())["runs"]}
     return cmd, runs
@@ -183,36 +188,36 @@ def ranking(values):
     return " < ".join(sorted(values, key=values.get))
 
 
-def print_table(live, sim):
+def print_table(live, sim, neutral):
     devices = ARGS.nodes * ARGS.devices_per_node
     print(f"\n{ARGS.nodes} nodes x {ARGS.devices_per_node} CPU device(s) = {devices} devices on "
-          f"{os.cpu_count()} cores (devices contend for cores when more than {os.cpu_count()} "
-          f"jobs compute at once; the simulator does not model that)")
-    head = (f"{'policy':8s} {'live JCT':>9s} {'sim JCT':>8s} {'sim/live':>8s} {'live mk':>8s} "
-            f"{'sim mk':>7s} {'live util':>9s} {'sim util':>8s}  live pk/unpk/mig/susp  "
-            f"sim pk/unpk/mig/preempt")
+          f"{os.cpu_count()} cores: devices contend for cores when more than {os.cpu_count()} "
+          f"jobs compute at once, which the simulator does not model")
+    head = (f"{'policy':8s} {'live JCT':>9s} {'sim JCT':>8s} {'sim/live':>8s} {'neutral':>8s} "
+            f"{'live mk':>8s} {'sim mk':>7s} {'live util':>9s} {'sim util':>8s}  "
+            f"live pk/unpk/mig/susp  sim pk/unpk/mig/preempt")
     print(head)
     print("-" * len(head))
     for p, r in live.items():
         s, a = sim[p], r["actions"]
-        print(f"{p:8s} {r['avg_jct_s']:8.1f}s {s['avg_jct_s']:7.1f}s {s['avg_jct_s'] / r['avg_jct_s']:8.2f} "
+        acts = f"{a.get('packs', 0)}/{a.get('unpacks', 0)}/{a.get('migrations', 0)}/{a.get('suspends', 0)}"
+        sacts = f"{s['packs']}/{s['unpacks']}/{s['migrations']}/{s['preemptions']}"
+        print(f"{p:8s} {r['avg_jct_s']:8.1f}s {s['avg_jct_s']:7.1f}s "
+              f"{s['avg_jct_s'] / r['avg_jct_s']:8.2f} {neutral[p]['avg_jct_s']:7.1f}s "
               f"{r['makespan_s']:7.1f}s {s['makespan_s']:6.1f}s {r['util_attained']:9.0%} "
-              f"{s['util_effective']:8.0%}  {a.get('packs', 0):>6d}/{a.get('unpacks', 0)}/"
-              f"{a.get('migrations', 0)}/{a.get('suspends', 0):<8d}"
-              f"{s['packs']:>6d}/{s['unpacks']}/{s['migrations']}/{s['preemptions']}")
+              f"{s['util_effective']:8.0%}  {acts:21s}  {sacts}")
     live_rank = ranking({p: r["avg_jct_s"] for p, r in live.items()})
     sim_rank = ranking({p: sim[p]["avg_jct_s"] for p in live})
+    print(f"sim: packed pair at {ARGS.pack_rate} of alone speed each; neutral: the simulator's "
+          f"neutral model (0.5, no better than taking turns)")
     print(f"ranking by average JCT: live {live_rank}; sim {sim_rank}"
           f" ({'same' if live_rank == sim_rank else 'DIFFERENT'})")
     return live_rank, sim_rank
 
 
-def main():
-    out = Path(ARGS.out).resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    jobs = live_workload.make_workload(ARGS.seed, ARGS.spread, ARGS.scale)[:ARGS.jobs]
+def run_live_phase(jobs):
+    """Solo durations, then every policy live; the live results by policy."""
     work = Path(tempfile.mkdtemp(prefix="live_vs_sim."))
-    started = time.monotonic()
     try:
         print(f"solo durations ({len(jobs)} jobs, each alone through the scheduler):", flush=True)
         (work / "solo").mkdir()
@@ -220,28 +225,48 @@ def main():
         live = {}
         for policy in ARGS.policies.split(","):
             (work / policy).mkdir()
-            live[policy] = run_live(jobs, work / policy, policy)
-            r = live[policy]
+            live[policy] = r = run_live(jobs, work / policy, policy)
             print(f"  live {policy:8s} avg JCT {r['avg_jct_s']:6.1f} s, makespan "
                   f"{r['makespan_s']:6.1f} s, {len(r['failures'])} failures {r['failures']}",
                   flush=True)
-        sim_cmd, sim = run_sim(jobs, out)
+        return live
     finally:
         if ARGS.keep:
             print(f"run directory kept: {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)
-    live_rank, sim_rank = print_table(live, sim)
+
+
+def main():
+    out = Path(ARGS.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    if ARGS.sim_only:
+        before = json.loads(Path(ARGS.sim_only).read_text())
+        jobs = [live_workload.Job(**{k: w[k] for k in ("name", "kind", "size", "ranks",
+                                                        "arrival_s", "solo_s")})
+                for w in before["workload"]]
+        live = {p: before["live"][p] for p in ARGS.policies.split(",")}
+    else:
+        jobs = live_workload.make_workload(ARGS.seed, ARGS.spread, ARGS.scale)[:ARGS.jobs]
+        live = run_live_phase(jobs)
+    table = out / "live_vs_sim_colocation.json"
+    live_workload.write_colocation(table, ARGS.pack_rate)
+    sim_cmd, sim = run_sim(jobs, out, str(table), "model")
+    _, neutral = run_sim(jobs, out, "none", "neutral")
+    live_rank, sim_rank = print_table(live, sim, neutral)
+    pick = ("avg_jct_s", "makespan_s", "util_allocated", "util_effective", "packs", "unpacks",
+            "migrations", "preemptions", "time_slices")
     doc = {"bench": "live_vs_sim", "command": sys.argv, "nodes": ARGS.nodes,
            "devices_per_node": ARGS.devices_per_node, "cores": os.cpu_count(),
            "interval_s": ARGS.interval, "las_thresholds": ARGS.las_thresholds,
+           "pack_rate": ARGS.pack_rate,
            "solo_measured": "each job alone through the scheduler (fifo), idle cluster",
            "workload": [{"name": j.name, "kind": j.kind, "size": j.size, "ranks": j.ranks,
                          "arrival_s": j.arrival_s, "solo_s": j.solo_s} for j in jobs],
            "live": live, "sim_command": sim_cmd,
-           "sim": {p: {k: sim[p][k] for k in ("avg_jct_s", "makespan_s", "util_allocated",
-                                              "util_effective", "packs", "unpacks", "migrations",
-                                              "preemptions", "time_slices")} for p in live},
+           "sim": {p: {k: sim[p][k] for k in pick} for p in live},
+           "sim_neutral": {p: {k: neutral[p][k] for k in pick} for p in live},
            "sim_over_live": {p: sim[p]["avg_jct_s"] / live[p]["avg_jct_s"] for p in live},
            "ranking": {"live": live_rank, "sim": sim_rank}, "wall_s": time.monotonic() - started}
     (out / "live_vs_sim.json").write_text(json.dumps(doc, indent=1))

@@ -81,9 +81,25 @@ def make_workload(seed=7, spread_s=40.0, scale=1.0):
 
 def write_trace(jobs, path):
     """The workload as a generic `gandiva sim` trace: each job's arrival and
-    measured solo duration on one device (a 2-rank gang shares one device)."""
+    measured solo duration on one device (a 2-rank gang shares one device),
+    its kind as the job type of write_colocation's table."""
     with open(path, "w") as f:
         f.write("# bench/scheduler/live_vs_sim.py: measured solo durations, live arrivals\n")
-        f.write("submit_time,num_gpus,duration,user\n")
+        f.write("submit_time,num_gpus,duration,user,job_type\n")
         for j in jobs:
-            f.write(f"{j.arrival_s:.3f},1,{j.solo_s:.3f},{j.name}\n")
+            f.write(f"{j.arrival_s:.3f},1,{j.solo_s:.3f},{j.name},{j.kind}\n")
+
+
+def write_colocation(path, pack_rate):
+    """A co-location table (the format of docs/simulator.md's Gavel table) for
+    the three kinds: every job runs at `pack_rate` of its alone speed when
+    packed with any other. Why one number: the MLP and DDP jobs sleep through
+    most of each step (a few % of a core), and two one-thread CNNs fit the two
+    cores, so a packed pair does not slow down (1.0) unless other devices'
+    jobs want the same cores, which no table can say; 0.5 is the simulator's
+    neutral model (packing no better than taking turns)."""
+    kinds = ("mlp", "cnn", "ddp")
+    entry = {f"('{k}', 1)": dict({"null": 1.0}, **{f"('{o}', 1)": [pack_rate, pack_rate]
+                                                    for o in kinds}) for k in kinds}
+    with open(path, "w") as f:
+        json.dump({cls: entry for cls in ("k80", "p100", "v100")}, f, indent=1)
