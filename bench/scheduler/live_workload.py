@@ -66,7 +66,7 @@ def make_workload(seed=7, spread_s=40.0, scale=1.0):
     arriving at seeded offsets within `spread_s` (the first at 0). `scale`
     multiplies every job's length (a quick development run: 0.3)."""
     specs = ([("mlp", s) for s in (150, 300, 500, 800, 250, 400, 1100)] +
-             [("cnn", s) for s in (400, 900, 1500, 700)] + [("ddp", 250)])
+             [("cnn", s) for s in (1000, 2500, 4000, 1800)] + [("ddp", 250)])
     rng = random.Random(seed)
     offsets = sorted([0.0] + [round(rng.uniform(0, spread_s), 1) for _ in specs[1:]])
     order = list(range(len(specs)))

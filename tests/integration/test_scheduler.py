@@ -51,6 +51,9 @@ def test_fifo_runs_real_jobs_on_every_node(cluster, tmp_path):
     out = cluster.cli("logs", str(ids[0]), "--scheduler").stdout
     assert f"done: {STEPS} steps" in out
     assert cluster.cli("wait", str(ids[0]), "--scheduler").returncode == 0
+    # On SIGTERM it logs the actions it took (bench/scheduler/live_vs_sim.py reads them).
+    cluster.kill(signal.SIGTERM)
+    assert "actions: launches 3 resumes 0 suspends 0 migrations 0" in cluster.read_log()
 
 
 def test_killed_scheduler_restarts_loses_nothing_and_starts_nothing_twice(cluster, tmp_path):
@@ -147,6 +150,10 @@ def test_the_scheduler_refuses_to_start_on_bad_state_or_nodes(cluster, tmp_path)
     assert (corrupt / "scheduler.db").read_bytes().startswith(b"this is not"), "left as it was"
     r = run("--nodes", str(cluster.nodes_file))
     assert r.returncode == 2 and "--state-dir" in r.stderr
+    for bad in ("5,3", "x", "5,", "-1"):
+        r = run("--nodes", str(cluster.nodes_file), "--state-dir", str(tmp_path / "s5"),
+                "--las-thresholds", bad)
+        assert r.returncode == 2 and "--las-thresholds must be increasing" in r.stderr, (bad, r.stderr)
     # One scheduler per state directory: two would both start its jobs.
     cluster.start(policy="fifo")
     r = run("--nodes", str(cluster.nodes_file), "--state-dir", str(cluster.state), "--endpoint",
