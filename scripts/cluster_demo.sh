@@ -7,7 +7,7 @@
 # 2-rank DDP gang), shows the queue while they run, waits for all of them and
 # stops everything it started. About a minute.
 #
-# usage: scripts/cluster_demo.sh [BUILD_DIR]   (default build)
+# usage: scripts/cluster_demo.sh [BUILD_DIR]   (default build; KEEP=1 keeps the logs)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,7 +22,7 @@ PIDS=()
 cleanup() {
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$DIR"
+  if [[ -n ${KEEP:-} ]]; then echo "logs kept in $DIR"; else rm -rf "$DIR"; fi
 }
 trap cleanup EXIT
 
