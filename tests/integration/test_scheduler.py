@@ -152,3 +152,19 @@ def test_the_scheduler_refuses_to_start_on_bad_state_or_nodes(cluster, tmp_path)
     r = run("--nodes", str(cluster.nodes_file), "--state-dir", str(cluster.state), "--endpoint",
             f"ipc://{tmp_path}/x.sock")
     assert r.returncode == 1 and "another scheduler is running" in r.stderr
+
+
+def test_python_scheduler_client(cluster, tmp_path):
+    import gandiva
+    cluster.start(policy="fifo")
+    s = gandiva.SchedulerClient(cluster.endpoint)
+    job = s.submit(["/bin/sh", "-c", "echo from python; exit 3"], cwd=str(tmp_path), name="py",
+                   user="ana", vc="research")
+    record = s.wait(job, timeout_s=30)
+    assert (record["state"], record["exit_code"], record["user"], record["vc"]) == \
+        ("failed", 3, "ana", "research")
+    assert "from python" in s.read_log(job)["data"]
+    assert [j["id"] for j in s.queue(all=True)] == [job] and s.queue() == []
+    with pytest.raises(gandiva.GandivaError) as e:
+        s.cancel(job)
+    assert e.value.code == "failed_precondition"
