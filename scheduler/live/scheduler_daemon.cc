@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "gandiva/common/flags.h"
@@ -11,6 +12,7 @@
 #include "gandiva/protocol/api_server.h"
 #include "gandiva/protocol/client.h"
 #include "gandiva/scheduler/live_daemon.h"
+#include "gandiva/scheduler/policy_flags.h"
 #include "live/scheduler_service.h"
 
 namespace gandiva::sched {
@@ -27,7 +29,6 @@ constexpr const char* kUsage = R"(usage: gandiva scheduler --nodes FILE --state-
   --pass-ms N         how often it polls the nodes and runs the policy (default 500)
   --checkpoint-every S  checkpoint restartable jobs every S seconds (default 0: never)
   --node-dead-after S   a node silent this long loses its jobs to the queue (default 5)
-  --interval S        the gandiva policy's introspection interval (default 60)
   --log LEVEL         error, warn, info (default) or debug
 )";
 
@@ -46,10 +47,9 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* 
   o->pass_every_s = pass_ms / 1000.0;
   GD_ASSIGN_OR_RETURN(o->checkpoint_every_s, flags.GetDouble("checkpoint-every", 0));
   GD_ASSIGN_OR_RETURN(o->node_dead_after_s, flags.GetDouble("node-dead-after", 5));
-  GD_ASSIGN_OR_RETURN(o->policy_options.gandiva_interval, flags.GetDouble("interval", 60));
-  if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0 ||
-      o->policy_options.gandiva_interval <= 0)
-    return InvalidArgument("--checkpoint-every, --node-dead-after and --interval must be positive");
+  if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0)
+    return InvalidArgument("--checkpoint-every and --node-dead-after must be positive");
+  GD_RETURN_IF_ERROR(ApplyPolicyFlags(flags, &o->policy_options));
   // Growing a job needs a job across several devices, which is not built.
   o->policy_options.gandiva_grow = false;
   return Status::Ok();
@@ -59,15 +59,23 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* 
 
 int RunSchedulerDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandiva-scheduler");
-  Flags flags({"nodes", "state-dir", "policy", "endpoint", "key", "pass-ms", "checkpoint-every",
-               "node-dead-after", "interval", "log"},
-              {"help"});
+  std::set<std::string> valued = {"nodes", "state-dir", "policy",           "endpoint",
+                                  "key",   "pass-ms",   "checkpoint-every", "node-dead-after",
+                                  "log"};
+  std::set<std::string> boolean = {"help"};
+  valued.merge(PolicyValuedFlags());
+  boolean.merge(PolicyBooleanFlags());
+  Flags flags(std::move(valued), std::move(boolean));
   if (Status s = flags.Parse(args); !s.ok()) {
-    std::fprintf(stderr, "gandiva scheduler: %s\n\n%s", s.message().c_str(), kUsage);
+    std::fprintf(stderr, "gandiva scheduler: %s (see --help)\n", s.message().c_str());
     return 2;
   }
   if (flags.Has("help")) {
     std::fputs(kUsage, stdout);
+    std::fputs(kPolicyFlagsUsage, stdout);
+    std::fputs(
+        "  (the policy options of `gandiva sim`; grow-shrink is off: a job runs on one device)\n",
+        stdout);
     return 0;
   }
   if (flags.Has("log") && !log::SetLevelByName(flags.Get("log").c_str())) {

@@ -76,8 +76,11 @@ def test_a_dead_node_s_job_restarts_elsewhere_from_its_checkpoint(cluster, tmp_p
     cluster.start("--checkpoint-every", "1", "--node-dead-after", "2", policy="fifo")
     result = tmp_path / "r.json"
     job = cluster.submit_job(steps, 20, result, flags=("--restartable",))
-    first = nodes.wait_for(lambda: (j := cluster.job(job))["checkpoint_dir"] and j, 60,
-                           "a first checkpoint")
+    # The second checkpoint: the first may hold step 0 (taken at its first boundary).
+    earliest = nodes.wait_for(lambda: cluster.job(job)["checkpoint_dir"], 60, "a checkpoint")
+    first = nodes.wait_for(
+        lambda: (j := cluster.job(job))["checkpoint_dir"] not in ("", earliest) and j, 60,
+        "a second checkpoint")
     doomed = cluster.node(first["node"])
     pid = next(j["pid"] for j in doomed.jobs() if j["id"] == first["node_job"])
     doomed.stop(signal.SIGKILL)  # the node dies with its job
@@ -168,3 +171,26 @@ def test_python_scheduler_client(cluster, tmp_path):
     with pytest.raises(gandiva.GandivaError) as e:
         s.cancel(job)
     assert e.value.code == "failed_precondition"
+
+
+def test_las_preempts_a_long_job_and_resumes_it_where_it_parked(tmp_path):
+    # One device: a job that has had a second of service drops to LAS's second
+    # queue, so a new job preempts it (suspend: parked in memory) and, once that
+    # one ends, it resumes where it parked: the same process, not a new launch.
+    cluster = SchedCluster(tmp_path, names=("a",))
+    try:
+        cluster.start("--las-thresholds", "1,1000", policy="las")
+        reference = reference_digest(tmp_path, 200)
+        long_job = cluster.submit_job(200, 20, tmp_path / "long.json")
+        nodes.wait_for(lambda: cluster.job(long_job)["attained_s"] > 1.5, 60, "a second of service")
+        short_job = cluster.submit_job(STEPS, 10, tmp_path / "short.json")
+        nodes.wait_for(lambda: cluster.job(long_job)["state"] == "suspended", 30, "the preemption")
+        jobs = cluster.wait_ended([long_job, short_job], timeout=120)
+        assert jobs[long_job]["state"] == jobs[short_job]["state"] == "finished", summary(jobs)
+        assert jobs[long_job]["attempt"] == 1, "resumed, not launched again"
+        assert jobs[short_job]["end_time"] < jobs[long_job]["end_time"]
+        assert json.loads((tmp_path / "long.json").read_text())["weights_sha256"] == reference
+        node_job = cluster.node("a").job(jobs[long_job]["node_job"])
+        assert node_job["parks"] >= 1
+    finally:
+        cluster.stop()
