@@ -86,7 +86,9 @@ class SimulatedNodes final : public NodeApi {
           if (!j.ended && j.done >= j.length) j.ended = true;
           list.push_back({{"id", i + 1},
                           {"name", j.name},
-                          {"state", j.ended ? "exited" : j.running ? "running" : "suspended"},
+                          {"state", j.ended     ? "exited"
+                                    : j.running ? "running"
+                                                : "suspended"},
                           {"exit_code", j.ended ? 0 : -1},
                           {"exit_reason", j.ended ? "exited" : "none"},
                           {"exit_detail", ""},
@@ -185,8 +187,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   int nodes = 1000, devices = 8, jobs = 10000, passes = 60;
-  for (auto [name, out] : {std::pair{"nodes", &nodes}, {"devices", &devices}, {"jobs", &jobs},
-                           {"passes", &passes}})
+  for (auto [name, out] :
+       {std::pair{"nodes", &nodes}, {"devices", &devices}, {"jobs", &jobs}, {"passes", &passes}})
     if (auto s = gandiva::FlagCount(flags, name, out, 1); !s.ok()) {
       std::fprintf(stderr, "bench_live_pass: %s\n", s.message().c_str());
       return 2;
@@ -216,10 +218,12 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   if (flags.Has("out")) {
     std::filesystem::create_directories(flags.Get("out"));
-    std::ofstream(flags.Get("out") + "/bench_live_pass.json")
-        << Json{{"nodes", nodes}, {"devices", devices}, {"jobs", jobs}, {"passes", passes},
-                {"results", out}}
-               .dump(2);
+    std::ofstream(flags.Get("out") + "/bench_live_pass.json") << Json{
+        {"nodes", nodes},
+        {"devices", devices},
+        {"jobs", jobs},
+        {"passes", passes},
+        {"results", out}}.dump(2);
   }
   return 0;
 }
