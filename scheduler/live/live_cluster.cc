@@ -12,7 +12,7 @@ namespace gandiva::sched::live {
 
 using protocol::MessageType;
 
-StatusOr<LiveTopology> DiscoverTopology(NodeSet& nodes) {
+StatusOr<LiveTopology> DiscoverTopology(NodeApi& nodes) {
   LiveTopology out;
   std::vector<GpuType> types;
   std::map<std::string, int> type_of_model;
@@ -48,7 +48,7 @@ StatusOr<LiveTopology> DiscoverTopology(NodeSet& nodes) {
   return out;
 }
 
-LiveCluster::LiveCluster(NodeSet* nodes, JobStore* store, LiveTopology topo,
+LiveCluster::LiveCluster(NodeApi* nodes, JobStore* store, LiveTopology topo,
                          LiveClusterOptions options, double epoch)
     : nodes_(nodes),
       store_(store),
@@ -62,6 +62,7 @@ LiveCluster::LiveCluster(NodeSet* nodes, JobStore* store, LiveTopology topo,
       node_up_(nodes->size(), false),
       node_last_seen_(nodes->size(), 0) {
   for (GpuId g = 0; g < topology_.num_gpus(); ++g) gpu_ids_.push_back(g);
+  for (int n = 0; n < nodes_->size(); ++n) node_index_[nodes_->address(n).name] = n;
   // Nodes start up if they have devices here; Refresh confirms it.
   for (const LiveDevice& d : devices_) node_up_[d.node] = true;
   const double now = wall();
@@ -152,6 +153,11 @@ void LiveCluster::KillBestEffort(int node, int64_t node_job) {
            nodes_->address(node).name.c_str(), r.status().ToString().c_str());
 }
 
+int LiveCluster::NodeIndex(const std::string& name) const {
+  auto it = node_index_.find(name);
+  return it == node_index_.end() ? -1 : it->second;
+}
+
 GpuId LiveCluster::GpuOf(const std::string& node, const std::string& device) const {
   for (GpuId g = 0; g < static_cast<GpuId>(devices_.size()); ++g)
     if (devices_[g].name == device && nodes_->address(devices_[g].node).name == node) return g;
@@ -195,7 +201,7 @@ StatusOr<std::vector<JobId>> LiveCluster::Recover() {
       case LiveJobState::kStarting:
       case LiveJobState::kRunning:
       case LiveJobState::kSuspended: {
-        const int n = nodes_->Find(r.node);
+        const int n = NodeIndex(r.node);
         AdoptOrRequeue(id, n >= 0 ? node_jobs[n] : std::vector<protocol::Json>{},
                        n >= 0 && answered[n]);
         if (jobs_[id].record.state == LiveJobState::kQueued ||
@@ -228,7 +234,7 @@ StatusOr<bool> LiveCluster::Cancel(JobId job) {
   j.record.cancel_requested = true;
   GD_RETURN_IF_ERROR(Persist(job));
   // SIGKILL: it ends whether it runs or is parked (and stopped) on its node.
-  const int n = nodes_->Find(j.record.node);
+  const int n = NodeIndex(j.record.node);
   if (n >= 0 && j.record.node_job > 0) KillBestEffort(n, j.record.node_job);
   return false;
 }

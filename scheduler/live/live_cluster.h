@@ -28,6 +28,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -51,7 +52,7 @@ struct LiveTopology {
   std::vector<LiveDevice> devices;  // by GpuId
   std::vector<std::string> missing;
 };
-StatusOr<LiveTopology> DiscoverTopology(NodeSet& nodes);
+StatusOr<LiveTopology> DiscoverTopology(NodeApi& nodes);
 
 // What Refresh reports to the scheduler loop, which tells the policy.
 struct ClusterEvents {
@@ -70,7 +71,7 @@ struct LiveClusterOptions {
 class LiveCluster final : public Cluster {
  public:
   // `nodes` and `store` must outlive the cluster.
-  LiveCluster(NodeSet* nodes, JobStore* store, LiveTopology topo, LiveClusterOptions options,
+  LiveCluster(NodeApi* nodes, JobStore* store, LiveTopology topo, LiveClusterOptions options,
               double epoch);
 
   // ---- The scheduler loop's side ----
@@ -155,12 +156,14 @@ class LiveCluster final : public Cluster {
   void SaveBestEffort(JobId job) { (void)Persist(job); }  // where nothing can be undone
   void KillBestEffort(int node, int64_t node_job);
   GpuId GpuOf(const std::string& node, const std::string& device) const;
+  int NodeIndex(const std::string& name) const;  // -1 for a node not in the set
   // Node calls behind Start.
   Status Launch(JobId job, GpuId gpu);
   Status ResumeOn(JobId job, GpuId gpu);
   Status MoveTo(JobId job, GpuId gpu);  // assign_device or migrate; the job runs there after
   // Refresh, one node at a time; see reconcile.cc.
-  void RefreshNode(int node, const std::vector<protocol::Json>& jobs, ClusterEvents& events);
+  void RefreshNode(int node, const std::vector<protocol::Json>& jobs,
+                   const std::vector<JobId>& ours, ClusterEvents& events);
   void TakeInJob(JobId job, const protocol::Json& node_job, ClusterEvents& events);
   void Finish(JobId job, LiveJobState state, int exit_code, const std::string& detail);
   void NodeDown(int node, ClusterEvents& events);
@@ -171,7 +174,7 @@ class LiveCluster final : public Cluster {
   std::string LaunchName(const Job& job) const;
   double wall() const { return options_.wall_now(); }
 
-  NodeSet* nodes_;
+  NodeApi* nodes_;
   JobStore* store_;
   Topology topology_;
   std::vector<LiveDevice> devices_;
@@ -182,6 +185,7 @@ class LiveCluster final : public Cluster {
   std::vector<std::vector<JobId>> members_;  // by GpuId: the jobs on that device
   std::vector<GpuId> gpu_ids_;               // gpu_ids_[g] == g, for GroupView spans
   std::vector<ShareMode> modes_;             // by GpuId
+  std::unordered_map<std::string, int> node_index_;
   std::vector<bool> node_up_;
   std::vector<double> node_last_seen_;
   double next_wake_ = -1;

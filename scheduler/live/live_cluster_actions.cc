@@ -94,7 +94,7 @@ Status LiveCluster::ResumeOn(JobId job, GpuId gpu) {
   Job& j = jobs_[job];
   const GpuId parked_on = GpuOf(j.record.node, j.record.device);
   if (parked_on != gpu) GD_RETURN_IF_ERROR(MoveTo(job, gpu));
-  const int n = nodes_->Find(j.record.node);
+  const int n = NodeIndex(j.record.node);
   if (!j.moving) {
     auto resumed = nodes_->Call(n, MessageType::kResume, {{"job", j.record.node_job}});
     if (!resumed.ok()) return resumed.status();
@@ -110,7 +110,7 @@ Status LiveCluster::Suspend(JobId job) {
     return FailedPrecondition("job is not running");
   Job& j = jobs_[job];
   if (j.moving) return FailedPrecondition("job is migrating");
-  const int n = nodes_->Find(j.record.node);
+  const int n = NodeIndex(j.record.node);
   auto reply = nodes_->Call(n, MessageType::kSuspend, {{"job", j.record.node_job}});
   if (!reply.ok()) {
     ++counters_.failed_actions;
@@ -146,7 +146,7 @@ Status LiveCluster::Migrate(JobId job, std::span<const GpuId> gpus) {
 Status LiveCluster::MoveTo(JobId job, GpuId gpu) {
   Job& j = jobs_[job];
   const LiveDevice& d = devices_[gpu];
-  const int from = nodes_->Find(j.record.node);
+  const int from = NodeIndex(j.record.node);
   if (from == d.node) {
     auto r = nodes_->Call(from, MessageType::kAssignDevice,
                           {{"job", j.record.node_job}, {"device", d.name}});

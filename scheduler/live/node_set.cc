@@ -47,9 +47,9 @@ NodeSet::NodeSet(std::vector<NodeAddress> nodes, std::optional<protocol::CurveKe
 
 NodeSet::~NodeSet() = default;
 
-int NodeSet::Find(const std::string& name) const {
+int NodeApi::Find(const std::string& name) const {
   for (int i = 0; i < size(); ++i)
-    if (nodes_[i].address.name == name) return i;
+    if (address(i).name == name) return i;
   return -1;
 }
 

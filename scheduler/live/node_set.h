@@ -31,21 +31,33 @@ struct NodeAddress {
 // empty file (a scheduler with no nodes has nothing to run jobs on).
 StatusOr<std::vector<NodeAddress>> ReadNodesFile(const std::string& file);
 
-class NodeSet {
+// The nodes as the live cluster sees them: an API call to node i. NodeSet is
+// the real one; a benchmark answers from a simulated cluster instead.
+class NodeApi {
+ public:
+  virtual ~NodeApi() = default;
+  virtual int size() const = 0;
+  virtual const NodeAddress& address(int node) const = 0;
+  // One call; the reply is checked against the schema. Errors name the node.
+  virtual StatusOr<protocol::Json> Call(
+      int node, protocol::MessageType type,
+      const protocol::Json& fields = protocol::Json::object()) const = 0;
+  // The index of the node called `name`, or -1.
+  int Find(const std::string& name) const;
+};
+
+class NodeSet final : public NodeApi {
  public:
   // `client_keys`: the scheduler's own key pair, for tcp:// nodes (nullopt: ipc only).
   NodeSet(std::vector<NodeAddress> nodes, std::optional<protocol::CurveKeyPair> client_keys,
           int timeout_ms);
-  ~NodeSet();
+  ~NodeSet() override;
 
-  int size() const { return static_cast<int>(nodes_.size()); }
-  const NodeAddress& address(int node) const { return nodes_[node].address; }
-  // The index of the node called `name`, or -1.
-  int Find(const std::string& name) const;
-
-  // One call; the reply is checked against the schema. Errors name the node.
-  StatusOr<protocol::Json> Call(int node, protocol::MessageType type,
-                                const protocol::Json& fields = protocol::Json::object()) const;
+  int size() const override { return static_cast<int>(nodes_.size()); }
+  const NodeAddress& address(int node) const override { return nodes_[node].address; }
+  StatusOr<protocol::Json> Call(
+      int node, protocol::MessageType type,
+      const protocol::Json& fields = protocol::Json::object()) const override;
 
  private:
   struct Node {

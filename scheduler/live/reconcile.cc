@@ -56,6 +56,15 @@ LiveCluster::NodeReports LiveCluster::PollNodes() const {
 ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
   ClusterEvents events;
   const double now = wall();
+  // The live jobs by the node they are on (or migrate from): one walk over the
+  // jobs, not one per node.
+  std::vector<std::vector<JobId>> on_node(nodes_->size());
+  for (JobId id = 0; id < num_jobs(); ++id) {
+    const Job& j = jobs_[id];
+    if (j.record.id == 0 || IsEnded(j.record.state)) continue;
+    const int n = NodeIndex(j.moving ? j.moving_from : j.record.node);
+    if (n >= 0) on_node[n].push_back(id);
+  }
   for (int n = 0; n < nodes_->size(); ++n) {
     const auto& reply = reports[n];
     if (!reply.ok()) {
@@ -69,16 +78,16 @@ ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
     node_last_seen_[n] = now;
     if (!node_up_[n]) NodeUp(n);
     std::vector<Json> jobs((*reply)["jobs"].begin(), (*reply)["jobs"].end());
-    RefreshNode(n, jobs, events);
+    RefreshNode(n, jobs, on_node[n], events);
   }
   return events;
 }
 
-void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs, ClusterEvents& events) {
+void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs,
+                              const std::vector<JobId>& ours, ClusterEvents& events) {
   const std::string& name = nodes_->address(n).name;
-  for (JobId id = 0; id < num_jobs(); ++id) {
+  for (JobId id : ours) {
     Job& j = jobs_[id];
-    if (j.record.id == 0) continue;
     if (j.moving && j.moving_from == name) {
       const Json* src = FindNodeJob(node_jobs, j.moving_from_job);
       const Json* op = src ? &(*src)["operation"] : nullptr;
@@ -189,7 +198,7 @@ void LiveCluster::MaybeCheckpoint(JobId id) {
                           std::to_string(static_cast<int64_t>(wall() * 1000));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  const int n = nodes_->Find(j.record.node);
+  const int n = NodeIndex(j.record.node);
   auto r = nodes_->Call(n, MessageType::kCheckpoint, {{"job", j.record.node_job}, {"dir", dir}});
   if (!r.ok()) {
     GD_LOG(kWarn, "job %d: could not checkpoint: %s", id + 1, r.status().ToString().c_str());

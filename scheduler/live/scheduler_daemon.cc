@@ -3,9 +3,8 @@
 #include <signal.h>
 
 #include <atomic>
-#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
+#include <set>
 #include <thread>
 
 #include "gandiva/common/flags.h"
@@ -13,6 +12,7 @@
 #include "gandiva/protocol/api_server.h"
 #include "gandiva/protocol/client.h"
 #include "gandiva/scheduler/live_daemon.h"
+#include "gandiva/scheduler/policy_flags.h"
 #include "live/scheduler_service.h"
 
 namespace gandiva::sched {
@@ -29,28 +29,8 @@ constexpr const char* kUsage = R"(usage: gandiva scheduler --nodes FILE --state-
   --pass-ms N         how often it polls the nodes and runs the policy (default 500)
   --checkpoint-every S  checkpoint restartable jobs every S seconds (default 0: never)
   --node-dead-after S   a node silent this long loses its jobs to the queue (default 5)
-  --interval S        the gandiva policy's introspection interval (default 60)
-  --las-thresholds A,B  las: attained-service queue thresholds, GPU-seconds (default 3600,36000)
   --log LEVEL         error, warn, info (default) or debug
 )";
-
-// "A,B,...": positive numbers, increasing (the queue boundaries of 2D-LAS).
-Status ParseThresholds(const std::string& text, std::vector<double>* out) {
-  out->clear();
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string item = text.substr(at, comma - at);
-    char* end = nullptr;
-    const double v = std::strtod(item.c_str(), &end);
-    if (item.empty() || *end != '\0' || !(v > 0) || (!out->empty() && v <= out->back()))
-      return InvalidArgument("--las-thresholds must be increasing positive numbers, not '" +
-                             text + "'");
-    out->push_back(v);
-    at = comma + 1;
-  }
-  return Status::Ok();
-}
 
 Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* endpoint) {
   if (!flags.Has("nodes") || !flags.Has("state-dir"))
@@ -67,14 +47,9 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* 
   o->pass_every_s = pass_ms / 1000.0;
   GD_ASSIGN_OR_RETURN(o->checkpoint_every_s, flags.GetDouble("checkpoint-every", 0));
   GD_ASSIGN_OR_RETURN(o->node_dead_after_s, flags.GetDouble("node-dead-after", 5));
-  GD_ASSIGN_OR_RETURN(o->policy_options.gandiva_interval, flags.GetDouble("interval", 60));
-  if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0 ||
-      o->policy_options.gandiva_interval <= 0)
-    return InvalidArgument("--checkpoint-every, --node-dead-after and --interval must be positive");
-  if (flags.Has("las-thresholds")) {
-    GD_RETURN_IF_ERROR(ParseThresholds(flags.Get("las-thresholds"),
-                                       &o->policy_options.las_thresholds));
-  }
+  if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0)
+    return InvalidArgument("--checkpoint-every and --node-dead-after must be positive");
+  GD_RETURN_IF_ERROR(ApplyPolicyFlags(flags, &o->policy_options));
   // Growing a job needs a job across several devices, which is not built.
   o->policy_options.gandiva_grow = false;
   return Status::Ok();
@@ -84,15 +59,23 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* 
 
 int RunSchedulerDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandiva-scheduler");
-  Flags flags({"nodes", "state-dir", "policy", "endpoint", "key", "pass-ms", "checkpoint-every",
-               "node-dead-after", "interval", "las-thresholds", "log"},
-              {"help"});
+  std::set<std::string> valued = {"nodes", "state-dir", "policy",           "endpoint",
+                                  "key",   "pass-ms",   "checkpoint-every", "node-dead-after",
+                                  "log"};
+  std::set<std::string> boolean = {"help"};
+  valued.merge(PolicyValuedFlags());
+  boolean.merge(PolicyBooleanFlags());
+  Flags flags(std::move(valued), std::move(boolean));
   if (Status s = flags.Parse(args); !s.ok()) {
-    std::fprintf(stderr, "gandiva scheduler: %s\n\n%s", s.message().c_str(), kUsage);
+    std::fprintf(stderr, "gandiva scheduler: %s (see --help)\n", s.message().c_str());
     return 2;
   }
   if (flags.Has("help")) {
     std::fputs(kUsage, stdout);
+    std::fputs(kPolicyFlagsUsage, stdout);
+    std::fputs(
+        "  (the policy options of `gandiva sim`; grow-shrink is off: a job runs on one device)\n",
+        stdout);
     return 0;
   }
   if (flags.Has("log") && !log::SetLevelByName(flags.Get("log").c_str())) {

@@ -37,6 +37,14 @@ StatusOr<int64_t> JobIdField(const Json& req) {
 }  // namespace
 
 StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(SchedulerOptions options) {
+  GD_ASSIGN_OR_RETURN(auto addresses, ReadNodesFile(options.nodes_file));
+  auto nodes =
+      std::make_unique<NodeSet>(std::move(addresses), options.keys, options.node_timeout_ms);
+  return Create(std::move(options), std::move(nodes), UnixNow);
+}
+
+StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(
+    SchedulerOptions options, std::unique_ptr<NodeApi> nodes, std::function<double()> wall_now) {
   if (options.policy == "srtf")
     return InvalidArgument(
         "srtf needs every job's remaining time, which only a simulator knows; live policies: "
@@ -57,14 +65,13 @@ StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(SchedulerOp
   GD_ASSIGN_OR_RETURN(s->store_, JobStore::Open(o.state_dir + "/scheduler.db"));
   // The scheduler's clock starts at its first start and runs on across restarts.
   GD_ASSIGN_OR_RETURN(auto epoch_text, s->store_->GetMeta("epoch"));
-  double epoch = UnixNow();
+  double epoch = wall_now();
   if (epoch_text) {
     epoch = std::stod(*epoch_text);
   } else {
     GD_RETURN_IF_ERROR(s->store_->SetMeta("epoch", std::to_string(epoch)));
   }
-  GD_ASSIGN_OR_RETURN(auto addresses, ReadNodesFile(o.nodes_file));
-  s->nodes_ = std::make_unique<NodeSet>(std::move(addresses), o.keys, o.node_timeout_ms);
+  s->nodes_ = std::move(nodes);
   GD_ASSIGN_OR_RETURN(LiveTopology topo, DiscoverTopology(*s->nodes_));
   for (const std::string& why : topo.missing)
     GD_LOG(kWarn, "left out until the scheduler restarts: %s", why.c_str());
@@ -73,7 +80,7 @@ StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(SchedulerOp
   copts.checkpoint_every_s = o.checkpoint_every_s;
   copts.node_dead_after_s = o.node_dead_after_s;
   copts.pack_capacity = std::max(2, o.policy_options.gandiva_max_share);
-  copts.wall_now = UnixNow;
+  copts.wall_now = std::move(wall_now);
   s->cluster_ = std::make_unique<LiveCluster>(s->nodes_.get(), s->store_.get(), std::move(topo),
                                               std::move(copts), epoch);
   GD_ASSIGN_OR_RETURN(s->arrived_, s->cluster_->Recover());
@@ -116,11 +123,10 @@ void SchedulerService::LogCounters() const {
          static_cast<long long>(c.requeues), static_cast<long long>(c.failed_actions));
 }
 
-void SchedulerService::Pass() {
-  // The nodes are polled without the lock (a dead one takes its whole timeout
-  // to say so); only this thread starts jobs, so the reports are not older
-  // than anything this pass acts on.
-  const LiveCluster::NodeReports reports = cluster_->PollNodes();
+// The nodes are polled without the lock (Poll: a dead one takes its whole
+// timeout to say so); only the loop's thread starts jobs, so the reports are
+// not older than anything this pass acts on.
+void SchedulerService::Pass(const LiveCluster::NodeReports& reports) {
   std::lock_guard lock(mu_);
   const ClusterEvents events = cluster_->Refresh(reports);
   for (JobId j : events.finished) policy_->OnFinish(*cluster_, j);

@@ -11,6 +11,7 @@
 #define GANDIVA_SCHEDULER_LIVE_SCHEDULER_SERVICE_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,28 +46,39 @@ class SchedulerService {
   // policy is unknown or needs an oracle (srtf), the nodes file is bad, no
   // node answers, the database is not one of ours or is corrupt.
   static StatusOr<std::unique_ptr<SchedulerService>> Create(SchedulerOptions options);
+  // The same over given nodes (options.nodes_file unused): a benchmark's
+  // simulated cluster.
+  static StatusOr<std::unique_ptr<SchedulerService>> Create(SchedulerOptions options,
+                                                            std::unique_ptr<NodeApi> nodes,
+                                                            std::function<double()> wall_now);
 
   void Register(protocol::Dispatcher& dispatcher);
   // Passes until `stop`; then logs the actions it took (LogCounters).
   void Run(const std::atomic<bool>& stop);
   // One pass: refresh from the nodes, tell the policy, let it act.
-  void Pass();
+  void Pass() { Pass(Poll()); }
+  // Its two halves: what the nodes report (no lock held), and the rest.
+  LiveCluster::NodeReports Poll() const { return cluster_->PollNodes(); }
+  void Pass(const LiveCluster::NodeReports& reports);
   std::string Describe() const;  // for the start-up log line
 
- private:
-  explicit SchedulerService(SchedulerOptions options) : options_(std::move(options)) {}
-  void LogCounters() const;
+  // The API's handlers (Register hands them to a dispatcher): a request's
+  // fields, checked against the schema already, and the reply's.
   StatusOr<protocol::Json> Submit(const protocol::Json& req);
   StatusOr<protocol::Json> Queue(const protocol::Json& req);
   StatusOr<protocol::Json> CancelJob(const protocol::Json& req);
   StatusOr<protocol::Json> ReadLog(const protocol::Json& req);
+
+ private:
+  explicit SchedulerService(SchedulerOptions options) : options_(std::move(options)) {}
   protocol::Json JobJson(JobId id) const;
+  void LogCounters() const;
 
   SchedulerOptions options_;
   UniqueFd lock_fd_;  // flock on STATE/scheduler.lock, held while it runs
   mutable std::mutex mu_;
   std::unique_ptr<JobStore> store_;
-  std::unique_ptr<NodeSet> nodes_;
+  std::unique_ptr<NodeApi> nodes_;
   std::unique_ptr<LiveCluster> cluster_;
   std::unique_ptr<Policy> policy_;
   std::vector<JobId> arrived_;   // submitted since the last pass
