@@ -96,6 +96,15 @@ void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs,
         j.record.node_job = (*op)["to_job"].get<int64_t>();
         j.device_time_s = j.wall_time_s = 0;
         SaveBestEffort(id);
+      } else if (src && !LiveOnNode(*src) && (*src)["state"] != "migrated") {
+        // It ended on its source before the move could (a job finishing while
+        // its migration starts): it ends as it ended there, and is not run
+        // again. Its exit status follows its end by a moment.
+        if ((*src)["exit_reason"] == "none") continue;
+        j.moving = false;
+        j.record.node = name;
+        j.record.node_job = j.moving_from_job;
+        TakeInJob(id, *src, events);
       } else if (!src || (op && !op->is_null() && (*op)["state"] == "failed") ||
                  !LiveOnNode(*src)) {
         // The job stayed on its source (or ended there): take it back to the queue,

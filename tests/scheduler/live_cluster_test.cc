@@ -248,5 +248,25 @@ TEST_F(LiveClusterTest, WhatThePolicyReadsIsWhatTheNodeMeasured) {
   EXPECT_FALSE(c->Resize(j, {&a, 1}).ok());
 }
 
+TEST_F(LiveClusterTest, AJobThatFinishesWhileItsMigrationStartsEndsAndIsNotRunAgain) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  const GpuId a = 0, b = 1;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  ASSERT_TRUE(c->Migrate(j, {&b, 1}).ok());
+  // The job exits with 0 on a; the migration fails for that reason.
+  Json& rec = nodes_.jobs_[0][0];
+  rec = ScriptedNodes::Record(1, "train.s1.a1", "exited", 0);
+  rec["operation"] = {{"kind", "migrate"}, {"state", "failed"}, {"error", "the job exited"}};
+  const ClusterEvents ev = c->Refresh();
+  EXPECT_TRUE(ev.requeued.empty());
+  ASSERT_EQ(ev.finished.size(), 1u);
+  const JobRecord r = Stored(1);
+  EXPECT_EQ(r.state, LiveJobState::kFinished);
+  EXPECT_EQ(r.attempt, 1);
+  EXPECT_EQ(r.node, "a");
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kLaunch), 1);
+}
+
 }  // namespace
 }  // namespace gandiva::sched::live
