@@ -189,8 +189,28 @@ def run_sim(jobs, out, colocation, tag):
     return cmd, runs
 
 
+TIE = 0.03  # average JCTs this close (relative) rank as a tie
+
+
 def ranking(values):
-    return " < ".join(sorted(values, key=values.get))
+    """'a < b = c': by value, '=' where within TIE of the previous."""
+    order = sorted(values, key=values.get)
+    text = order[0]
+    for prev, p in zip(order, order[1:]):
+        text += (" = " if values[p] <= values[prev] * (1 + TIE) else " < ") + p
+    return text
+
+
+def same_ranking(a, b):
+    """'same', 'same up to ties' (a tie on one side, an order on the other),
+    or 'DIFFERENT' (some pair ordered the other way round)."""
+    def order(v, p, q):
+        return 0 if max(v[p], v[q]) <= min(v[p], v[q]) * (1 + TIE) else (1 if v[p] > v[q] else -1)
+    pairs = [(p, q) for p in a for q in a if p < q]
+    signs = [(order(a, p, q), order(b, p, q)) for p, q in pairs]
+    if any(x * y < 0 for x, y in signs):
+        return "DIFFERENT"
+    return "same" if all(x == y for x, y in signs) else "same up to ties"
 
 
 def print_table(live, sim, neutral):
@@ -211,15 +231,17 @@ def print_table(live, sim, neutral):
               f"{s['avg_jct_s'] / r['avg_jct_s']:8.2f} {neutral[p]['avg_jct_s']:7.1f}s "
               f"{r['makespan_s']:7.1f}s {s['makespan_s']:6.1f}s {r['util_busy']:5.0%} "
               f"{r['util_work']:5.0%} {s['util_effective']:5.0%}  {acts:21s}  {sacts}")
-    live_rank = ranking({p: r["avg_jct_s"] for p, r in live.items()})
-    sim_rank = ranking({p: sim[p]["avg_jct_s"] for p in live})
+    live_jct = {p: r["avg_jct_s"] for p, r in live.items()}
+    sim_jct = {p: sim[p]["avg_jct_s"] for p in live}
+    live_rank, sim_rank = ranking(live_jct), ranking(sim_jct)
     print("utilisation: busy = device time the nodes measured jobs executing / capacity; work = "
           "solo durations done / capacity, as sim's effective utilisation counts it")
     print(f"sim: packed pair at {ARGS.pack_rate} of alone speed each; neutral: the simulator's "
           f"neutral model (0.5, no better than taking turns)")
-    print(f"ranking by average JCT: live {live_rank}; sim {sim_rank}"
-          f" ({'same' if live_rank == sim_rank else 'DIFFERENT'})")
-    return live_rank, sim_rank
+    verdict = same_ranking(live_jct, sim_jct)
+    print(f"ranking by average JCT ('=': within {TIE:.0%}): live {live_rank}; sim {sim_rank} "
+          f"({verdict})")
+    return live_rank, sim_rank, verdict
 
 
 def run_live_phase(jobs):
@@ -261,7 +283,7 @@ def main():
     live_workload.write_colocation(table, ARGS.pack_rate)
     sim_cmd, sim = run_sim(jobs, out, str(table), "model")
     _, neutral = run_sim(jobs, out, "none", "neutral")
-    live_rank, sim_rank = print_table(live, sim, neutral)
+    live_rank, sim_rank, verdict = print_table(live, sim, neutral)
     pick = ("avg_jct_s", "makespan_s", "util_allocated", "util_effective", "packs", "unpacks",
             "migrations", "preemptions", "time_slices")
     doc = {"bench": "live_vs_sim", "command": sys.argv, "nodes": ARGS.nodes,
@@ -275,7 +297,7 @@ def main():
            "sim": {p: {k: sim[p][k] for k in pick} for p in live},
            "sim_neutral": {p: {k: neutral[p][k] for k in pick} for p in live},
            "sim_over_live": {p: sim[p]["avg_jct_s"] / live[p]["avg_jct_s"] for p in live},
-           "ranking": {"live": live_rank, "sim": sim_rank}, "wall_s": time.monotonic() - started}
+           "ranking": {"live": live_rank, "sim": sim_rank, "verdict": verdict}, "wall_s": time.monotonic() - started}
     (out / "live_vs_sim.json").write_text(json.dumps(doc, indent=1))
     print(f"wrote {out / 'live_vs_sim.json'} ({doc['wall_s']:.0f} s)")
     return 1 if any(r["failures"] for r in live.values()) else 0
