@@ -244,6 +244,25 @@ def print_table(live, sim, neutral):
     return live_rank, sim_rank, verdict
 
 
+def markdown(live, sim, neutral):
+    """The table for docs/scheduler.md."""
+    rows = ["| policy | live avg JCT | sim avg JCT | sim / live | sim, neutral packing | "
+            "live makespan | sim makespan | live util busy / work | sim util | "
+            "live packs / unpacks / migrations / suspends | sim packs / unpacks / migrations / "
+            "preemptions |", "| --- |" + " ---: |" * 10]
+    for p, r in live.items():
+        s, a = sim[p], r["actions"]
+        rows.append(
+            f"| {p} | {r['avg_jct_s']:.1f} s | {s['avg_jct_s']:.1f} s | "
+            f"{s['avg_jct_s'] / r['avg_jct_s']:.2f} | {neutral[p]['avg_jct_s']:.1f} s | "
+            f"{r['makespan_s']:.1f} s | {s['makespan_s']:.1f} s | "
+            f"{r['util_busy']:.0%} / {r['util_work']:.0%} | {s['util_effective']:.0%} | "
+            f"{a.get('packs', 0)} / {a.get('unpacks', 0)} / {a.get('migrations', 0)} / "
+            f"{a.get('suspends', 0)} | {s['packs']} / {s['unpacks']} / {s['migrations']} / "
+            f"{s['preemptions']} |")
+    return "\n".join(rows) + "\n"
+
+
 def run_live_phase(jobs):
     """Solo durations, then every policy live; the live results by policy."""
     work = Path(tempfile.mkdtemp(prefix="live_vs_sim."))
@@ -270,6 +289,7 @@ def main():
     out = Path(ARGS.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    load_before = os.getloadavg()
     if ARGS.sim_only:
         before = json.loads(Path(ARGS.sim_only).read_text())
         jobs = [live_workload.Job(**{k: w[k] for k in ("name", "kind", "size", "ranks",
@@ -297,8 +317,13 @@ def main():
            "sim": {p: {k: sim[p][k] for k in pick} for p in live},
            "sim_neutral": {p: {k: neutral[p][k] for k in pick} for p in live},
            "sim_over_live": {p: sim[p]["avg_jct_s"] / live[p]["avg_jct_s"] for p in live},
-           "ranking": {"live": live_rank, "sim": sim_rank, "verdict": verdict}, "wall_s": time.monotonic() - started}
+           "ranking": {"live": live_rank, "sim": sim_rank, "verdict": verdict},
+           "loadavg_before": load_before, "loadavg_after": os.getloadavg(), "wall_s": time.monotonic() - started}
     (out / "live_vs_sim.json").write_text(json.dumps(doc, indent=1))
+    (out / "live_vs_sim.md").write_text(markdown(live, sim, neutral))
+    print(f"load average (1, 5, 15 min) before {load_before[0]:.1f} {load_before[1]:.1f} "
+          f"{load_before[2]:.1f}, after {doc['loadavg_after'][0]:.1f} {doc['loadavg_after'][1]:.1f} "
+          f"{doc['loadavg_after'][2]:.1f}: other work on the cores skews the live side only")
     print(f"wrote {out / 'live_vs_sim.json'} ({doc['wall_s']:.0f} s)")
     return 1 if any(r["failures"] for r in live.values()) else 0
 
