@@ -52,6 +52,7 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --peer-timeout-ms N  a peer silent this long during a migration has failed (default 20000)
   --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
                      (default 60000)
+  --max-jobs N       live jobs at once on this node; more are refused (default 256)
   --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP,
                      unauthenticated: bind an address only the monitoring reaches)
   --node NAME        node name (default: the host name)
@@ -74,6 +75,9 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   if (freeze != "on" && freeze != "off")
     return InvalidArgument("--freeze-parked must be on or off");
   opts->freeze_parked = freeze == "on";
+  GD_ASSIGN_OR_RETURN(long long max_jobs, flags.GetInt("max-jobs", 256));
+  if (max_jobs < 1 || max_jobs > 100000) return InvalidArgument("--max-jobs must be 1..100000");
+  opts->max_jobs = static_cast<size_t>(max_jobs);
   if (flags.Has("devices")) {
     GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
     GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
@@ -250,7 +254,7 @@ int RunDaemon(const std::vector<std::string>& args) {
   Flags flags(
       {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
        "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib",
-       "job-log-cap-kib", "rank-timeout-ms", "freeze-parked", "metrics"},
+       "job-log-cap-kib", "rank-timeout-ms", "freeze-parked", "metrics", "max-jobs"},
       {"daemonize", "help"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 

@@ -37,7 +37,8 @@ std::string Response(const char* status, const char* type, const std::string& bo
 
 Status MetricsServer::Start(const std::string& address) {
   const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return InvalidArgument("--metrics takes HOST:PORT, not " + address);
+  if (colon == std::string::npos)
+    return InvalidArgument("--metrics takes HOST:PORT, not " + address);
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   const std::string host = address.substr(0, colon);
@@ -77,7 +78,8 @@ void MetricsServer::Serve() {
 
 void MetricsServer::Answer(int fd) {
   std::string request;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadDeadlineMs);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kReadDeadlineMs);
   while (request.find("\r\n\r\n") == std::string::npos && request.size() < kMaxRequestBytes) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())
