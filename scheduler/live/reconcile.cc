@@ -160,6 +160,9 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
     events.finished.push_back(id);
     return;
   }
+  // Cancelled while it was moving (no node id to signal then), or a kill that
+  // did not arrive: signal it again until it ends.
+  if (j.record.cancel_requested) KillBestEffort(NodeIndex(j.record.node), j.record.node_job);
   j.device_time_s = nj["device_time_s"].get<double>();
   j.wall_time_s = nj["wall_time_s"].get<double>();
   if (nj["rate_vs_alone"].is_null())
