@@ -1,0 +1,129 @@
+// Gandiva's introspective policy, ordered by attained service.
+//
+// Which job runs: Tiresias-style 2D-LAS priority (a job's level rises with the
+// GPU-seconds it has received; first come first served within a level). The
+// best pending job starts on free GPUs, else suspends lower-priority jobs
+// (Gandiva's suspend-resume) to make room, else waits.
+// How the GPUs are used (the introspection): a job that must wait is packed
+// onto a GPU set with a running job when that pair of job types measured
+// faster together than apart (an untried pair is tried, measured after one
+// interval, and undone if it is slower); jobs spread over machines are moved
+// back together and time-sliced sharers moved apart when GPUs free up; jobs
+// grow onto idle GPUs when nothing waits and keep the growth only if it pays.
+// Files: gandiva_policy.cc (events, priority, the scheduling pass),
+// gandiva_packing.cc (packing and its index), gandiva_introspect.cc
+// (measurement, migration, grow and shrink).
+#ifndef GANDIVA_SRC_SCHED_GANDIVA_POLICY_H_
+#define GANDIVA_SRC_SCHED_GANDIVA_POLICY_H_
+
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <vector>
+
+#include "policies/policy_base.h"
+
+namespace gandiva::sched {
+
+// Running jobs alone on their GPU set (not grown), by (GPU count, job type):
+// the candidates a waiting job can be packed with.
+class SoloIndex {
+ public:
+  void OnPlaced(const Cluster& c, JobId j);  // after Start/Migrate/Resize of j
+  void OnLeft(const Cluster& c, JobId j);    // after j finished/was suspended
+  // type -> groups of `size` GPUs whose one member is of that type.
+  const std::map<int, std::set<int>>& by_type(int size) const;
+
+ private:
+  void Reindex(const Cluster& c, int g);
+  std::vector<int> job_group_;
+  std::vector<std::pair<int, int>> key_;  // group -> (size, type) it is filed under, size 0 if not
+  std::vector<std::map<int, std::set<int>>> by_size_;
+};
+
+class GandivaPolicy : public PolicyBase {
+ public:
+  using PolicyBase::PolicyBase;
+  const char* name() const override { return "gandiva"; }
+  void OnArrival(Cluster& c, JobId j) override;
+  void OnFinish(Cluster& c, JobId j) override;
+  void Schedule(Cluster& c) override;
+
+ private:
+  // (service level, submit time, id): smaller runs first.
+  using Key = std::tuple<int, double, JobId>;
+  // A pack of a waiting job (guest) onto a running one (resident) whose pair
+  // of types has not been measured yet.
+  struct PackTrial {
+    JobId resident, guest;
+    double since;
+  };
+  struct Grow {
+    std::vector<GpuId> original;
+    double since;
+    double rate_before;
+    bool decided;
+  };
+  // Measured rates of a packed pair (type, partner, GPUs): mine and partner's.
+  using PairKey = std::tuple<int, int, int>;
+  struct PairRates {
+    double mine = 0, partner = 0;
+  };
+
+  // ---- Priority (gandiva_policy.cc) ----
+  Key KeyOf(const Cluster& c, JobId j) const;
+  void Refile(Cluster& c, JobId j);  // after a state or level change
+  void Demote(Cluster& c);
+  void PushCrossing(Cluster& c, JobId j);
+  void GuardStarving(Cluster& c);
+
+  // ---- The pass (gandiva_policy.cc) ----
+  void SchedulePending(Cluster& c);
+  bool StartOrPreemptFor(Cluster& c, JobId p);
+  std::vector<JobId> VictimsFor(Cluster& c, JobId p);
+  bool StartOn(Cluster& c, JobId j, std::span<const GpuId> gpus);
+  void SuspendJob(Cluster& c, JobId j);
+  void Placed(Cluster& c, JobId j);  // index updates after j moved or started
+
+  // ---- Packing (gandiva_packing.cc) ----
+  bool PackWaiting(Cluster& c, JobId p);
+  int PackPartner(Cluster& c, JobId p, bool* trial);
+  bool PackPays(const PairRates& r) const;
+  void ReviewPackTrials(Cluster& c);
+
+  // ---- Introspection (gandiva_introspect.cc) ----
+  bool NeedsIntrospection(const Cluster& c) const;
+  void Introspect(Cluster& c);
+  void Deshare(Cluster& c);
+  void RestoreLocality(Cluster& c);
+  void ReviewGrowth(Cluster& c);
+  void GrowIdle(Cluster& c);
+  void Shrink(Cluster& c, JobId j);
+  void ShrinkAll(Cluster& c);
+  bool IsSpread(const Cluster& c, std::span<const GpuId> gpus) const;
+
+  std::set<Key> pending_, running_;
+  std::vector<Key> key_;     // the key each job is filed under
+  std::vector<char> where_;  // 0 nowhere, 1 pending_, 2 running_
+  std::vector<int> level_;
+  std::vector<uint32_t> epoch_;
+  using Crossing = std::tuple<double, JobId, uint32_t>;
+  std::priority_queue<Crossing, std::vector<Crossing>, std::greater<>> crossings_;
+
+  ShareIndex share_;  // sliced groups, for de-sharing; solo groups, for growing
+  SoloIndex solo_;    // packing candidates
+  std::set<JobId> spread_;
+  std::map<JobId, Grow> grown_;
+  std::map<int, PackTrial> trials_;          // group -> trial under way
+  std::set<PairKey> trying_;                 // pairs of types with a trial under way
+  std::map<PairKey, PairRates> learned_;     // measured packed rates, both orders
+  std::map<std::pair<int, int>, bool> grow_learned_;  // (type, GPUs) -> growing pays
+  double next_introspect_ = 0;
+  bool dirty_ = false;   // something changed since the last pass
+  bool review_ = false;  // introspection has something to look at next round
+};
+
+}  // namespace gandiva::sched
+
+#endif  // GANDIVA_SRC_SCHED_GANDIVA_POLICY_H_
