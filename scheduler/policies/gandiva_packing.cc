@@ -3,7 +3,12 @@
 // not measured yet is tried once and undone if it is slower (see gandiva_policy.h).
 #include "policies/gandiva_policy.h"
 
+#include <algorithm>
+
 namespace gandiva::sched {
+namespace {
+constexpr int kPackScan = 4096;  // pending jobs looked at per pass (bounds a pass's cost)
+}  // namespace
 
 // ---- SoloIndex ----
 
@@ -56,37 +61,66 @@ bool GandivaPolicy::PackPays(const PairRates& r) const {
   return r.mine + r.partner >= opt_.pack_gain && r.partner >= opt_.pack_min_partner_rate;
 }
 
-// The solo group to pack waiting job p onto: the best measured pair that pays,
-// else (*trial) one of a pair not measured yet that fits in memory; -1 if none.
+// The partner types worth trying for (type, GPUs), best first: measured pairs
+// that pay, by their summed rate, then pairs not measured yet that fit in
+// memory and have no trial under way. Rebuilt only when what is known changes
+// (a new type, a measurement, a trial), so a pass costs a few lookups per job.
+const std::vector<GandivaPolicy::Candidate>& GandivaPolicy::Candidates(const Cluster& c, int type,
+                                                                       int n) {
+  auto [it, added] = candidates_.try_emplace({type, n});
+  if (!added) return it->second;
+  std::vector<std::pair<double, int>> paying;
+  std::vector<Candidate>& out = it->second;
+  for (const auto& [kind, example] : examples_) {
+    if (kind.second != n) continue;
+    PairKey key{type, kind.first, n};
+    if (auto known = learned_.find(key); known != learned_.end()) {
+      if (PackPays(known->second))
+        paying.push_back({-(known->second.mine + known->second.partner), kind.first});
+    } else if (!trying_.count(key) && c.PairFitsMemory(examples_.at({type, n}), example)) {
+      out.push_back({kind.first, true});
+    }
+  }
+  std::sort(paying.begin(), paying.end());
+  std::vector<Candidate> ranked;
+  for (const auto& [minus_sum, partner] : paying) ranked.push_back({partner, false});
+  out.insert(out.begin(), ranked.begin(), ranked.end());
+  return out;
+}
+
+// The solo group to pack waiting job p onto, from the candidates in order;
+// *trial if its pair has not been measured. -1 if none.
 int GandivaPolicy::PackPartner(Cluster& c, JobId p, bool* trial) {
   const int n = c.info(p).num_gpus, type = c.info(p).job_type;
   if (type < 0) return -1;
   const uint64_t mask = JobMask(c, p, kAllGpuTypes);
-  auto first_fitting = [&](const std::set<int>& groups) {
-    for (int g : groups)
-      if ((mask >> c.topology().gpu_type_of(c.group(g).gpus[0])) & 1) return g;
-    return -1;
-  };
-  int best = -1, untried = -1;
-  double best_sum = 0;
-  for (const auto& [partner, groups] : solo_.by_type(n)) {
-    PairKey key{type, partner, n};
-    auto known = learned_.find(key);
-    if (known != learned_.end()) {
-      double sum = known->second.mine + known->second.partner;
-      if (!PackPays(known->second) || sum <= best_sum) continue;
-      if (int g = first_fitting(groups); g >= 0) best = g, best_sum = sum;
-    } else if (untried < 0 && !trying_.count(key)) {
-      int g = first_fitting(groups);
-      if (g >= 0 && c.PairFitsMemory(p, c.group(g).members[0])) untried = g;
+  const auto& solo = solo_.by_type(n);
+  for (const Candidate& cand : Candidates(c, type, n)) {
+    auto groups = solo.find(cand.partner);
+    if (groups == solo.end()) continue;
+    for (int g : groups->second) {
+      if (!((mask >> c.topology().gpu_type_of(c.group(g).gpus[0])) & 1)) continue;
+      *trial = cand.trial;
+      return g;
     }
   }
-  *trial = best < 0 && untried >= 0;
-  return best >= 0 ? best : untried;
+  return -1;
 }
 
-bool GandivaPolicy::PackWaiting(Cluster& c, JobId p) {
-  if (opt_.gandiva_max_share < 2) return false;
+// Packs waiting jobs, in priority order, onto running ones while partners last.
+void GandivaPolicy::PackWaiting(Cluster& c) {
+  if (opt_.gandiva_max_share < 2) return;
+  std::vector<JobId> waiting;
+  int scanned = 0;
+  for (auto it = pending_.begin(); it != pending_.end() && ++scanned <= kPackScan; ++it) {
+    const JobInfo& info = c.info(std::get<2>(*it));
+    if (info.job_type >= 0 && !Candidates(c, info.job_type, info.num_gpus).empty())
+      waiting.push_back(info.id);
+  }
+  for (JobId j : waiting) PackOne(c, j);
+}
+
+bool GandivaPolicy::PackOne(Cluster& c, JobId p) {
   bool trial = false;
   int g = PackPartner(c, p, &trial);
   if (g < 0) return false;
@@ -101,6 +135,7 @@ bool GandivaPolicy::PackWaiting(Cluster& c, JobId p) {
   if (trial) {
     trials_[g] = {resident, p, c.Now()};
     trying_.insert({c.info(p).job_type, c.info(resident).job_type, c.info(p).num_gpus});
+    candidates_.clear();
     review_ = true;
   }
   return true;
@@ -119,6 +154,7 @@ void GandivaPolicy::ReviewPackTrials(Cluster& c) {
                   c.group_of(t.guest) == it->first && c.group_of(t.resident) == it->first;
     if (!intact) {  // a member finished or was preempted: measure another time
       trying_.erase(key);
+      candidates_.clear();
       it = trials_.erase(it);
       continue;
     }
@@ -131,6 +167,7 @@ void GandivaPolicy::ReviewPackTrials(Cluster& c) {
     learned_[key] = {guest, resident};
     learned_[{std::get<1>(key), std::get<0>(key), n}] = {resident, guest};
     trying_.erase(key);
+    candidates_.clear();
     JobId undo = PackPays(learned_[key]) ? -1 : t.guest;
     it = trials_.erase(it);
     if (undo >= 0) {

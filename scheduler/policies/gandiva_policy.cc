@@ -14,6 +14,9 @@ void GandivaPolicy::OnArrival(Cluster& c, JobId j) {
   EnsureSize(where_, j, char{0});
   EnsureSize(level_, j, 0);
   EnsureSize(epoch_, j, 0u);
+  const JobInfo& info = c.info(j);
+  if (info.job_type >= 0 && examples_.try_emplace({info.job_type, info.num_gpus}, j).second)
+    candidates_.clear();  // a new kind of job: new pairs to consider
   Refile(c, j);
 }
 
@@ -141,26 +144,26 @@ void GandivaPolicy::SchedulePending(Cluster& c) {
   for (auto it = pending_.begin(); it != pending_.end() && waiting.size() < kBackfillScan; ++it)
     waiting.push_back(std::get<2>(*it));
   for (JobId j : waiting) {
-    if (c.state(j) != JobState::kPending) continue;
-    if (c.info(j).num_gpus <= c.free_gpus().total_free())
-      if (auto gpus = Place(c, j); gpus && StartOn(c, j, *gpus)) continue;
-    PackWaiting(c, j);
+    if (c.state(j) != JobState::kPending || c.info(j).num_gpus > c.free_gpus().total_free())
+      continue;
+    if (auto gpus = PlaceGang(c, j)) StartOn(c, j, *gpus);
   }
+  PackWaiting(c);
   if (!pending_.empty() && opt_.locality != Locality::kBestEffort) dirty_ = true;
 }
 
 // Starts p on free GPUs, shrinking grown jobs or suspending lower-priority
 // ones if that makes room. False if p must wait.
 bool GandivaPolicy::StartOrPreemptFor(Cluster& c, JobId p) {
-  if (auto gpus = Place(c, p)) return StartOn(c, p, *gpus);
+  if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
   if (!grown_.empty()) {
     ShrinkAll(c);  // grown jobs give back their extra GPUs first
-    if (auto gpus = Place(c, p)) return StartOn(c, p, *gpus);
+    if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
   }
   std::vector<JobId> victims = VictimsFor(c, p);
   if (victims.empty()) return false;
   for (JobId v : victims) SuspendJob(c, v);
-  if (auto gpus = Place(c, p)) return StartOn(c, p, *gpus);
+  if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
   return false;
 }
 

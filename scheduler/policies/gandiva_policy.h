@@ -17,6 +17,7 @@
 #define GANDIVA_SRC_SCHED_GANDIVA_POLICY_H_
 
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -86,10 +87,22 @@ class GandivaPolicy : public PolicyBase {
   void SuspendJob(Cluster& c, JobId j);
   void Placed(Cluster& c, JobId j);  // index updates after j moved or started
 
+  // ---- Placement (gandiva_consolidate.cc) ----
+  std::optional<std::vector<GpuId>> PlaceGang(Cluster& c, JobId p);
+  std::optional<std::vector<GpuId>> Consolidate(Cluster& c, JobId p);
+  std::optional<GpuId> FreeGpuElsewhere(const Cluster& c, JobId v, int avoid) const;
+  std::vector<JobId> MovableOn(const Cluster& c, int m) const;
+
   // ---- Packing (gandiva_packing.cc) ----
-  bool PackWaiting(Cluster& c, JobId p);
+  void PackWaiting(Cluster& c);
+  bool PackOne(Cluster& c, JobId p);
   int PackPartner(Cluster& c, JobId p, bool* trial);
   bool PackPays(const PairRates& r) const;
+  struct Candidate {
+    int partner;  // job type
+    bool trial;   // not measured yet
+  };
+  const std::vector<Candidate>& Candidates(const Cluster& c, int type, int n);
   void ReviewPackTrials(Cluster& c);
 
   // ---- Introspection (gandiva_introspect.cc) ----
@@ -118,6 +131,8 @@ class GandivaPolicy : public PolicyBase {
   std::map<int, PackTrial> trials_;          // group -> trial under way
   std::set<PairKey> trying_;                 // pairs of types with a trial under way
   std::map<PairKey, PairRates> learned_;     // measured packed rates, both orders
+  std::map<std::pair<int, int>, JobId> examples_;  // (type, GPUs) -> a job of that kind
+  std::map<std::pair<int, int>, std::vector<Candidate>> candidates_;  // cache of Candidates()
   std::map<std::pair<int, int>, bool> grow_learned_;  // (type, GPUs) -> growing pays
   double next_introspect_ = 0;
   bool dirty_ = false;   // something changed since the last pass
