@@ -4,9 +4,11 @@
 // machines, which slows every step of it (see gandiva_policy.h).
 #include "policies/gandiva_policy.h"
 
+#include <algorithm>
+
 namespace gandiva::sched {
 namespace {
-constexpr int kMachineScan = 32;  // machines considered per gang (bounds a pass's cost)
+constexpr int kMachineScan = 64;  // machines considered per gang (bounds a pass's cost)
 }  // namespace
 
 std::optional<std::vector<GpuId>> GandivaPolicy::PlaceGang(Cluster& c, JobId p) {
@@ -15,19 +17,34 @@ std::optional<std::vector<GpuId>> GandivaPolicy::PlaceGang(Cluster& c, JobId p) 
   if (auto gpus = FindConsolidated(c.free_gpus(), n, mask)) return gpus;
   if (opt_.gandiva_migrate && FreeOfTypes(c.free_gpus(), mask) >= n)
     if (auto gpus = Consolidate(c, p)) return gpus;
+  if (!MaySpread(c, p)) return std::nullopt;
   return Place(c, p);
 }
 
-// A free GPU for single-GPU job v, not on `avoid`: on the fullest machine that
-// has one, so that free GPUs stay together.
-std::optional<GpuId> GandivaPolicy::FreeGpuElsewhere(const Cluster& c, JobId v, int avoid) const {
+// A gang may run spread over more machines than it needs only after waiting
+// gandiva_spread_delay for a consolidated placement (arming a wake-up for then).
+bool GandivaPolicy::MaySpread(Cluster& c, JobId p) {
+  if (c.info(p).num_gpus == 1) return true;
+  static double dbg_delay = getenv("XD") ? atof(getenv("XD")) : opt_.gandiva_spread_delay;
+  double allowed_at = c.PendingSince(p) + dbg_delay;
+  if (c.Now() >= allowed_at) return true;
+  c.WakeAt(allowed_at);
+  dirty_ = true;
+  return false;
+}
+
+// A free GPU for single-GPU job v on none of the machines in `avoid`: on the
+// fullest machine that has one, so that free GPUs stay together.
+std::optional<GpuId> GandivaPolicy::FreeGpuElsewhere(const Cluster& c, JobId v,
+                                                     const std::vector<int>& avoid) const {
   const FreeIndex& free = c.free_gpus();
   const uint64_t mask = JobMask(c, v, kAllGpuTypes);
   for (int count = 1; count <= free.max_count(); ++count)
     for (size_t t = 0; t < c.topology().gpu_types().size(); ++t) {
       if (!((mask >> t) & 1)) continue;
       for (int m : free.machines_with(static_cast<int>(t), count))
-        if (m != avoid) return FreeOnMachine(free, m, 1)[0];
+        if (std::find(avoid.begin(), avoid.end(), m) == avoid.end())
+          return FreeOnMachine(free, m, 1)[0];
     }
   return std::nullopt;
 }
@@ -46,35 +63,51 @@ std::vector<JobId> GandivaPolicy::MovableOn(const Cluster& c, int m) const {
   return out;
 }
 
-// Picks the machine that needs the fewest moves to hold p, moves those jobs
-// away, and returns p's GPUs there; nullopt if no machine scanned can.
+// GPUs for gang p on the fewest machines, made free by moving single-GPU jobs
+// to free GPUs elsewhere: the machines scanned from the most free down, so the
+// first that can hold their share need the fewest moves. nullopt (nothing
+// moved) if the machines scanned cannot hold it.
 std::optional<std::vector<GpuId>> GandivaPolicy::Consolidate(Cluster& c, JobId p) {
   const int n = c.info(p).num_gpus;
-  if (n > c.topology().max_gpus_per_machine()) return std::nullopt;  // whole machines only
+  const int k = c.topology().MinMachines(n), share = (n + k - 1) / k;
   const FreeIndex& free = c.free_gpus();
   const uint64_t mask = JobMask(c, p, kAllGpuTypes);
-  int scanned = 0;
-  for (int count = std::min(n - 1, free.max_count()); count >= 0; --count)
+  std::vector<int> chosen;
+  std::vector<JobId> moves;
+  int scanned = 0, chosen_free = 0;
+  for (int count = free.max_count(); count >= 0 && static_cast<int>(chosen.size()) < k; --count)
     for (size_t t = 0; t < c.topology().gpu_types().size(); ++t) {
       if (!((mask >> t) & 1)) continue;
       for (int m : free.machines_with(static_cast<int>(t), count)) {
-        if (++scanned > kMachineScan) return std::nullopt;
-        if (c.topology().machines()[m].num_gpus < n) continue;
-        std::vector<JobId> movable = MovableOn(c, m);
-        const int need = n - count;
-        if (static_cast<int>(movable.size()) < need || free.total_free() - count < need) continue;
-        for (int i = 0; i < need; ++i) {
-          auto to = FreeGpuElsewhere(c, movable[i], m);
-          if (!to) return std::nullopt;
-          GpuId dest = *to;
-          if (!c.Migrate(movable[i], std::span<const GpuId>(&dest, 1)).ok()) return std::nullopt;
-          Placed(c, movable[i]);
-        }
-        if (c.free_gpus().free_on(m) >= n) return FreeOnMachine(c.free_gpus(), m, n);
-        return std::nullopt;
+        if (static_cast<int>(chosen.size()) == k || ++scanned > kMachineScan) break;
+        if (c.topology().machines()[m].num_gpus < share) continue;
+        int need = std::max(0, std::min(share, n - chosen_free) - count);
+        std::vector<JobId> movable = need > 0 ? MovableOn(c, m) : std::vector<JobId>{};
+        if (static_cast<int>(movable.size()) < need) continue;
+        chosen.push_back(m);
+        chosen_free += count + need;
+        moves.insert(moves.end(), movable.begin(), movable.begin() + need);
       }
     }
-  return std::nullopt;
+  if (static_cast<int>(chosen.size()) < k || chosen_free < n) return std::nullopt;
+  int free_elsewhere = free.total_free();
+  for (int m : chosen) free_elsewhere -= free.free_on(m);
+  if (free_elsewhere < static_cast<int>(moves.size())) return std::nullopt;
+  for (JobId v : moves) {
+    auto to = FreeGpuElsewhere(c, v, chosen);
+    if (!to) return std::nullopt;
+    GpuId dest = *to;
+    if (!c.Migrate(v, std::span<const GpuId>(&dest, 1)).ok()) return std::nullopt;
+    Placed(c, v);
+  }
+  std::vector<GpuId> gpus;
+  for (int m : chosen) {
+    auto here = FreeOnMachine(c.free_gpus(), m, n - static_cast<int>(gpus.size()));
+    gpus.insert(gpus.end(), here.begin(), here.end());
+  }
+  if (static_cast<int>(gpus.size()) < n) return std::nullopt;
+  std::sort(gpus.begin(), gpus.end());
+  return gpus;
 }
 
 }  // namespace gandiva::sched

@@ -48,14 +48,16 @@ void GandivaPolicy::Deshare(Cluster& c) {
 }
 
 // A gang spread over more machines than it needs runs slower: move it onto
-// consolidated free GPUs when there are some.
+// consolidated free GPUs, moving single-GPU jobs aside if that makes some.
 void GandivaPolicy::RestoreLocality(Cluster& c) {
   std::vector<JobId> spread(spread_.begin(), spread_.end());
   for (JobId j : spread) {
     if (c.state(j) != JobState::kRunning || c.group(c.group_of(j)).members.size() != 1) continue;
-    auto gpus = FindConsolidated(c.free_gpus(), c.info(j).num_gpus, JobMask(c, j, kAllGpuTypes));
-    if (!gpus) continue;
-    if (c.Migrate(j, *gpus).ok()) Placed(c, j);
+    const int n = c.info(j).num_gpus;
+    const uint64_t mask = JobMask(c, j, kAllGpuTypes);
+    auto gpus = FindConsolidated(c.free_gpus(), n, mask);
+    if (!gpus && FreeOfTypes(c.free_gpus(), mask) >= n) gpus = Consolidate(c, j);
+    if (gpus && c.Migrate(j, *gpus).ok()) Placed(c, j);
   }
 }
 

@@ -90,8 +90,20 @@ class GandivaPolicy : public PolicyBase {
   // ---- Placement (gandiva_consolidate.cc) ----
   std::optional<std::vector<GpuId>> PlaceGang(Cluster& c, JobId p);
   std::optional<std::vector<GpuId>> Consolidate(Cluster& c, JobId p);
-  std::optional<GpuId> FreeGpuElsewhere(const Cluster& c, JobId v, int avoid) const;
+  bool MaySpread(Cluster& c, JobId p);
+  std::optional<GpuId> FreeGpuElsewhere(const Cluster& c, JobId v,
+                                        const std::vector<int>& avoid) const;
   std::vector<JobId> MovableOn(const Cluster& c, int m) const;
+
+  // ---- Making room by suspending and moving (gandiva_room.cc) ----
+  struct Room {
+    int machine;
+    int suspended_gpus;  // GPUs of the jobs suspended (the cost)
+    std::vector<JobId> suspend, move;
+  };
+  std::optional<Room> PlanMachine(const Cluster& c, JobId p, int m, int share,
+                                  int move_budget) const;
+  std::optional<std::vector<GpuId>> MakeRoom(Cluster& c, JobId p);
 
   // ---- Packing (gandiva_packing.cc) ----
   void PackWaiting(Cluster& c);

@@ -74,6 +74,10 @@ struct PolicyOptions {
   // times the time it has run goes back to the top level, bounding how long
   // newcomers can keep a long job waiting (finish-time fairness). 0 = off.
   double gandiva_starve_factor = 0;
+  // A gang waits this long (seconds) for GPUs on the fewest machines, made by
+  // moving or suspending jobs, before it accepts GPUs spread over more
+  // machines: a spread gang runs every step slower for as long as it runs.
+  double gandiva_spread_delay = 300;
   double grow_gain = 1.2;  // keep a grow only if the rate rises by this factor
   bool gandiva_grow = true;
   bool gandiva_migrate = true;
