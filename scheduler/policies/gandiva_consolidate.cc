@@ -25,8 +25,7 @@ std::optional<std::vector<GpuId>> GandivaPolicy::PlaceGang(Cluster& c, JobId p) 
 // gandiva_spread_delay for a consolidated placement (arming a wake-up for then).
 bool GandivaPolicy::MaySpread(Cluster& c, JobId p) {
   if (c.info(p).num_gpus == 1) return true;
-  static double dbg_delay = getenv("XD") ? atof(getenv("XD")) : opt_.gandiva_spread_delay;
-  double allowed_at = c.PendingSince(p) + dbg_delay;
+  double allowed_at = c.PendingSince(p) + opt_.gandiva_spread_delay;
   if (c.Now() >= allowed_at) return true;
   c.WakeAt(allowed_at);
   dirty_ = true;

@@ -1,5 +1,5 @@
-// Gandiva's introspection rounds: judge pack trials by measurement, move jobs
-// to restore locality and undo sharing when GPUs free up, grow jobs onto idle
+// Gandiva's introspection rounds: judge pack trials by measurement, move
+// spread gangs together when GPUs free up, grow jobs onto idle
 // GPUs and keep the growth only if it measurably helps (see gandiva_policy.h).
 #include "policies/gandiva_policy.h"
 
@@ -18,33 +18,15 @@ bool GandivaPolicy::NeedsIntrospection(const Cluster& c) const {
   if (review_ || !trials_.empty()) return true;
   for (const auto& [j, gr] : grown_)
     if (!gr.decided) return true;
-  return c.free_gpus().total_free() > 0 && opt_.gandiva_migrate &&
-         (!share_.shared().empty() || !spread_.empty());
+  return c.free_gpus().total_free() > 0 && opt_.gandiva_migrate && !spread_.empty();
 }
 
 void GandivaPolicy::Introspect(Cluster& c) {
   review_ = false;
   ReviewPackTrials(c);
-  if (opt_.gandiva_migrate && c.free_gpus().total_free() > 0) {
-    Deshare(c);
-    RestoreLocality(c);
-  }
+  if (opt_.gandiva_migrate && c.free_gpus().total_free() > 0) RestoreLocality(c);
   ReviewGrowth(c);
   if (pending_.empty() && opt_.gandiva_grow) GrowIdle(c);
-}
-
-// Free GPUs and a sliced group at once: move a member out (alone, the rates
-// add up to more). Packed groups stay: they are packed because that pays.
-void GandivaPolicy::Deshare(Cluster& c) {
-  std::vector<int> shared(share_.shared().begin(), share_.shared().end());
-  for (int g : shared) {
-    GroupView v = c.group(g);
-    if (v.members.size() < 2 || v.mode == ShareMode::kPack) continue;
-    JobId j = v.members.back();
-    auto gpus = FindConsolidated(c.free_gpus(), c.info(j).num_gpus, JobMask(c, j, kAllGpuTypes));
-    if (!gpus) continue;
-    if (c.Migrate(j, *gpus).ok()) Placed(c, j);  // re-files the group it left too
-  }
 }
 
 // A gang spread over more machines than it needs runs slower: move it onto

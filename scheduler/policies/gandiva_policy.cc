@@ -114,14 +114,8 @@ void GandivaPolicy::Placed(Cluster& c, JobId j) {
     spread_.erase(j);
 }
 
-static std::map<int, std::pair<long,long>> dbg_spread;
-static struct DbgPrint { ~DbgPrint() { for (auto& [n, v] : dbg_spread) fprintf(stderr, "n=%d starts=%ld spread=%ld\n", n, v.first, v.second); } } dbg_print;
-int dbg_path = 0;
 bool GandivaPolicy::StartOn(Cluster& c, JobId j, std::span<const GpuId> gpus) {
   if (!c.Start(j, gpus).ok()) return false;
-  if (IsSpread(c, gpus)) dbg_spread[100+dbg_path].second++;
-  dbg_spread[c.info(j).num_gpus].first++;
-  if (IsSpread(c, gpus)) dbg_spread[c.info(j).num_gpus].second++;
   ++epoch_[j];  // crossings armed before it stopped are stale
   Placed(c, j);
   Refile(c, j);
@@ -130,7 +124,6 @@ bool GandivaPolicy::StartOn(Cluster& c, JobId j, std::span<const GpuId> gpus) {
 }
 
 void GandivaPolicy::SuspendJob(Cluster& c, JobId j) {
-  dbg_spread[200+dbg_path].first++;
   if (grown_.count(j)) Shrink(c, j);
   if (!c.Suspend(j).ok()) return;
   share_.OnLeft(c, j);
@@ -153,7 +146,6 @@ void GandivaPolicy::SchedulePending(Cluster& c) {
   for (JobId j : waiting) {
     if (c.state(j) != JobState::kPending || c.info(j).num_gpus > c.free_gpus().total_free())
       continue;
-    dbg_path=4;
     if (auto gpus = PlaceGang(c, j)) StartOn(c, j, *gpus);
   }
   PackWaiting(c);
@@ -163,7 +155,6 @@ void GandivaPolicy::SchedulePending(Cluster& c) {
 // Starts p on free GPUs, shrinking grown jobs or suspending lower-priority
 // ones if that makes room. False if p must wait.
 bool GandivaPolicy::StartOrPreemptFor(Cluster& c, JobId p) {
-  dbg_path=1;
   if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
   if (!grown_.empty()) {
     ShrinkAll(c);  // grown jobs give back their extra GPUs first
@@ -171,12 +162,10 @@ bool GandivaPolicy::StartOrPreemptFor(Cluster& c, JobId p) {
   }
   std::vector<JobId> victims = VictimsFor(c, p);
   if (victims.empty()) return false;  // not enough GPUs held by lower-ranked jobs anywhere
-  dbg_path=2;
   if (c.info(p).num_gpus > 1)
     if (auto gpus = MakeRoom(c, p)) return StartOn(c, p, *gpus);
   if (!MaySpread(c, p)) return false;
   for (JobId v : victims) SuspendJob(c, v);
-  dbg_path=3;
   if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
   return false;
 }

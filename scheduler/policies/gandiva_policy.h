@@ -4,15 +4,20 @@
 // GPU-seconds it has received; first come first served within a level). The
 // best pending job starts on free GPUs, else suspends lower-priority jobs
 // (Gandiva's suspend-resume) to make room, else waits.
+// Where it runs: a gang goes on the fewest machines; if free GPUs are
+// scattered, single-GPU jobs are migrated aside to make such a placement, and
+// a gang that preempts clears one machine (moving and suspending jobs there)
+// rather than taking scattered GPUs. A gang accepts a spread placement only
+// after waiting gandiva_spread_delay.
 // How the GPUs are used (the introspection): a job that must wait is packed
 // onto a GPU set with a running job when that pair of job types measured
-// faster together than apart (an untried pair is tried, measured after one
-// interval, and undone if it is slower); jobs spread over machines are moved
-// back together and time-sliced sharers moved apart when GPUs free up; jobs
-// grow onto idle GPUs when nothing waits and keep the growth only if it pays.
+// faster together than one alone (an untried pair is tried, measured after one
+// interval, and undone if it is slower); spread gangs are moved together when
+// GPUs free up; jobs grow onto idle GPUs when nothing waits and keep the
+// growth only if it pays.
 // Files: gandiva_policy.cc (events, priority, the scheduling pass),
-// gandiva_packing.cc (packing and its index), gandiva_introspect.cc
-// (measurement, migration, grow and shrink).
+// gandiva_consolidate.cc and gandiva_room.cc (gang placement), gandiva_packing.cc
+// (packing and its index), gandiva_introspect.cc (locality, grow and shrink).
 #ifndef GANDIVA_SRC_SCHED_GANDIVA_POLICY_H_
 #define GANDIVA_SRC_SCHED_GANDIVA_POLICY_H_
 
@@ -120,7 +125,6 @@ class GandivaPolicy : public PolicyBase {
   // ---- Introspection (gandiva_introspect.cc) ----
   bool NeedsIntrospection(const Cluster& c) const;
   void Introspect(Cluster& c);
-  void Deshare(Cluster& c);
   void RestoreLocality(Cluster& c);
   void ReviewGrowth(Cluster& c);
   void GrowIdle(Cluster& c);
@@ -136,7 +140,7 @@ class GandivaPolicy : public PolicyBase {
   using Crossing = std::tuple<double, JobId, uint32_t>;
   std::priority_queue<Crossing, std::vector<Crossing>, std::greater<>> crossings_;
 
-  ShareIndex share_;  // sliced groups, for de-sharing; solo groups, for growing
+  ShareIndex share_;  // groups by size and members: solo ones can grow
   SoloIndex solo_;    // packing candidates
   std::set<JobId> spread_;
   std::map<JobId, Grow> grown_;

@@ -93,7 +93,7 @@ std::optional<std::vector<GpuId>> GandivaPolicy::MakeRoom(Cluster& c, JobId p) {
   for (const Room& r : rooms)
     for (JobId v : r.move) {
       auto to = FreeGpuElsewhere(c, v, chosen);
-      if (!to) { fprintf(stderr, "makeroom nodest\n"); return std::nullopt; }
+      if (!to) return std::nullopt;
       GpuId dest = *to;
       if (!c.Migrate(v, std::span<const GpuId>(&dest, 1)).ok()) return std::nullopt;
       Placed(c, v);
@@ -103,7 +103,7 @@ std::optional<std::vector<GpuId>> GandivaPolicy::MakeRoom(Cluster& c, JobId p) {
     auto here = FreeOnMachine(c.free_gpus(), m, std::min(share, n - static_cast<int>(gpus.size())));
     gpus.insert(gpus.end(), here.begin(), here.end());
   }
-  if (static_cast<int>(gpus.size()) < n) { fprintf(stderr, "makeroom short\n"); return std::nullopt; }
+  if (static_cast<int>(gpus.size()) < n) return std::nullopt;
   std::sort(gpus.begin(), gpus.end());
   return gpus;
 }

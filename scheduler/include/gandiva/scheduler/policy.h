@@ -75,9 +75,11 @@ struct PolicyOptions {
   // newcomers can keep a long job waiting (finish-time fairness). 0 = off.
   double gandiva_starve_factor = 0;
   // A gang waits this long (seconds) for GPUs on the fewest machines, made by
-  // moving or suspending jobs, before it accepts GPUs spread over more
-  // machines: a spread gang runs every step slower for as long as it runs.
-  double gandiva_spread_delay = 300;
+  // moving single-GPU jobs or suspending lower-level ones, before it accepts
+  // GPUs spread over more machines: a spread gang runs every step slower
+  // (--spread-factor) for as long as it runs, and big gangs run for days, so
+  // waiting hours for locality pays; the delay still bounds the wait.
+  double gandiva_spread_delay = 43200;
   double grow_gain = 1.2;  // keep a grow only if the rate rises by this factor
   bool gandiva_grow = true;
   bool gandiva_migrate = true;
