@@ -15,8 +15,13 @@ std::optional<std::vector<GpuId>> GandivaPolicy::PlaceGang(Cluster& c, JobId p) 
   const int n = c.info(p).num_gpus;
   const uint64_t mask = JobMask(c, p, kAllGpuTypes);
   if (auto gpus = FindConsolidated(c.free_gpus(), n, mask)) return gpus;
-  if (opt_.gandiva_migrate && FreeOfTypes(c.free_gpus(), mask) >= n)
+  // Free GPUs only shrink during a pass: a size that could not be consolidated
+  // earlier in it cannot be now.
+  if (opt_.gandiva_migrate && FreeOfTypes(c.free_gpus(), mask) >= n &&
+      !cannot_consolidate_.count({n, mask})) {
     if (auto gpus = Consolidate(c, p)) return gpus;
+    cannot_consolidate_.insert({n, mask});
+  }
   if (!MaySpread(c, p)) return std::nullopt;
   return Place(c, p);
 }
@@ -28,7 +33,7 @@ bool GandivaPolicy::MaySpread(Cluster& c, JobId p) {
   double allowed_at = c.PendingSince(p) + opt_.gandiva_spread_delay;
   if (c.Now() >= allowed_at) return true;
   c.WakeAt(allowed_at);
-  dirty_ = true;
+  spread_wake_ = std::min(spread_wake_, allowed_at);  // run the pass then
   return false;
 }
 

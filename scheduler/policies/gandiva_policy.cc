@@ -31,6 +31,10 @@ void GandivaPolicy::OnFinish(Cluster& c, JobId j) {
 void GandivaPolicy::Schedule(Cluster& c) {
   Demote(c);
   if (opt_.gandiva_starve_factor > 0) GuardStarving(c);
+  if (c.Now() >= spread_wake_) {
+    dirty_ = true;
+    spread_wake_ = std::numeric_limits<double>::infinity();
+  }
   if (dirty_) SchedulePending(c);
   if (c.Now() >= next_introspect_) {
     Introspect(c);
@@ -134,6 +138,8 @@ void GandivaPolicy::SuspendJob(Cluster& c, JobId j) {
 
 void GandivaPolicy::SchedulePending(Cluster& c) {
   dirty_ = false;
+  cannot_consolidate_.clear();
+  no_room_.clear();
   while (!pending_.empty()) {
     JobId p = std::get<2>(*pending_.begin());
     if (!StartOrPreemptFor(c, p)) break;
@@ -162,8 +168,12 @@ bool GandivaPolicy::StartOrPreemptFor(Cluster& c, JobId p) {
   }
   std::vector<JobId> victims = VictimsFor(c, p);
   if (victims.empty()) return false;  // not enough GPUs held by lower-ranked jobs anywhere
-  if (c.info(p).num_gpus > 1)
+  // Within a pass, a gang of the same size and level fails to find room again.
+  std::tuple<int, uint64_t, int> like{c.info(p).num_gpus, JobMask(c, p, kAllGpuTypes), level_[p]};
+  if (c.info(p).num_gpus > 1 && !no_room_.count(like)) {
     if (auto gpus = MakeRoom(c, p)) return StartOn(c, p, *gpus);
+    no_room_.insert(like);
+  }
   if (!MaySpread(c, p)) return false;
   for (JobId v : victims) SuspendJob(c, v);
   if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);

@@ -21,6 +21,7 @@
 #ifndef GANDIVA_SRC_SCHED_GANDIVA_POLICY_H_
 #define GANDIVA_SRC_SCHED_GANDIVA_POLICY_H_
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <queue>
@@ -152,6 +153,9 @@ class GandivaPolicy : public PolicyBase {
   std::map<std::pair<int, int>, bool> grow_learned_;  // (type, GPUs) -> growing pays
   double next_introspect_ = 0;
   bool dirty_ = false;   // something changed since the last pass
+  double spread_wake_ = std::numeric_limits<double>::infinity();  // a gang may spread then
+  std::set<std::pair<int, uint64_t>> cannot_consolidate_;  // (GPUs, type mask), this pass
+  std::set<std::tuple<int, uint64_t, int>> no_room_;       // (GPUs, type mask, level), this pass
   bool review_ = false;  // introspection has something to look at next round
 };
 
