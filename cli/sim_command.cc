@@ -57,7 +57,9 @@ Replays a job trace on a simulated GPU cluster (docs/simulator.md).
   --las-thresholds A,B  Tiresias queue thresholds in GPU-seconds (default 3600,36000)
   --las-starve F        Tiresias starvation guard factor (default 0 = off)
   --interval S          Gandiva introspection interval (default 60)
-  --max-share N         jobs time-sliced on one GPU set (default 2)
+  --max-share N         gandiva: 2 packs a waiting job onto a running one, 1 never (default 2)
+  --spread-delay S      gandiva: a gang waits this long for one machine before spreading (default 43200)
+  --gandiva-starve F    gandiva starvation guard factor (default 0 = off)
   --no-grow, --no-migrate  disable Gandiva grow-shrink / migration
   --reserve-min-gpus N  reserve-pack: jobs this big go to high-end GPUs (default 4)
   --check               verify allocation invariants at every step (slow)
@@ -83,7 +85,7 @@ Flags SimFlags() {
                 "max-jobs", "json",        "plot-prefix",     "threads",        "spread-factor",
                 "slice",    "switch-cost", "preempt-cost",    "migrate-fixed",  "state-gb",
                 "net-gbps", "locality",    "locality-delay",  "las-thresholds", "las-starve",
-                "interval", "max-share",   "reserve-min-gpus"},
+                "interval", "max-share",   "reserve-min-gpus", "spread-delay", "gandiva-starve"},
                {"skip-bad-rows", "plot", "no-grow", "no-migrate", "check"});
 }
 
@@ -197,6 +199,8 @@ Status ApplyPolicyFlags(const Flags& f, sched::PolicyOptions* p) {
   GD_RETURN_IF_ERROR(Number(f, "las-starve", &p->las_starve_factor));
   GD_RETURN_IF_ERROR(Number(f, "interval", &p->gandiva_interval, 0, /*or_equal=*/false));
   GD_RETURN_IF_ERROR(Count(f, "max-share", &p->gandiva_max_share, 1));
+  GD_RETURN_IF_ERROR(Number(f, "spread-delay", &p->gandiva_spread_delay));
+  GD_RETURN_IF_ERROR(Number(f, "gandiva-starve", &p->gandiva_starve_factor));
   p->gandiva_grow = !f.Has("no-grow");
   p->gandiva_migrate = !f.Has("no-migrate");
   return Count(f, "reserve-min-gpus", &p->reserve_min_gpus, 1);
