@@ -2,8 +2,8 @@
 # Runs the runtime benchmarks (docs/benchmarks.md) from an existing build and
 # writes their JSON into one directory. Builds nothing: build first, e.g.
 #   cmake --build BUILD -j2 --target bench_boundary bench_switch gandiva_cli _gandiva train_mlp
-# and, for the migration bench (run only when built):
-#   cmake --build BUILD -j2 --target gandivad transfer_floor synthetic_state_job
+# and, for the migration bench and the job store bench (run only when built):
+#   cmake --build BUILD -j2 --target gandivad transfer_floor synthetic_state_job bench_submit
 #
 # Usage: bench/run_all.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, bench-results)
 # Env:   PYTHON  interpreter with torch for the slicing bench (default /usr/bin/python3)
@@ -41,6 +41,12 @@ if [ -x "$build/bench/migration/transfer_floor" ] && [ -x "$build/bench/migratio
   echo
 else
   echo "== bench_migration: skipped (build transfer_floor synthetic_state_job to run it) =="
+  echo
+fi
+# The live scheduler's job store (seconds): only when built.
+if [ -x "$build/bench/scheduler/bench_submit" ]; then
+  echo "== bench_submit =="
+  "$build/bench/scheduler/bench_submit" --out "$out"
   echo
 fi
 echo "JSON in $out:"

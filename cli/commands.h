@@ -26,7 +26,11 @@ int KeygenCommand(const Args& args);      // gandiva keygen --out DIR [--name N]
 int CheckpointCommand(const Args& args);  // gandiva checkpoint JOB --to DIR
 int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]
 int LogsCommand(const Args& args);        // gandiva logs JOB [--follow] [--stderr]
-int WaitCommand(const Args& args);        // gandiva wait JOB
+int WaitCommand(const Args& args);        // gandiva wait JOB [--scheduler]
+int SchedulerCommand(const Args& args);   // gandiva scheduler ...  (the live cluster scheduler)
+int SubmitCommand(const Args& args);      // gandiva submit ... -- CMD
+int QueueCommand(const Args& args);       // gandiva queue
+int CancelCommand(const Args& args);      // gandiva cancel JOB
 
 }  // namespace gandiva::cli
 

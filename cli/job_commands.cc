@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "scheduler_commands.h"
+
 namespace gandiva::cli {
 
 using protocol::EnumFromJson;
@@ -73,7 +75,7 @@ int LaunchDetached(NodeCommand& c, Json fields) {
 }
 
 int LogsCommand(const Args& args) {
-  NodeCommand c("gandiva logs", {"interval-ms"}, {"follow", "stderr"});
+  NodeCommand c("gandiva logs", {"interval-ms"}, {"follow", "stderr", "scheduler"});
   if (!c.Parse(args)) return kExitUsage;
   const auto& pos = c.flags().positionals();
   const auto job = pos.size() == 1 ? ParseJobId(pos[0]) : std::nullopt;
@@ -100,13 +102,15 @@ int LogsCommand(const Args& args) {
 }
 
 int WaitCommand(const Args& args) {
-  NodeCommand c("gandiva wait", {"timeout-s"});
+  NodeCommand c("gandiva wait", {"timeout-s"}, {"scheduler"});
   if (!c.Parse(args)) return kExitUsage;
   const auto& pos = c.flags().positionals();
   const auto job = pos.size() == 1 ? ParseJobId(pos[0]) : std::nullopt;
   if (!job) return c.UsageError("usage: gandiva wait JOB [--timeout-s S]");
   auto timeout = c.flags().GetInt("timeout-s", 0);
   if (!timeout.ok() || *timeout < 0) return c.UsageError("--timeout-s must be >= 0");
+  if (c.flags().Has("scheduler"))
+    return WaitForSchedulerJob(c, *job, static_cast<double>(*timeout));
   const auto start = std::chrono::steady_clock::now();
   const auto elapsed_s = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -34,7 +34,15 @@ node controller:
   run --restore DIR -- CMD...         start CMD from the state in DIR
   migrate JOB --to NODE[:DEVICE]      move a running job to a peer node (see docs/migration.md)
   keygen --out DIR [--name N]         a CURVE key pair for authenticated TCP endpoints
-scheduler:
+cluster scheduler (docs/scheduler.md; endpoint $GANDIVA_SCHEDULER or the local socket):
+  scheduler --nodes FILE --state-dir DIR [--policy P]
+                                      run the scheduler over gandivad nodes (see --help)
+  submit [--gpus N] [--ranks N] [--name N] [--vc VC] [--restartable] -- CMD...
+                                      queue a job; prints its id
+  queue [--all] [--job JOB] [--json]  the scheduler's jobs and where they run
+  cancel JOB                          end a job (a running one is killed)
+  logs JOB --scheduler [--follow]     a scheduler job's output, from its node
+  wait JOB --scheduler                waits for it to end (0: finished, 130: cancelled)
   sim --trace FILE --policy P ...     replay a cluster trace (see `gandiva sim --help`)
 
 Every node command takes --endpoint EP (default $GANDIVA_ENDPOINT or the local socket);
@@ -69,6 +77,10 @@ int main(int argc, char** argv) {
   if (cmd == "migrate") return MigrateCommand(args);
   if (cmd == "logs") return LogsCommand(args);
   if (cmd == "wait") return WaitCommand(args);
+  if (cmd == "scheduler") return SchedulerCommand(args);
+  if (cmd == "submit") return SubmitCommand(args);
+  if (cmd == "queue") return QueueCommand(args);
+  if (cmd == "cancel") return CancelCommand(args);
   std::fprintf(stderr, "gandiva: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }

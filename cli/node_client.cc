@@ -3,6 +3,11 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
+
+#include "gandiva/contract/environment.h"
+
+extern char** environ;
 
 namespace gandiva::cli {
 
@@ -21,7 +26,9 @@ bool NodeCommand::Parse(const Args& args, bool stop_at_positional) {
     std::fprintf(stderr, "%s: %s\n", name_.c_str(), s.message().c_str());
     return false;
   }
-  client_ = std::make_unique<ApiClient>(flags_.Get("endpoint", DefaultEndpoint()));
+  const bool scheduler = to_scheduler_ || flags_.Has("scheduler");
+  client_ = std::make_unique<ApiClient>(
+      flags_.Get("endpoint", scheduler ? DefaultSchedulerEndpoint() : DefaultEndpoint()));
   if (flags_.Has("key") != flags_.Has("server-key")) {
     std::fprintf(stderr, "%s: --key and --server-key go together\n", name_.c_str());
     return false;
@@ -66,6 +73,23 @@ std::optional<int64_t> ParseJobId(const std::string& text) {
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size() || v <= 0) return std::nullopt;
   return v;
+}
+
+protocol::Json CurrentEnvironment() {
+  protocol::Json env = protocol::Json::object();
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    if (auto eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  env.erase(checkpoint::kEnvRestore);  // a migrated copy restores from the stream, not from DIR
+  return env;
+}
+
+void PrependEnv(const char* name, const std::string& value, char sep) {
+  const char* old = std::getenv(name);
+  std::string v = value;
+  if (old && *old) v += sep + std::string(old);
+  setenv(name, v.c_str(), 1);
 }
 
 }  // namespace gandiva::cli

@@ -27,6 +27,9 @@ class NodeCommand {
   NodeCommand(std::string name, std::set<std::string> valued = {},
               std::set<std::string> boolean = {});
 
+  // The command talks to the cluster scheduler: its endpoint is the default
+  // (as it is for a command given --scheduler).
+  void TalkToScheduler() { to_scheduler_ = true; }
   // Parses args; on error prints it and returns false (exit with kExitUsage).
   bool Parse(const Args& args, bool stop_at_positional = false);
   const Flags& flags() const { return flags_; }
@@ -45,12 +48,19 @@ class NodeCommand {
   std::string name_;
   Flags flags_;
   std::unique_ptr<ApiClient> client_;  // made by Parse, once the endpoint is known
+  bool to_scheduler_ = false;
 };
 
 // A reply of `type` as Call returns it, or the status that says why it does not
 // match the schema. Fields the schema does not name are let through: a newer
 // gandivad may add some.
 StatusOr<protocol::Json> CheckedReply(protocol::MessageType type, StatusOr<protocol::Json> reply);
+
+// This process's environment as a request's "env" object, less GANDIVA_RESTORE
+// (a migrated or restarted copy restores from elsewhere).
+protocol::Json CurrentEnvironment();
+// Puts `value` in front of the variable NAME's value, separated by `sep`.
+void PrependEnv(const char* name, const std::string& value, char sep);
 
 // Parses a job id argument ("3"); nullopt if it is not a positive integer.
 std::optional<int64_t> ParseJobId(const std::string& text);

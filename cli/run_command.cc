@@ -46,23 +46,6 @@ std::string ShimPath() {
   return "";
 }
 
-Json CurrentEnvironment() {
-  Json env = Json::object();
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    if (auto eq = kv.find('='); eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  env.erase(checkpoint::kEnvRestore);  // a migrated copy restores from the stream, not from DIR
-  return env;
-}
-
-void PrependEnv(const char* name, const std::string& value, char sep) {
-  const char* old = std::getenv(name);
-  std::string v = value;
-  if (old && *old) v += sep + std::string(old);
-  setenv(name, v.c_str(), 1);
-}
-
 // The register_job request: the command, where it runs and its environment (enough
 // to start it again elsewhere when it migrates), and the placement flags.
 std::optional<Json> RegisterFields(NodeCommand& c) {

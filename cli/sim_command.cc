@@ -14,6 +14,7 @@
 
 #include "commands.h"
 #include "gandiva/common/flags.h"
+#include "gandiva/scheduler/policy_flags.h"
 #include "gandiva/scheduler/sim_runner.h"
 
 namespace gandiva::cli {
@@ -51,17 +52,6 @@ Replays a job trace on a simulated GPU cluster (docs/simulator.md).
   --migrate-fixed S     fixed migration cost, seconds (default 2)
   --state-gb G          checkpoint size per GPU (default 4)
   --net-gbps B          migration bandwidth, GB/s (default 1.25)
- policies:
-  --locality L          best-effort|strict|relaxed (default best-effort; philly: relaxed)
-  --locality-delay S    relaxed: wait this long for a consolidated placement (default 300)
-  --las-thresholds A,B  Tiresias queue thresholds in GPU-seconds (default 3600,36000)
-  --las-starve F        Tiresias starvation guard factor (default 0 = off)
-  --interval S          Gandiva introspection interval (default 60)
-  --max-share N         gandiva: 2 packs a waiting job onto a running one, 1 never (default 2)
-  --spread-delay S      gandiva: a gang waits this long for one machine before spreading (default 43200)
-  --gandiva-starve F    gandiva starvation guard factor (default 0 = off)
-  --no-grow, --no-migrate  disable Gandiva grow-shrink / migration
-  --reserve-min-gpus N  reserve-pack: jobs this big go to high-end GPUs (default 4)
   --check               verify allocation invariants at every step (slow)
 )";
 
@@ -80,62 +70,20 @@ struct SimOptions {
 };
 
 Flags SimFlags() {
-  return Flags({"data-dir", "trace",       "format",          "policy",         "compare",
-                "cluster",  "machines",    "colocation",      "load",           "seed",
-                "max-jobs", "json",        "plot-prefix",     "threads",        "spread-factor",
-                "slice",    "switch-cost", "preempt-cost",    "migrate-fixed",  "state-gb",
-                "net-gbps", "locality",    "locality-delay",  "las-thresholds", "las-starve",
-                "interval", "max-share",   "reserve-min-gpus", "spread-delay", "gandiva-starve"},
-               {"skip-bad-rows", "plot", "no-grow", "no-migrate", "check"});
-}
-
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
+  std::set<std::string> valued = {
+      "data-dir",      "trace",      "format",        "policy", "compare",     "cluster",
+      "machines",      "colocation", "load",          "seed",   "max-jobs",    "json",
+      "plot-prefix",   "threads",    "spread-factor", "slice",  "switch-cost", "preempt-cost",
+      "migrate-fixed", "state-gb",   "net-gbps"};
+  std::set<std::string> boolean = {"skip-bad-rows", "plot", "check"};
+  valued.merge(sched::PolicyValuedFlags());
+  boolean.merge(sched::PolicyBooleanFlags());
+  return Flags(std::move(valued), std::move(boolean));
 }
 
 int Fail(const std::string& msg) {
   std::fprintf(stderr, "gandiva sim: %s\n", msg.c_str());
   return 2;
-}
-
-// Sets *out from --name when given. The value must be a number above `min`
-// (or equal to it, with or_equal).
-Status Number(const Flags& f, const std::string& name, double* out,
-              double min = -std::numeric_limits<double>::infinity(), bool or_equal = true) {
-  if (!f.Has(name)) return Status::Ok();
-  GD_ASSIGN_OR_RETURN(double v, f.GetDouble(name, *out));
-  if (v < min || (!or_equal && v == min)) {
-    std::ostringstream bound;
-    bound << (or_equal ? ">= " : "> ") << min;
-    return InvalidArgument("--" + name + " must be " + bound.str() + ", not '" + f.Get(name) + "'");
-  }
-  *out = v;
-  return Status::Ok();
-}
-
-// The same for a count (the number is truncated, as it always was).
-template <typename T>
-Status Count(const Flags& f, const std::string& name, T* out, double min) {
-  double d = static_cast<double>(*out);
-  GD_RETURN_IF_ERROR(Number(f, name, &d, min));
-  *out = static_cast<T>(d);
-  return Status::Ok();
-}
-
-// Sets *out from --name when given, by name.
-template <typename E>
-Status Choice(const Flags& f, const std::string& name, const std::map<std::string, E>& choices,
-              E* out) {
-  if (!f.Has(name)) return Status::Ok();
-  auto it = choices.find(f.Get(name));
-  if (it == choices.end()) return InvalidArgument("unknown --" + name + " '" + f.Get(name) + "'");
-  *out = it->second;
-  return Status::Ok();
 }
 
 // The trace, the cluster, the outputs.
@@ -145,65 +93,37 @@ Status ApplyInputFlags(const Flags& f, SimOptions* o) {
   s.cluster = f.Get("cluster", s.cluster);
   s.machines_path = f.Get("machines");
   o->colocation = f.Get("colocation");
-  GD_RETURN_IF_ERROR(Choice<sched::TraceFormat>(f, "format",
-                                                {{"auto", sched::TraceFormat::kAuto},
-                                                 {"philly", sched::TraceFormat::kPhilly},
-                                                 {"tiresias", sched::TraceFormat::kTiresias},
-                                                 {"generic", sched::TraceFormat::kGeneric}},
-                                                &s.trace.format));
+  GD_RETURN_IF_ERROR(FlagChoice<sched::TraceFormat>(f, "format",
+                                                    {{"auto", sched::TraceFormat::kAuto},
+                                                     {"philly", sched::TraceFormat::kPhilly},
+                                                     {"tiresias", sched::TraceFormat::kTiresias},
+                                                     {"generic", sched::TraceFormat::kGeneric}},
+                                                    &s.trace.format));
   if (f.Has("policy") && f.Has("compare"))
     return InvalidArgument("--policy and --compare exclude each other");
   if (f.Has("policy")) o->policies = {f.Get("policy")};
   if (f.Has("compare")) o->policies = SplitList(f.Get("compare"));
-  GD_RETURN_IF_ERROR(Number(f, "load", &s.trace.load));
-  GD_RETURN_IF_ERROR(Count(f, "seed", &s.sim.seed, 0));
+  GD_RETURN_IF_ERROR(FlagNumber(f, "load", &s.trace.load));
+  GD_RETURN_IF_ERROR(FlagCount(f, "seed", &s.sim.seed, 0));
   s.policy.seed = s.sim.seed;
-  GD_RETURN_IF_ERROR(Count(f, "max-jobs", &s.trace.max_jobs, 0));
+  GD_RETURN_IF_ERROR(FlagCount(f, "max-jobs", &s.trace.max_jobs, 0));
   s.trace.skip_bad_rows = f.Has("skip-bad-rows");
   o->json_path = f.Get("json", o->json_path);
   o->plot = f.Has("plot");
   o->plot_prefix = f.Get("plot-prefix", o->plot_prefix);
-  return Count(f, "threads", &o->threads, 1);
+  return FlagCount(f, "threads", &o->threads, 1);
 }
 
 // The cost model of the simulated cluster.
 Status ApplyModelFlags(const Flags& f, sched::SimConfig* c) {
-  GD_RETURN_IF_ERROR(Number(f, "spread-factor", &c->spread_factor));
-  GD_RETURN_IF_ERROR(Number(f, "slice", &c->slice_seconds, 0, /*or_equal=*/false));
-  GD_RETURN_IF_ERROR(Number(f, "switch-cost", &c->switch_seconds));
-  GD_RETURN_IF_ERROR(Number(f, "preempt-cost", &c->preempt_seconds));
-  GD_RETURN_IF_ERROR(Number(f, "migrate-fixed", &c->migrate_fixed_seconds));
-  GD_RETURN_IF_ERROR(Number(f, "state-gb", &c->state_gb_per_gpu));
+  GD_RETURN_IF_ERROR(FlagNumber(f, "spread-factor", &c->spread_factor));
+  GD_RETURN_IF_ERROR(FlagNumber(f, "slice", &c->slice_seconds, 0, /*or_equal=*/false));
+  GD_RETURN_IF_ERROR(FlagNumber(f, "switch-cost", &c->switch_seconds));
+  GD_RETURN_IF_ERROR(FlagNumber(f, "preempt-cost", &c->preempt_seconds));
+  GD_RETURN_IF_ERROR(FlagNumber(f, "migrate-fixed", &c->migrate_fixed_seconds));
+  GD_RETURN_IF_ERROR(FlagNumber(f, "state-gb", &c->state_gb_per_gpu));
   c->check_invariants = f.Has("check");
-  return Number(f, "net-gbps", &c->migrate_gb_per_second, 0, /*or_equal=*/false);
-}
-
-// The policies' knobs.
-Status ApplyPolicyFlags(const Flags& f, sched::PolicyOptions* p) {
-  GD_RETURN_IF_ERROR(Choice<Locality>(f, "locality",
-                                      {{"best-effort", Locality::kBestEffort},
-                                       {"strict", Locality::kStrict},
-                                       {"relaxed", Locality::kRelaxed}},
-                                      &p->locality));
-  GD_RETURN_IF_ERROR(Number(f, "locality-delay", &p->locality_delay));
-  if (f.Has("las-thresholds")) {
-    const std::string v = f.Get("las-thresholds");
-    p->las_thresholds.clear();
-    for (const auto& t : SplitList(v)) {
-      char* end = nullptr;
-      const double d = std::strtod(t.c_str(), &end);
-      if (*end != '\0' || !(d > 0)) return InvalidArgument("bad --las-thresholds '" + v + "'");
-      p->las_thresholds.push_back(d);
-    }
-  }
-  GD_RETURN_IF_ERROR(Number(f, "las-starve", &p->las_starve_factor));
-  GD_RETURN_IF_ERROR(Number(f, "interval", &p->gandiva_interval, 0, /*or_equal=*/false));
-  GD_RETURN_IF_ERROR(Count(f, "max-share", &p->gandiva_max_share, 1));
-  GD_RETURN_IF_ERROR(Number(f, "spread-delay", &p->gandiva_spread_delay));
-  GD_RETURN_IF_ERROR(Number(f, "gandiva-starve", &p->gandiva_starve_factor));
-  p->gandiva_grow = !f.Has("no-grow");
-  p->gandiva_migrate = !f.Has("no-migrate");
-  return Count(f, "reserve-min-gpus", &p->reserve_min_gpus, 1);
+  return FlagNumber(f, "net-gbps", &c->migrate_gb_per_second, 0, /*or_equal=*/false);
 }
 
 // A default input under the data directory; a clear error when there is none.
@@ -250,7 +170,7 @@ Status ParseSimArgs(const Args& args, SimOptions* o) {
                            "' (see gandiva sim --help)");
   GD_RETURN_IF_ERROR(ApplyInputFlags(f, o));
   GD_RETURN_IF_ERROR(ApplyModelFlags(f, &o->setup.sim));
-  GD_RETURN_IF_ERROR(ApplyPolicyFlags(f, &o->setup.policy));
+  GD_RETURN_IF_ERROR(sched::ApplyPolicyFlags(f, &o->setup.policy));
   if (o->policies.empty()) return InvalidArgument("no policy given");
   for (const auto& p : o->policies) {
     auto made = sched::MakePolicy(p, o->setup.policy);
@@ -330,6 +250,7 @@ int SimCommand(const Args& args) {
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
     std::fputs(kUsage, stdout);
+    std::fputs(sched::kPolicyFlagsUsage, stdout);
     return 0;
   }
   SimOptions o;

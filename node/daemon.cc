@@ -13,14 +13,19 @@
 #include <optional>
 #include <thread>
 
-#include "api/api_server.h"
 #include "devices/devices.h"
 #include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
+#include "gandiva/protocol/api_server.h"
 #include "gandiva/protocol/client.h"
 #include "node.h"
 
 namespace gandiva::controller {
+
+using protocol::ApiServer;
+using protocol::ApiServerOptions;
+using protocol::Call;
+using protocol::Reply;
 namespace {
 
 constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemon [flags])
@@ -138,16 +143,7 @@ std::optional<int> CheckCommandLine(Flags& flags, const std::vector<std::string>
                  kUsage);
     return 2;
   }
-  const std::string level = flags.Get("log", "");
-  if (level == "error")
-    log::SetLevel(log::kError);
-  else if (level == "warn")
-    log::SetLevel(log::kWarn);
-  else if (level == "debug")
-    log::SetLevel(log::kDebug);
-  else if (level == "info")
-    log::SetLevel(log::kInfo);
-  else if (!level.empty()) {
+  if (flags.Has("log") && !log::SetLevelByName(flags.Get("log").c_str())) {
     std::fprintf(stderr, "gandivad: --log must be error, warn, info or debug\n");
     return 2;
   }

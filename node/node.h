@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "api/dispatcher.h"
 #include "devices/device_loop.h"
 #include "devices/devices.h"
 #include "devices/mps_daemon.h"
 #include "gandiva/protocol/curve.h"
+#include "gandiva/protocol/dispatcher.h"
 #include "gandiva/status.h"
 #include "jobs/gang.h"
 #include "jobs/heartbeat.h"
@@ -40,6 +40,10 @@
 #include "migration/peer.h"
 
 namespace gandiva::controller {
+
+using protocol::Call;
+using protocol::Dispatcher;
+using protocol::Reply;
 
 struct NodeOptions {
   std::string node = "node";

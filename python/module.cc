@@ -223,6 +223,7 @@ PYBIND11_MODULE(_gandiva, m) {
   m.def("job_id", [] { return gd_job_id(); });
   m.def("iteration_stats", &IterationStats);
   m.def("default_endpoint", &gandiva::DefaultEndpoint);
+  m.def("default_scheduler_endpoint", &gandiva::DefaultSchedulerEndpoint);
   m.def("register_state", &RegisterState, py::arg("name"), py::arg("save"), py::arg("load"));
   m.def("unregister_state", &UnregisterState, py::arg("name"));
   m.def("registered_states", [] { return gandiva::checkpoint::StateRegistry::Global().Names(); });

@@ -10,6 +10,7 @@ PACKAGES=(
   libzmq3-dev cppzmq-dev  # ZeroMQ + cppzmq: controller API and migration streams
   libsodium-dev           # CURVE keys for authenticated TCP endpoints
   nlohmann-json3-dev      # JSON encoding of the API messages
+  libsqlite3-dev          # the live scheduler's job store (scheduler/live)
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-numpy
   python3-torch libtorch-dev

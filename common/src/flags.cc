@@ -3,6 +3,7 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <sstream>
 
 namespace gandiva {
 
@@ -69,6 +70,27 @@ StatusOr<double> Flags::GetDouble(const std::string& name, double fallback) cons
   if (it->second.empty() || *end != '\0')
     return InvalidArgument("--" + name + " needs a number, not '" + it->second + "'");
   return v;
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+Status FlagNumber(const Flags& f, const std::string& name, double* out, double min, bool or_equal) {
+  if (!f.Has(name)) return Status::Ok();
+  GD_ASSIGN_OR_RETURN(double v, f.GetDouble(name, *out));
+  if (v < min || (!or_equal && v == min)) {
+    std::ostringstream bound;
+    bound << (or_equal ? ">= " : "> ") << min;
+    return InvalidArgument("--" + name + " must be " + bound.str() + ", not '" + f.Get(name) + "'");
+  }
+  *out = v;
+  return Status::Ok();
 }
 
 }  // namespace gandiva

@@ -13,13 +13,19 @@
 namespace gandiva::log {
 namespace {
 
-Level LevelFromEnv() {
-  const char* s = std::getenv("GANDIVA_LOG");
-  if (!s) return kInfo;
+// -1 for a name that is not a level.
+int LevelFromName(const char* s) {
   if (!std::strcmp(s, "error")) return kError;
   if (!std::strcmp(s, "warn")) return kWarn;
+  if (!std::strcmp(s, "info")) return kInfo;
   if (!std::strcmp(s, "debug")) return kDebug;
-  return kInfo;
+  return -1;
+}
+
+Level LevelFromEnv() {
+  const char* s = std::getenv("GANDIVA_LOG");
+  const int level = s ? LevelFromName(s) : -1;
+  return level < 0 ? kInfo : static_cast<Level>(level);
 }
 
 std::atomic<int> g_level{-1};
@@ -38,6 +44,11 @@ Level CurrentLevel() {
 }
 
 void SetLevel(Level level) { g_level.store(level, std::memory_order_relaxed); }
+bool SetLevelByName(const char* name) {
+  const int level = LevelFromName(name);
+  if (level >= 0) SetLevel(static_cast<Level>(level));
+  return level >= 0;
+}
 void SetTag(const char* tag) { g_tag.store(tag, std::memory_order_relaxed); }
 
 void Write(Level level, const char* file, int line, const char* fmt, ...) {

@@ -18,7 +18,7 @@ StatusOr<Json> Launch(Node& node, const Json& req) {
   l.job.device = req.value("device", "");
   l.job.weight = req.value("weight", 1.0);
   GD_ASSIGN_OR_RETURN(l.job.ranks, RanksFromRequest(req));
-  GD_ASSIGN_OR_RETURN(l.job.env, EnvFromRequest(req));
+  GD_ASSIGN_OR_RETURN(l.job.env, protocol::EnvFromRequest(req));
   if (req.contains("env") && l.job.env.empty())
     return InvalidArgument("env must not be empty: leave it out to use gandivad's");
   l.user = req.value("user", "");

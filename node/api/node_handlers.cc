@@ -51,7 +51,7 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
   n.weight = req.value("weight", 1.0);
   n.cwd = req.value("cwd", "");
   GD_ASSIGN_OR_RETURN(n.ranks, RanksFromRequest(req));
-  GD_ASSIGN_OR_RETURN(n.env, EnvFromRequest(req));
+  GD_ASSIGN_OR_RETURN(n.env, protocol::EnvFromRequest(req));
   GD_ASSIGN_OR_RETURN(Job job, node.Register(std::move(n)));
   return Json{{"job", job.id},
               {"name", job.name},
@@ -69,7 +69,7 @@ StatusOr<Json> JobStarted(Node& node, const Json& req) {
   if (pid <= 0) return InvalidArgument("pid must be positive");
   if (job.pid != 0) return FailedPrecondition("job " + std::to_string(job.id) + " already started");
   if (req.contains("env")) {
-    GD_ASSIGN_OR_RETURN(auto env, EnvFromRequest(req));
+    GD_ASSIGN_OR_RETURN(auto env, protocol::EnvFromRequest(req));
     GD_RETURN_IF_ERROR(node.jobs().UpdateLive(job.id, [&](Job& j) {
       j.env = std::move(env);
       return Status::Ok();

@@ -7,12 +7,15 @@
 
 #include <optional>
 
-#include "api/dispatcher.h"
 #include "devices/device_loop.h"
+#include "gandiva/protocol/dispatcher.h"
 #include "jobs/job.h"
 #include "migration/operation.h"
 
 namespace gandiva::controller {
+
+using protocol::Dispatcher;
+using protocol::Json;
 
 class Node;
 

@@ -124,7 +124,7 @@ StatusOr<Json> ArrivalSession::Prepare(const Json& req) {
   if (req.contains("weight")) job.weight = req["weight"].get<double>();
   job.migrated_from = req.at("source_node").get<std::string>() + "/" +
                       std::to_string(req.at("source_job").get<uint64_t>());
-  auto env = EnvFromRequest(req);
+  auto env = protocol::EnvFromRequest(req);
   if (env.ok()) job.env = std::move(*env);
   StatusOr<Arrival> arrival = env.ok() ? host_->StartArrival(job) : env.status();
   if (!arrival.ok()) {

@@ -26,12 +26,16 @@
 #include <string>
 #include <thread>
 
-#include "api/dispatcher.h"
 #include "gandiva/common/unique_fd.h"
+#include "gandiva/protocol/dispatcher.h"
 #include "migration/job_host.h"
 #include "migration/migrator.h"
 
 namespace gandiva::controller {
+
+using protocol::Call;
+using protocol::Json;
+using protocol::Reply;
 
 class ArrivalSession {
  public:

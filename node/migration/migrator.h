@@ -19,14 +19,19 @@
 #include <string>
 #include <vector>
 
-#include "api/dispatcher.h"
 #include "gandiva/common/units.h"
+#include "gandiva/protocol/dispatcher.h"
 #include "migration/job_host.h"
 #include "migration/operation.h"
 #include "migration/peer.h"
 #include "migration/workers.h"
 
 namespace gandiva::controller {
+
+using protocol::Call;
+using protocol::Dispatcher;
+using protocol::Json;
+using protocol::Reply;
 
 class ArrivalSession;
 

@@ -12,11 +12,24 @@
 
 namespace gandiva {
 
+namespace {
+
+std::string LocalSocket(const char* file) {
+  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x)
+    return std::string("ipc://") + x + "/gandiva/" + file;
+  return "ipc:///tmp/gandiva-" + std::to_string(getuid()) + "/" + file;
+}
+
+}  // namespace
+
 std::string DefaultEndpoint() {
   if (const char* e = std::getenv("GANDIVA_ENDPOINT"); e && *e) return e;
-  if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x)
-    return std::string("ipc://") + x + "/gandiva/gandivad.sock";
-  return "ipc:///tmp/gandiva-" + std::to_string(getuid()) + "/gandivad.sock";
+  return LocalSocket("gandivad.sock");
+}
+
+std::string DefaultSchedulerEndpoint() {
+  if (const char* e = std::getenv("GANDIVA_SCHEDULER"); e && *e) return e;
+  return LocalSocket("scheduler.sock");
 }
 
 struct ApiClient::Impl {

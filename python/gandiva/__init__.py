@@ -28,10 +28,10 @@ import os
 
 from . import _gandiva
 from . import protocol
-from .client import Client, GandivaError
+from .client import Client, GandivaError, SchedulerClient
 
 __all__ = ["step", "managed", "job_id", "stats", "iteration", "register_state",
-           "unregister_state", "checkpoint", "Client", "GandivaError", "protocol"]
+           "unregister_state", "checkpoint", "Client", "SchedulerClient", "GandivaError", "protocol"]
 
 
 def step():

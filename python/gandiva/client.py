@@ -127,3 +127,54 @@ class Client:
                 return op
             time.sleep(0.02)
         raise GandivaError("deadline_exceeded", f"job {job}'s operation did not finish in {timeout_s} s")
+
+
+class SchedulerClient:
+    """Talks to the cluster scheduler (`gandiva scheduler`, docs/scheduler.md).
+    endpoint: default $GANDIVA_SCHEDULER or the local scheduler socket."""
+
+    def __init__(self, endpoint=None, timeout_ms=5000):
+        self._client = Client(endpoint or _gandiva.default_scheduler_endpoint(), timeout_ms)
+
+    @property
+    def endpoint(self):
+        return self._client.endpoint
+
+    def call(self, request_type, **fields):
+        return self._client.call(request_type, **fields)
+
+    def submit(self, command, cwd=None, env=None, **fields):
+        """Queues `command` (a list); returns its job id. fields: name, user, vc,
+        gpus, ranks, restartable. cwd defaults to this process's, env to its
+        environment (the job runs with it on whichever node the policy picks)."""
+        import os
+        fields.update(command=list(command), cwd=os.path.abspath(cwd or os.getcwd()),
+                      env=dict(os.environ if env is None else env))
+        return self.call("submit", **fields)["job"]
+
+    def queue(self, all=False):
+        """The scheduler's jobs (sched_job records); ended ones too with all=True."""
+        return self.call("queue", all=all)["jobs"]
+
+    def job(self, job):
+        return self.call("queue", job=job)["jobs"][0]
+
+    def cancel(self, job):
+        return self.call("cancel", job=job)["state"]
+
+    def read_log(self, job, offset=0, stream="stdout"):
+        """The output of the job's current run, from its node (as Client.read_log)."""
+        return self.call("read_log", job=job, offset=offset, stream=stream)
+
+    def wait(self, job, timeout_s=None, poll_s=0.2):
+        """Waits for the job to end; returns its record (state finished, failed or cancelled)."""
+        import time
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            record = self.job(job)
+            if record["state"] in ("finished", "failed", "cancelled"):
+                return record
+            if deadline is not None and time.monotonic() > deadline:
+                raise GandivaError("deadline_exceeded", f"job {job} did not end in {timeout_s} s")
+            time.sleep(poll_s)
+

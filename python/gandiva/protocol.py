@@ -74,6 +74,16 @@ class ShareMode(WireEnum):
     AUTO = "auto"  # both measured on the current jobs; the better kept
 
 
+class SchedJobState(WireEnum):
+    QUEUED = "queued"
+    STARTING = "starting"  # being launched on its node
+    RUNNING = "running"
+    SUSPENDED = "suspended"  # parked on its node by the policy
+    FINISHED = "finished"  # exit code 0
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
 class MigrateStartState(WireEnum):
     RUNNING = "running"
     QUEUED = "queued"
@@ -90,6 +100,7 @@ ENUMS = {
     "share_mode": ShareMode,
     "migrate_start_state": MigrateStartState,
     "exit_reason": ExitReason,
+    "sched_job_state": SchedJobState,
 }
 
 PROTOCOL_VERSION = _gandiva.protocol_version()

@@ -13,7 +13,9 @@ class FifoPolicy : public PolicyBase {
   FifoPolicy(PolicyOptions o, const char* name) : PolicyBase(std::move(o)), name_(name) {}
   const char* name() const override { return name_; }
   void OnArrival(Cluster&, JobId j) override { queue_.push_back(j); }
-  void OnFinish(Cluster&, JobId) override {}
+  // A job may end while it waits (cancelled, or refused by the live cluster's
+  // node): it leaves the queue, or it would block the head forever.
+  void OnFinish(Cluster&, JobId j) override { std::erase(queue_, j); }
   void Schedule(Cluster& c) override {
     while (!queue_.empty()) {
       JobId j = queue_.front();

@@ -29,6 +29,8 @@ CLIENT_MESSAGES = {"hello", "list_devices", "list_jobs", "register_job", "job_st
                    "read_log"}
 MIGRATION_MESSAGES = {"migrate", "migrate_prepare", "migrate_begin", "migrate_chunk",
                       "migrate_commit", "migrate_start", "migrate_abort"}
+# The messages a client sends to the cluster scheduler (which answers read_log too).
+SCHEDULER_MESSAGES = {"submit", "queue", "cancel"}
 CHUNK_BYTES = 1 << 20
 MIB = 1 << 20
 # The CUDA shim and its CPU stand-in for libcuda (see test_swap.py), for GPU replies.
@@ -100,7 +102,8 @@ def cnn_cmd(iterations=100000):
 
 
 def test_the_schema_names_exactly_the_messages_exercised_here():
-    assert CLIENT_MESSAGES | MIGRATION_MESSAGES == set(gandiva._gandiva.message_types())
+    assert CLIENT_MESSAGES | MIGRATION_MESSAGES | SCHEDULER_MESSAGES == set(
+        gandiva._gandiva.message_types())
 
 
 def test_every_client_request_gets_a_reply_that_matches_the_schema(daemon_factory, tmp_path):
@@ -306,3 +309,33 @@ def test_gpu_job_replies_match_the_schema(daemon_factory, tmp_path):
             p.wait(timeout=30)
     assert (SwapState.SWAPPED_OUT, BoundarySource.INFERRED) in seen, seen
     assert ("resident_bytes", True) in seen
+
+
+def test_scheduler_replies_match_the_schema(tmp_path):
+    from sched_cluster import SchedCluster
+    cluster = SchedCluster(tmp_path, names=("a",))
+    try:
+        cluster.start(policy="fifo")
+        checked = {}
+        c = Checked(cluster.endpoint, checked)
+        job = c.call("submit", command=["/bin/sh", "-c", "echo out; sleep 30"], cwd=str(tmp_path),
+                     name="replies", user="u", vc="vc1", gpus=1, ranks=1, restartable=False)["job"]
+        waiting = c.call("submit", command=["/bin/true"], cwd=str(tmp_path))["job"]
+        wait_for(lambda: c.call("queue", job=job)["jobs"][0]["state"] == "running")
+        wait_for(lambda: "out" in c.call("read_log", job=job, stream="stdout", offset=0)["data"])
+        q = c.call("queue", all=True)
+        assert [j["id"] for j in q["jobs"]] == [job, waiting] and q["policy"] == "fifo"
+        assert q["nodes"] == [{"name": "a", "up": True, "devices": ["cpu0"]}]
+        assert c.call("cancel", job=waiting)["state"] == "cancelled"
+        c.call("cancel", job=job)
+        wait_for(lambda: c.call("queue", job=job)["jobs"][0]["state"] == "cancelled")
+        # Errors come as error replies, in the envelope the schema checks.
+        for request, fields in (("submit", {"command": [], "cwd": "/"}),
+                                ("submit", {"command": ["x"], "cwd": "relative"}),
+                                ("queue", {"job": 99}), ("cancel", {"job": 99}),
+                                ("read_log", {"job": 99}), ("submit", {"cwd": "/"})):
+            with pytest.raises(gandiva.GandivaError):
+                c.call(request, **fields)
+        assert set(checked) == SCHEDULER_MESSAGES | {"read_log"}
+    finally:
+        cluster.stop()

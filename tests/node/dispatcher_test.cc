@@ -1,7 +1,7 @@
 // The API dispatch: unknown types, handlers that throw, replies given later or
 // never; and the node's own handlers through it: unknown jobs, bad input,
 // and the replies of a job's life (register, suspend, resume, exit).
-#include "api/dispatcher.h"
+#include "gandiva/protocol/dispatcher.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,6 +16,11 @@
 #include "node.h"
 
 namespace gandiva::controller {
+
+using protocol::Call;
+using protocol::Dispatcher;
+using protocol::Json;
+using protocol::Reply;
 namespace {
 
 using protocol::MessageType;

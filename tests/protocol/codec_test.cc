@@ -157,7 +157,18 @@ Json DeviceReply() {
           {"mps", "off: not a GPU"}};
 }
 
-// A valid ok reply for every message, as gandivad sends them.
+Json SchedJobReply() {
+  return {{"id", 1},         {"name", "train"},      {"user", "ana"},
+          {"vc", "vc1"},     {"state", "running"},   {"gpus", 1},
+          {"ranks", 1},      {"restartable", true},  {"command", {"python3", "train.py"}},
+          {"node", "a"},     {"device", "cpu0"},     {"node_job", 3},
+          {"attempt", 1},    {"submit_time", 1.7e9}, {"start_time", 1.7e9 + 2},
+          {"end_time", 0.0}, {"attained_s", 10.5},   {"run_time_s", 12.0},
+          {"rate", nullptr}, {"checkpoint_dir", ""}, {"exit_code", 0},
+          {"detail", ""}};
+}
+
+// A valid ok reply for every message, as gandivad and the scheduler send them.
 std::map<MessageType, Json> GoodReplies() {
   Json job_with_op = JobReply();
   job_with_op["operation"] = OperationReply();
@@ -213,6 +224,13 @@ std::map<MessageType, Json> GoodReplies() {
       {MessageType::kMigrateCommit, {{"bytes", 123456}}},
       {MessageType::kMigrateStart, {{"state", "queued"}}},
       {MessageType::kMigrateAbort, Json::object()},
+      {MessageType::kSubmit, {{"job", 1}, {"name", "train"}}},
+      {MessageType::kQueue,
+       {{"jobs", {SchedJobReply()}},
+        {"policy", "gandiva"},
+        {"now_s", 12.5},
+        {"nodes", {{{"name", "a"}, {"up", true}, {"devices", {"cpu0", "cpu1"}}}}}}},
+      {MessageType::kCancel, {{"state", "cancelled"}}},
   };
 }
 
@@ -392,7 +410,8 @@ TEST(EnumTest, EveryEnumRoundTripsThroughItsWireStrings) {
   ExpectEnumMatchesSchema<MigrateStartState>();
   ExpectEnumMatchesSchema<ExitReason>();
   ExpectEnumMatchesSchema<ShareMode>();
-  EXPECT_EQ(AllEnums().size(), 9u) << "a new enum: add it to this test";
+  ExpectEnumMatchesSchema<SchedJobState>();
+  EXPECT_EQ(AllEnums().size(), 10u) << "a new enum: add it to this test";
 }
 
 TEST(EnumTest, ValuesAreTheWireStrings) {

@@ -9,6 +9,8 @@ enum Level { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 
 Level CurrentLevel();
 void SetLevel(Level level);
+// "error", "warn", "info" or "debug" (a --log flag); false for another name.
+bool SetLevelByName(const char* name);
 // Sets the prefix printed before each line, e.g. "gandivad" or "gandiva[job 3]".
 void SetTag(const char* tag);
 void Write(Level level, const char* file, int line, const char* fmt, ...)

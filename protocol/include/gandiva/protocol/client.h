@@ -16,6 +16,9 @@ namespace gandiva {
 // The local endpoint when none is given: $GANDIVA_ENDPOINT, else
 // ipc://$XDG_RUNTIME_DIR/gandiva/gandivad.sock, else ipc:///tmp/gandiva-<uid>/gandivad.sock.
 std::string DefaultEndpoint();
+// The cluster scheduler's, likewise: $GANDIVA_SCHEDULER, else scheduler.sock in
+// the same directory.
+std::string DefaultSchedulerEndpoint();
 
 class ApiClient {
  public:

@@ -13,8 +13,8 @@
 //
 // Thread-safety: Bind and Run on one thread (the API thread), which alone
 // touches the ZeroMQ sockets; Replies may complete on any thread.
-#ifndef GANDIVA_NODE_API_API_SERVER_H_
-#define GANDIVA_NODE_API_API_SERVER_H_
+#ifndef GANDIVA_PROTOCOL_API_SERVER_H_
+#define GANDIVA_PROTOCOL_API_SERVER_H_
 
 #include <atomic>
 #include <functional>
@@ -22,17 +22,17 @@
 #include <set>
 #include <string>
 
-#include "api/dispatcher.h"
 #include "gandiva/protocol/codec.h"
 #include "gandiva/protocol/curve.h"
+#include "gandiva/protocol/dispatcher.h"
 #include "gandiva/status.h"
 
-namespace gandiva::controller {
+namespace gandiva::protocol {
 
 struct ApiServerOptions {
   std::string local_endpoint;             // ipc://...
   std::string tcp_endpoint;               // tcp://host:port, or empty
-  protocol::CurveKeyPair server_keys;     // required with tcp_endpoint
+  CurveKeyPair server_keys;               // required with tcp_endpoint
   std::set<std::string> authorized_keys;  // client public keys the TCP endpoint accepts
 };
 
@@ -61,6 +61,6 @@ class ApiServer {
   uint64_t malformed_ = 0;
 };
 
-}  // namespace gandiva::controller
+}  // namespace gandiva::protocol
 
-#endif  // GANDIVA_NODE_API_API_SERVER_H_
+#endif  // GANDIVA_PROTOCOL_API_SERVER_H_

@@ -1,11 +1,11 @@
 // Request dispatch and replies that may complete later; see dispatcher.h.
-#include "api/dispatcher.h"
+#include "gandiva/protocol/dispatcher.h"
 
 #include <atomic>
 
 #include "gandiva/common/log.h"
 
-namespace gandiva::controller {
+namespace gandiva::protocol {
 
 StatusOr<std::map<std::string, std::string>> EnvFromRequest(const Json& req) {
   std::map<std::string, std::string> env;
@@ -54,4 +54,4 @@ void Dispatcher::Dispatch(Call call, Reply reply) const {
   }
 }
 
-}  // namespace gandiva::controller
+}  // namespace gandiva::protocol

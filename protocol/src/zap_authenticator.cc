@@ -1,12 +1,12 @@
 // ZAP (RFC 27) request handling: CURVE clients by key, NULL (the owner-only
 // local socket) always, anything else refused.
-#include "api/zap_authenticator.h"
+#include "zap_authenticator.h"
 
 #include <vector>
 
 #include "gandiva/common/log.h"
 
-namespace gandiva::controller {
+namespace gandiva::protocol {
 
 ZapAuthenticator::ZapAuthenticator(zmq::context_t& ctx, std::set<std::string> authorized_z85)
     : sock_(ctx, zmq::socket_type::rep), authorized_(std::move(authorized_z85)) {
@@ -63,4 +63,4 @@ void ZapAuthenticator::Serve() {
   }
 }
 
-}  // namespace gandiva::controller
+}  // namespace gandiva::protocol

@@ -7,8 +7,8 @@
 //
 // Thread-safety: handlers are registered before the server starts; Dispatch is
 // then read-only and may run on any thread. A Reply may be completed from any thread.
-#ifndef GANDIVA_NODE_API_DISPATCHER_H_
-#define GANDIVA_NODE_API_DISPATCHER_H_
+#ifndef GANDIVA_PROTOCOL_DISPATCHER_H_
+#define GANDIVA_PROTOCOL_DISPATCHER_H_
 
 #include <functional>
 #include <map>
@@ -18,14 +18,12 @@
 #include "gandiva/protocol/codec.h"
 #include "gandiva/status.h"
 
-namespace gandiva::controller {
-
-using Json = protocol::Json;
+namespace gandiva::protocol {
 
 // One request. `payload_owner` keeps request.payload (a migration chunk) valid
 // for as long as a copy of the call lives, so a worker can use it without a copy.
 struct Call {
-  protocol::Request request;
+  Request request;
   std::shared_ptr<const void> payload_owner;
   const Json& body() const { return request.body; }
 };
@@ -53,16 +51,16 @@ class Dispatcher {
   using Handler = std::function<void(Call call, Reply reply)>;
   using SyncHandler = std::function<StatusOr<Json>(const Call& call)>;
 
-  void On(protocol::MessageType type, Handler handler);
-  void OnSync(protocol::MessageType type, SyncHandler handler);
+  void On(MessageType type, Handler handler);
+  void OnSync(MessageType type, SyncHandler handler);
   // Runs the type's handler. An unknown type, or a handler that throws (a bug),
   // gets an error reply; the daemon carries on.
   void Dispatch(Call call, Reply reply) const;
 
  private:
-  std::map<protocol::MessageType, Handler> handlers_;
+  std::map<MessageType, Handler> handlers_;
 };
 
-}  // namespace gandiva::controller
+}  // namespace gandiva::protocol
 
-#endif  // GANDIVA_NODE_API_DISPATCHER_H_
+#endif  // GANDIVA_PROTOCOL_DISPATCHER_H_

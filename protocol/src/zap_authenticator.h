@@ -1,8 +1,8 @@
 // The ZeroMQ authentication (ZAP) handler of gandivad's TCP endpoint: accepts a
 // CURVE client only if its public key is in the node's authorized keys.
 // Without it, CURVE would admit any client that knows the server's key.
-#ifndef GANDIVA_NODE_API_ZAP_AUTHENTICATOR_H_
-#define GANDIVA_NODE_API_ZAP_AUTHENTICATOR_H_
+#ifndef GANDIVA_PROTOCOL_ZAP_AUTHENTICATOR_H_
+#define GANDIVA_PROTOCOL_ZAP_AUTHENTICATOR_H_
 
 #include <atomic>
 #include <set>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <zmq.hpp>
 
-namespace gandiva::controller {
+namespace gandiva::protocol {
 
 class ZapAuthenticator {
  public:
@@ -28,6 +28,6 @@ class ZapAuthenticator {
   std::thread thread_;
 };
 
-}  // namespace gandiva::controller
+}  // namespace gandiva::protocol
 
-#endif  // GANDIVA_NODE_API_ZAP_AUTHENTICATOR_H_
+#endif  // GANDIVA_PROTOCOL_ZAP_AUTHENTICATOR_H_

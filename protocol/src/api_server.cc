@@ -1,6 +1,6 @@
 // ROUTER-socket request loop over the local and the TCP endpoint, with replies
 // that workers complete later through an outbox; see api_server.h.
-#include "api/api_server.h"
+#include "gandiva/protocol/api_server.h"
 
 #include <sys/eventfd.h>
 #include <sys/stat.h>
@@ -12,12 +12,12 @@
 #include <optional>
 #include <zmq.hpp>
 
-#include "api/zap_authenticator.h"
 #include "gandiva/common/log.h"
 #include "gandiva/common/unique_fd.h"
 #include "gandiva/protocol/client.h"
+#include "zap_authenticator.h"
 
-namespace gandiva::controller {
+namespace gandiva::protocol {
 
 // Replies waiting for the API thread to send them. Shared with the Replies
 // (which may outlive the server): pushing wakes the poll loop through an eventfd.
@@ -200,4 +200,4 @@ void ApiServer::Run(const std::atomic<bool>& stop) {
   }
 }
 
-}  // namespace gandiva::controller
+}  // namespace gandiva::protocol

@@ -1,0 +1,130 @@
+// The live scheduler's durable state: every submitted job and its state, in an
+// embedded SQLite database in the scheduler's state directory (docs/scheduler.md,
+// "Durable state").
+//
+// Durability: the database runs in WAL mode with synchronous=FULL, and every
+// Add, Update and SetMeta is its own transaction, committed (the WAL fsync'd)
+// before the call returns. A job whose Add returned survives a kill -9 of the
+// scheduler (tested) and a power cut (SQLite's guarantee under FULL; not
+// testable here); a kill mid-call loses at most that call. Cost: one flush of
+// the disk per call. bench/scheduler/bench_submit measured ~6,000 durable
+// Adds/s on the development VM (146 us median against 85 us for a bare 4 KiB
+// write + fdatasync), over the 1,000/s goal, so synchronous=NORMAL (no flush
+// per commit: durable against a process kill but not a power cut) was not
+// needed. On a disk whose flush takes ~1 ms the same code gives ~1,000/s;
+// batching concurrent submits into one transaction would be the next step.
+//
+// Integrity: Open checks the file is a gandiva scheduler database (its
+// gandiva_schema table and version) and runs PRAGMA quick_check (time linear in
+// the database's size: 4 ms for 10,000 jobs here). A garbage, truncated or
+// corrupt file is data_loss naming the file; nothing is repaired or overwritten.
+//
+// Threads: a JobStore belongs to one thread (the scheduler's loop); it holds one
+// SQLite connection and its prepared statements, unsynchronised. Two processes
+// may open the same file (SQLite's locks serialise them, busy timeout 5 s), but
+// the scheduler daemon should be the only writer of its state directory.
+#ifndef GANDIVA_SCHEDULER_LIVE_JOB_STORE_H_
+#define GANDIVA_SCHEDULER_LIVE_JOB_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gandiva/status.h"
+
+namespace gandiva::sched::live {
+
+enum class LiveJobState {
+  kQueued,
+  kStarting,
+  kRunning,
+  kSuspended,
+  kFinished,
+  kFailed,
+  kCancelled
+};
+// "queued", "starting", "running", "suspended", "finished", "failed", "cancelled":
+// the names stored in the database and shown to users.
+const char* LiveJobStateName(LiveJobState state);
+std::optional<LiveJobState> ParseLiveJobState(std::string_view name);
+// Finished, failed or cancelled: the job will never run again.
+bool IsEnded(LiveJobState state);
+
+struct JobRecord {
+  int64_t id = 0;  // assigned by Add: 1, 2, ... never reused
+  std::string name, user, vc;
+  int gpus = 1;   // devices it needs
+  int ranks = 1;  // processes (a gang on one device when > 1)
+  std::vector<std::string> command;
+  std::string cwd;
+  std::map<std::string, std::string> env;
+  bool restartable = false;  // checkpointed periodically, restarted from it
+  double submit_time = 0;    // unix seconds
+  LiveJobState state = LiveJobState::kQueued;
+  int attempt =
+      0;  // launches so far; the launch of attempt k is named "<name>.s<id>.a<k>" on the node
+  std::string node, device;    // where it runs now (empty when queued)
+  int64_t node_job = 0;        // its id on that node (0: not known yet)
+  std::string checkpoint_dir;  // latest complete checkpoint, "" if none
+  double checkpoint_time = 0;
+  double start_time = 0, end_time = 0;  // first start, end
+  double attained = 0, run_time = 0;    // GPU-seconds executed, seconds holding devices
+  int exit_code = 0;
+  std::string detail;  // why it failed / was cancelled
+  bool cancel_requested = false;
+
+  bool operator==(const JobRecord&) const = default;
+};
+
+class SqliteDb;
+class Statement;
+
+class JobStore {
+ public:
+  // Opens or creates the database at `path` (its directory must exist): WAL,
+  // synchronous=FULL, busy timeout 5 s; creates the schema in a new file, checks
+  // it in an existing one. A file that is not a gandiva scheduler database, or
+  // is corrupt, is data_loss with a message naming the file; a database written
+  // by a newer schema version is failed_precondition.
+  static StatusOr<std::unique_ptr<JobStore>> Open(const std::string& path);
+  ~JobStore();
+  JobStore(const JobStore&) = delete;
+  JobStore& operator=(const JobStore&) = delete;
+
+  // Stores a new job (its `id` must be 0) and returns the id it was given.
+  // Durable when it returns. invalid_argument for gpus or ranks < 1, an empty
+  // command, a NaN time, or a command/env string that is not valid UTF-8.
+  StatusOr<int64_t> Add(JobRecord job);
+  // Replaces every field of job `job.id`; durable when it returns. not_found for
+  // an unknown id; the same checks as Add.
+  Status Update(const JobRecord& job);
+  StatusOr<JobRecord> Get(int64_t id) const;  // not_found
+  // All jobs, or only those not ended (IsEnded), in id order (= submission order).
+  // Reads and decodes every row it returns (~3 us a job: 32 ms for 10,000):
+  // for start-up and queue listings, not for every scheduling pass.
+  StatusOr<std::vector<JobRecord>> List(bool include_ended) const;
+
+  // A small key/value table for the daemon's own durable facts (e.g. its clock
+  // origin). SetMeta is durable when it returns; GetMeta gives nullopt for an
+  // unknown key.
+  Status SetMeta(const std::string& key, const std::string& value);
+  StatusOr<std::optional<std::string>> GetMeta(const std::string& key) const;
+
+  const std::string& path() const;
+
+ private:
+  struct Statements;
+  JobStore(std::unique_ptr<SqliteDb> db, std::unique_ptr<Statements> statements);
+  StatusOr<std::vector<JobRecord>> ReadAll(Statement& stmt) const;
+
+  std::unique_ptr<SqliteDb> db_;
+  std::unique_ptr<Statements> stmts_;  // prepared once, reused by every call
+};
+
+}  // namespace gandiva::sched::live
+
+#endif  // GANDIVA_SCHEDULER_LIVE_JOB_STORE_H_

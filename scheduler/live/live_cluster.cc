@@ -1,0 +1,242 @@
+// LiveCluster: topology, bookkeeping and what a policy reads (live_cluster.h).
+// The node calls behind the actions are in live_cluster_actions.cc, polling
+// the nodes in reconcile.cc.
+#include "live/live_cluster.h"
+
+#include <algorithm>
+#include <map>
+
+#include "gandiva/common/log.h"
+
+namespace gandiva::sched::live {
+
+using protocol::MessageType;
+
+StatusOr<LiveTopology> DiscoverTopology(NodeApi& nodes) {
+  LiveTopology out;
+  std::vector<GpuType> types;
+  std::map<std::string, int> type_of_model;
+  std::vector<Machine> machines;
+  for (int n = 0; n < nodes.size(); ++n) {
+    auto reply = nodes.Call(n, MessageType::kListDevices);
+    if (!reply.ok()) {
+      out.missing.push_back(reply.status().message());
+      continue;
+    }
+    const auto& devices = (*reply)["devices"];
+    if (devices.empty()) {
+      out.missing.push_back(nodes.address(n).name + ": has no devices");
+      continue;
+    }
+    // A machine has one GPU type: its first device's model names it.
+    const std::string model =
+        devices[0]["kind"].get<std::string>() + ":" + devices[0]["model"].get<std::string>();
+    auto [it, added] = type_of_model.emplace(model, static_cast<int>(types.size()));
+    if (added) types.push_back({model, "p100", 0, true});
+    Machine m;
+    m.name = nodes.address(n).name;
+    m.gpu_type = it->second;
+    m.num_gpus = std::min<int>(static_cast<int>(devices.size()), 64);
+    machines.push_back(m);
+    for (int d = 0; d < m.num_gpus; ++d)
+      out.devices.push_back({n, devices[d]["name"].get<std::string>()});
+  }
+  if (machines.empty())
+    return Unavailable("no node answered: " +
+                       (out.missing.empty() ? std::string("(none listed)") : out.missing[0]));
+  out.topology = Topology::Build(std::move(types), std::move(machines));
+  return out;
+}
+
+LiveCluster::LiveCluster(NodeApi* nodes, JobStore* store, LiveTopology topo,
+                         LiveClusterOptions options, double epoch)
+    : nodes_(nodes),
+      store_(store),
+      topology_(std::move(topo.topology)),
+      devices_(std::move(topo.devices)),
+      free_(topology_),
+      options_(std::move(options)),
+      epoch_(epoch),
+      members_(topology_.num_gpus()),
+      modes_(topology_.num_gpus(), ShareMode::kSlice),
+      node_up_(nodes->size(), false),
+      node_last_seen_(nodes->size(), 0) {
+  for (GpuId g = 0; g < topology_.num_gpus(); ++g) gpu_ids_.push_back(g);
+  for (int n = 0; n < nodes_->size(); ++n) node_index_[nodes_->address(n).name] = n;
+  // Nodes start up if they have devices here; Refresh confirms it.
+  for (const LiveDevice& d : devices_) node_up_[d.node] = true;
+  const double now = wall();
+  for (int n = 0; n < nodes_->size(); ++n) node_last_seen_[n] = now;
+}
+
+double LiveCluster::Now() const { return wall() - epoch_; }
+
+JobState LiveCluster::state(JobId job) const {
+  switch (jobs_[job].record.state) {
+    case LiveJobState::kQueued:
+    case LiveJobState::kSuspended:
+      return JobState::kPending;
+    case LiveJobState::kStarting:
+    case LiveJobState::kRunning:
+      return JobState::kRunning;
+    default:
+      return JobState::kFinished;
+  }
+}
+
+std::span<const GpuId> LiveCluster::gpus(JobId job) const {
+  const GpuId g = jobs_[job].gpu;
+  if (g < 0) return {};
+  return {&gpu_ids_[g], 1};
+}
+
+int LiveCluster::group_of(JobId job) const { return jobs_[job].gpu; }
+
+GroupView LiveCluster::group(int group) const {
+  return {{&gpu_ids_[group], 1}, members_[group], modes_[group]};
+}
+
+int LiveCluster::group_of_gpu(GpuId gpu) const { return members_[gpu].empty() ? kNoGroup : gpu; }
+
+double LiveCluster::Attained(JobId job) const {
+  const Job& j = jobs_[job];
+  return j.record.attained + j.device_time_s * j.info.num_gpus;
+}
+
+double LiveCluster::RunTime(JobId job) const {
+  const Job& j = jobs_[job];
+  return j.record.run_time + j.wall_time_s;
+}
+
+double LiveCluster::MeasuredRate(JobId job) const {
+  const Job& j = jobs_[job];
+  if (j.gpu < 0 || j.moving) return 0;
+  // Until the node has learned the job's speed alone, take it as running alone.
+  return j.rate.value_or(1.0);
+}
+
+void LiveCluster::WakeAt(double t) {
+  if (next_wake_ < 0 || t < next_wake_) next_wake_ = t;
+}
+
+void LiveCluster::Place(JobId job, GpuId gpu) {
+  if (members_[gpu].empty()) {
+    free_.Take(std::span<const GpuId>(&gpu_ids_[gpu], 1));
+    modes_[gpu] = ShareMode::kSlice;
+  }
+  members_[gpu].push_back(job);
+  jobs_[job].gpu = gpu;
+}
+
+void LiveCluster::Unplace(JobId job) {
+  const GpuId gpu = jobs_[job].gpu;
+  if (gpu < 0) return;
+  auto& m = members_[gpu];
+  m.erase(std::remove(m.begin(), m.end(), job), m.end());
+  // A device of a node that is down stays taken: nothing may be placed there.
+  if (m.empty() && node_up_[devices_[gpu].node])
+    free_.Release(std::span<const GpuId>(&gpu_ids_[gpu], 1));
+  jobs_[job].gpu = -1;
+}
+
+Status LiveCluster::Persist(JobId job) {
+  Status s = store_->Update(jobs_[job].record);
+  if (!s.ok())
+    GD_LOG(kError, "job %d: could not record its state: %s", job + 1, s.ToString().c_str());
+  return s;
+}
+
+void LiveCluster::KillBestEffort(int node, int64_t node_job) {
+  auto r = nodes_->Call(node, protocol::MessageType::kKill, {{"job", node_job}, {"signal", 9}});
+  if (!r.ok())
+    GD_LOG(kWarn, "could not kill job %lld on %s: %s", static_cast<long long>(node_job),
+           nodes_->address(node).name.c_str(), r.status().ToString().c_str());
+}
+
+int LiveCluster::NodeIndex(const std::string& name) const {
+  auto it = node_index_.find(name);
+  return it == node_index_.end() ? -1 : it->second;
+}
+
+GpuId LiveCluster::GpuOf(const std::string& node, const std::string& device) const {
+  for (GpuId g = 0; g < static_cast<GpuId>(devices_.size()); ++g)
+    if (devices_[g].name == device && nodes_->address(devices_[g].node).name == node) return g;
+  return -1;
+}
+
+std::string LiveCluster::LaunchName(const Job& job) const {
+  return job.record.name + ".s" + std::to_string(job.record.id) + ".a" +
+         std::to_string(job.record.attempt);
+}
+
+JobId LiveCluster::Admit(const JobRecord& record) {
+  const JobId id = static_cast<JobId>(record.id - 1);
+  if (static_cast<size_t>(id) >= jobs_.size()) jobs_.resize(id + 1);
+  Job& j = jobs_[id];
+  j.record = record;
+  j.info.id = id;
+  j.info.submit_time = record.submit_time - epoch_;
+  j.info.num_gpus = record.gpus;
+  j.pending_since = record.submit_time - epoch_;
+  return id;
+}
+
+StatusOr<std::vector<JobId>> LiveCluster::Recover() {
+  GD_ASSIGN_OR_RETURN(auto records, store_->List(/*include_ended=*/true));
+  std::vector<std::vector<protocol::Json>> node_jobs(nodes_->size());
+  std::vector<bool> answered(nodes_->size(), false);
+  for (int n = 0; n < nodes_->size(); ++n) {
+    auto reply = nodes_->Call(n, MessageType::kListJobs);
+    if (!reply.ok()) continue;
+    answered[n] = true;
+    for (const auto& job : (*reply)["jobs"]) node_jobs[n].push_back(job);
+  }
+  std::vector<JobId> arrived;
+  for (const JobRecord& r : records) {
+    const JobId id = Admit(r);
+    switch (r.state) {
+      case LiveJobState::kQueued:
+        arrived.push_back(id);
+        break;
+      case LiveJobState::kStarting:
+      case LiveJobState::kRunning:
+      case LiveJobState::kSuspended: {
+        const int n = NodeIndex(r.node);
+        AdoptOrRequeue(id, n >= 0 ? node_jobs[n] : std::vector<protocol::Json>{},
+                       n >= 0 && answered[n]);
+        if (jobs_[id].record.state == LiveJobState::kQueued ||
+            jobs_[id].record.state == LiveJobState::kSuspended)
+          arrived.push_back(id);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return arrived;
+}
+
+StatusOr<bool> LiveCluster::Cancel(JobId job) {
+  if (job < 0 || job >= num_jobs() || jobs_[job].record.id == 0)
+    return NotFound("no job " + std::to_string(job + 1));
+  Job& j = jobs_[job];
+  switch (j.record.state) {
+    case LiveJobState::kQueued:
+      Finish(job, LiveJobState::kCancelled, -1, "cancelled before it started");
+      return true;
+    case LiveJobState::kFinished:
+    case LiveJobState::kFailed:
+    case LiveJobState::kCancelled:
+      return FailedPrecondition("job " + std::to_string(job + 1) + " has ended already");
+    default:
+      break;
+  }
+  j.record.cancel_requested = true;
+  GD_RETURN_IF_ERROR(Persist(job));
+  // SIGKILL: it ends whether it runs or is parked (and stopped) on its node.
+  const int n = NodeIndex(j.record.node);
+  if (n >= 0 && j.record.node_job > 0) KillBestEffort(n, j.record.node_job);
+  return false;
+}
+
+}  // namespace gandiva::sched::live

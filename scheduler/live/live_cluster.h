@@ -1,0 +1,197 @@
+// LiveCluster: the Cluster interface over real gandivad nodes, so the
+// simulator's policies run unchanged on a real cluster.
+//
+// Each device of each node is one "GPU" of the topology (a node is a machine);
+// jobs on the same device form its group. The policy's actions become node
+// calls at once:
+//   Start    a queued job: launch on the device (from its latest checkpoint
+//            when it has one); a suspended job: resume it where it is parked,
+//            assign_device on the same node, or migrate it to another node.
+//   Suspend  park the job in memory on its device (suspend); it holds its
+//            memory there but no time on the device.
+//   Migrate  assign_device (same node) or migrate (node to node).
+//   Resize   refused: a job across several devices is not built yet.
+//   SetShareMode  set_share_mode on the device (slice or pack).
+// What a policy reads (attained service, run time, rate) is what the nodes'
+// profilers measured, refreshed by Refresh() from list_jobs.
+//
+// Every change to a job is written to the JobStore before the node is asked
+// (state "starting" with the node and attempt), so a scheduler killed at any
+// moment finds, on restart, what it may have started and adopts it instead of
+// starting it again (the launch name carries the job id and attempt).
+//
+// Threading: single-threaded (the scheduler's loop, under its lock).
+#ifndef GANDIVA_SCHEDULER_LIVE_LIVE_CLUSTER_H_
+#define GANDIVA_SCHEDULER_LIVE_LIVE_CLUSTER_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gandiva/scheduler/cluster.h"
+#include "gandiva/scheduler/free_index.h"
+#include "gandiva/scheduler/topology.h"
+#include "live/job_store.h"
+#include "live/node_set.h"
+
+namespace gandiva::sched::live {
+
+struct LiveDevice {
+  int node = 0;
+  std::string name;  // on its node: "cpu0", "gpu1"
+};
+
+// The topology of the nodes' devices, from each node's list_devices. A node
+// that does not answer is left out (named in `missing`).
+struct LiveTopology {
+  Topology topology;
+  std::vector<LiveDevice> devices;  // by GpuId
+  std::vector<std::string> missing;
+};
+StatusOr<LiveTopology> DiscoverTopology(NodeApi& nodes);
+
+// What Refresh reports to the scheduler loop, which tells the policy.
+struct ClusterEvents {
+  std::vector<JobId> finished;  // ended (done, failed or cancelled): OnFinish
+  std::vector<JobId> requeued;  // lost with their node: OnFinish, then OnArrival
+};
+
+struct LiveClusterOptions {
+  std::string checkpoint_root;       // DIR/job-<id>/<n>: the periodic checkpoints
+  double checkpoint_every_s = 0;     // restartable jobs; 0: never
+  double node_dead_after_s = 5;      // a node silent this long: its jobs go back to the queue
+  int pack_capacity = 2;             // jobs at once on a device a policy packs
+  std::function<double()> wall_now;  // unix seconds (injected for tests)
+};
+
+class LiveCluster final : public Cluster {
+ public:
+  // `nodes` and `store` must outlive the cluster.
+  LiveCluster(NodeApi* nodes, JobStore* store, LiveTopology topo, LiveClusterOptions options,
+              double epoch);
+
+  // ---- The scheduler loop's side ----
+  // Loads every job from the store (after a restart) and reconciles the ones
+  // that were starting, running or suspended with what their nodes report.
+  // Returns the jobs the policy must be told arrived (queued and suspended).
+  StatusOr<std::vector<JobId>> Recover();
+  // A job the store just took; returns its id here (store id - 1).
+  JobId Admit(const JobRecord& record);
+  // Every node's list_jobs, in node order. Only reads the node set, which is
+  // thread-safe: the scheduler calls it without its lock, so a node that does
+  // not answer holds up no client of the scheduler.
+  using NodeReports = std::vector<StatusOr<protocol::Json>>;
+  NodeReports PollNodes() const;
+  // Takes in what PollNodes found: exits, finished migrations and checkpoints;
+  // takes periodic checkpoints, and requeues the jobs of nodes that died.
+  ClusterEvents Refresh(const NodeReports& reports);
+  ClusterEvents Refresh() { return Refresh(PollNodes()); }
+  // Asks a job to end: a queued one is cancelled at once (true: tell the
+  // policy it finished); a running one is killed and ends at its next Refresh.
+  StatusOr<bool> Cancel(JobId job);
+  // Jobs an action ended (a launch the node refused), for the policy's OnFinish.
+  std::vector<JobId> TakeEndedByActions() { return std::exchange(ended_by_actions_, {}); }
+  const JobRecord& record(JobId job) const { return jobs_[job].record; }
+  int num_jobs() const { return static_cast<int>(jobs_.size()); }
+  const LiveDevice& device(GpuId gpu) const { return devices_[gpu]; }
+  bool node_up(int node) const { return node_up_[node]; }
+  double next_wake() const { return next_wake_; }
+  void clear_wake() { next_wake_ = -1; }
+  // Counters for the report: actions taken on nodes.
+  struct Counters {
+    int64_t launches = 0, resumes = 0, suspends = 0, migrations = 0, assigns = 0;
+    int64_t share_changes = 0, checkpoints = 0, requeues = 0, failed_actions = 0;
+  };
+  const Counters& counters() const { return counters_; }
+
+  // ---- Cluster ----
+  double Now() const override;
+  const Topology& topology() const override { return topology_; }
+  const FreeIndex& free_gpus() const override { return free_; }
+  const JobInfo& info(JobId job) const override { return jobs_[job].info; }
+  JobState state(JobId job) const override;
+  std::span<const GpuId> gpus(JobId job) const override;
+  int group_of(JobId job) const override;
+  GroupView group(int group) const override;
+  int group_of_gpu(GpuId gpu) const override;
+  double Attained(JobId job) const override;
+  double RunTime(JobId job) const override;
+  double MeasuredRate(JobId job) const override;
+  double PendingSince(JobId job) const override { return jobs_[job].pending_since; }
+  bool PairFitsMemory(JobId, JobId) const override { return true; }
+  std::optional<double> OracleRemaining(JobId) const override { return std::nullopt; }
+  Status Start(JobId job, std::span<const GpuId> gpus) override;
+  Status Suspend(JobId job) override;
+  Status Migrate(JobId job, std::span<const GpuId> gpus) override;
+  Status Resize(JobId job, std::span<const GpuId> gpus) override;
+  Status SetShareMode(int group, ShareMode mode) override;
+  void WakeAt(double t) override;
+
+ private:
+  // What the cluster knows of a job beyond its durable record.
+  struct Job {
+    JobRecord record;
+    JobInfo info;
+    GpuId gpu = -1;  // the device it holds (running), -1 otherwise
+    double pending_since = 0;
+    // From the node's profiler for the current attempt.
+    double device_time_s = 0, wall_time_s = 0;
+    std::optional<double> rate;
+    bool moving = false;          // a node-to-node migration is under way
+    std::string moving_from;      // its source node while moving
+    int64_t moving_from_job = 0;  // its id there
+    std::string checkpointing;    // the dir of a checkpoint under way
+    double last_checkpoint_asked = 0;
+  };
+
+  // Placement bookkeeping (no node calls).
+  void Place(JobId job, GpuId gpu);
+  void Unplace(JobId job);
+  Status Persist(JobId job);                              // logs a failure too
+  void SaveBestEffort(JobId job) { (void)Persist(job); }  // where nothing can be undone
+  void KillBestEffort(int node, int64_t node_job);
+  GpuId GpuOf(const std::string& node, const std::string& device) const;
+  int NodeIndex(const std::string& name) const;  // -1 for a node not in the set
+  // Node calls behind Start.
+  Status Launch(JobId job, GpuId gpu);
+  Status ResumeOn(JobId job, GpuId gpu);
+  Status MoveTo(JobId job, GpuId gpu);  // assign_device or migrate; the job runs there after
+  // Refresh, one node at a time; see reconcile.cc.
+  void RefreshNode(int node, const std::vector<protocol::Json>& jobs,
+                   const std::vector<JobId>& ours, ClusterEvents& events);
+  void TakeInJob(JobId job, const protocol::Json& node_job, ClusterEvents& events);
+  void Finish(JobId job, LiveJobState state, int exit_code, const std::string& detail);
+  void NodeDown(int node, ClusterEvents& events);
+  void NodeUp(int node);
+  void MaybeCheckpoint(JobId job);
+  void AdoptOrRequeue(JobId job, const std::vector<protocol::Json>& node_jobs, bool node_answered);
+  void Requeue(JobId job, const std::string& why);
+  std::string LaunchName(const Job& job) const;
+  double wall() const { return options_.wall_now(); }
+
+  NodeApi* nodes_;
+  JobStore* store_;
+  Topology topology_;
+  std::vector<LiveDevice> devices_;
+  FreeIndex free_;
+  LiveClusterOptions options_;
+  double epoch_;  // unix seconds of the scheduler's time 0 (kept in the store)
+  std::vector<Job> jobs_;
+  std::vector<std::vector<JobId>> members_;  // by GpuId: the jobs on that device
+  std::vector<GpuId> gpu_ids_;               // gpu_ids_[g] == g, for GroupView spans
+  std::vector<ShareMode> modes_;             // by GpuId
+  std::unordered_map<std::string, int> node_index_;
+  std::vector<bool> node_up_;
+  std::vector<double> node_last_seen_;
+  double next_wake_ = -1;
+  std::vector<JobId> ended_by_actions_;
+  Counters counters_;
+};
+
+}  // namespace gandiva::sched::live
+
+#endif  // GANDIVA_SCHEDULER_LIVE_LIVE_CLUSTER_H_

@@ -1,0 +1,231 @@
+// LiveCluster's actions: the node calls behind Start, Suspend, Migrate and
+// SetShareMode (live_cluster.h). Each writes the job's new state to the store
+// before it asks the node, so a scheduler that dies between the two finds out
+// on restart what may have happened (Recover).
+#include <filesystem>
+
+#include "gandiva/common/log.h"
+#include "live/live_cluster.h"
+
+namespace gandiva::sched::live {
+
+using protocol::Json;
+using protocol::MessageType;
+
+namespace {
+
+bool Ended(LiveJobState s) { return IsEnded(s); }
+
+// Errors by which a node that answered says the job cannot run (unlike
+// unavailable or deadline_exceeded, which say nothing about the job).
+bool NodeRefusedTheJob(StatusCode code) {
+  return code == StatusCode::kNotFound || code == StatusCode::kFailedPrecondition ||
+         code == StatusCode::kInvalidArgument || code == StatusCode::kPermissionDenied;
+}
+
+}  // namespace
+
+Status LiveCluster::Start(JobId job, std::span<const GpuId> gpus) {
+  if (job < 0 || job >= num_jobs()) return InvalidArgument("no such job");
+  if (state(job) != JobState::kPending) return FailedPrecondition("job is not pending");
+  if (gpus.size() != static_cast<size_t>(jobs_[job].info.num_gpus) || gpus.size() != 1)
+    return InvalidArgument("a live job runs on exactly one device");
+  const GpuId gpu = gpus[0];
+  if (gpu < 0 || gpu >= topology_.num_gpus()) return InvalidArgument("no such device");
+  if (!node_up_[devices_[gpu].node]) return Unavailable("the device's node is down");
+  if (!free_.IsFree(gpu) && members_[gpu].empty()) return FailedPrecondition("device not usable");
+  Status s =
+      jobs_[job].record.state == LiveJobState::kSuspended ? ResumeOn(job, gpu) : Launch(job, gpu);
+  if (!s.ok()) {
+    ++counters_.failed_actions;
+    GD_LOG(kWarn, "job %d: could not start on %s:%s: %s", job + 1,
+           nodes_->address(devices_[gpu].node).name.c_str(), devices_[gpu].name.c_str(),
+           s.ToString().c_str());
+  }
+  return s;
+}
+
+Status LiveCluster::Launch(JobId job, GpuId gpu) {
+  Job& j = jobs_[job];
+  const LiveDevice& d = devices_[gpu];
+  j.record.attempt += 1;
+  j.record.state = LiveJobState::kStarting;
+  j.record.node = nodes_->address(d.node).name;
+  j.record.device = d.name;
+  j.record.node_job = 0;
+  GD_RETURN_IF_ERROR(Persist(job));  // before the launch: a restart looks for it by name
+  Json req = {{"command", j.record.command}, {"cwd", j.record.cwd},
+              {"name", LaunchName(j)},       {"device", d.name},
+              {"user", j.record.user},       {"ranks", j.record.ranks}};
+  if (!j.record.env.empty()) req["env"] = j.record.env;
+  if (j.record.restartable && !j.record.checkpoint_dir.empty())
+    req["restore"] = j.record.checkpoint_dir;
+  auto reply = nodes_->Call(d.node, MessageType::kLaunch, req);
+  if (!reply.ok() && NodeRefusedTheJob(reply.status().code())) {
+    // The job itself cannot start there (no such command, a bad restore
+    // directory): it fails, as it would anywhere, rather than block the queue.
+    j.record.node_job = 0;
+    Finish(job, LiveJobState::kFailed, 127, reply.status().message());
+    ended_by_actions_.push_back(job);
+    return reply.status();
+  }
+  if (!reply.ok()) {
+    // Not started (the node is unreachable or busy) or not known (no reply): a
+    // reply lost in flight leaves a job the next Refresh kills as not current
+    // (its attempt is then taken again); here it is queued again.
+    j.record.state = LiveJobState::kQueued;
+    j.record.node.clear();
+    j.record.device.clear();
+    SaveBestEffort(job);
+    return reply.status();
+  }
+  ++counters_.launches;
+  j.record.node_job = (*reply)["job"].get<int64_t>();
+  j.record.state = LiveJobState::kRunning;
+  if (j.record.start_time == 0) j.record.start_time = wall();
+  j.device_time_s = j.wall_time_s = 0;
+  j.rate.reset();
+  j.last_checkpoint_asked = wall();
+  Place(job, gpu);
+  return Persist(job);
+}
+
+Status LiveCluster::ResumeOn(JobId job, GpuId gpu) {
+  Job& j = jobs_[job];
+  const GpuId parked_on = GpuOf(j.record.node, j.record.device);
+  if (parked_on != gpu) GD_RETURN_IF_ERROR(MoveTo(job, gpu));
+  const int n = NodeIndex(j.record.node);
+  if (!j.moving) {
+    auto resumed = nodes_->Call(n, MessageType::kResume, {{"job", j.record.node_job}});
+    if (!resumed.ok()) return resumed.status();
+    ++counters_.resumes;
+  }
+  j.record.state = LiveJobState::kRunning;
+  Place(job, gpu);
+  return Persist(job);
+}
+
+Status LiveCluster::Suspend(JobId job) {
+  if (job < 0 || job >= num_jobs() || jobs_[job].record.state != LiveJobState::kRunning)
+    return FailedPrecondition("job is not running");
+  Job& j = jobs_[job];
+  if (j.moving) return FailedPrecondition("job is migrating");
+  const int n = NodeIndex(j.record.node);
+  auto reply = nodes_->Call(n, MessageType::kSuspend, {{"job", j.record.node_job}});
+  if (!reply.ok()) {
+    ++counters_.failed_actions;
+    return reply.status();
+  }
+  ++counters_.suspends;
+  j.record.state = LiveJobState::kSuspended;
+  j.pending_since = Now();
+  Unplace(job);
+  return Persist(job);
+}
+
+Status LiveCluster::Migrate(JobId job, std::span<const GpuId> gpus) {
+  if (job < 0 || job >= num_jobs() || jobs_[job].record.state != LiveJobState::kRunning)
+    return FailedPrecondition("job is not running");
+  if (gpus.size() != 1) return InvalidArgument("a live job runs on exactly one device");
+  const GpuId gpu = gpus[0];
+  if (!free_.IsFree(gpu)) return FailedPrecondition("the target device is not free");
+  if (jobs_[job].moving) return FailedPrecondition("job is migrating already");
+  Status s = MoveTo(job, gpu);
+  if (!s.ok()) {
+    ++counters_.failed_actions;
+    return s;
+  }
+  Unplace(job);
+  Place(job, gpu);
+  return Persist(job);
+}
+
+// The job (running or parked) goes to `gpu`: assign_device on its own node,
+// migrate to another. A migration runs in the background; Refresh follows it
+// on the source (moving_from) and learns the job's id on the destination.
+Status LiveCluster::MoveTo(JobId job, GpuId gpu) {
+  Job& j = jobs_[job];
+  const LiveDevice& d = devices_[gpu];
+  const int from = NodeIndex(j.record.node);
+  if (from == d.node) {
+    auto r = nodes_->Call(from, MessageType::kAssignDevice,
+                          {{"job", j.record.node_job}, {"device", d.name}});
+    if (!r.ok()) return r.status();
+    ++counters_.assigns;
+    j.record.device = d.name;
+    return Status::Ok();
+  }
+  auto r = nodes_->Call(
+      from, MessageType::kMigrate,
+      {{"job", j.record.node_job}, {"to", nodes_->address(d.node).name}, {"device", d.name}});
+  if (!r.ok()) return r.status();
+  ++counters_.migrations;
+  j.moving = true;
+  j.moving_from = j.record.node;
+  j.moving_from_job = j.record.node_job;
+  j.record.node = nodes_->address(d.node).name;
+  j.record.device = d.name;
+  j.record.node_job = 0;  // known once the migration is done
+  return Status::Ok();
+}
+
+Status LiveCluster::Resize(JobId, std::span<const GpuId>) {
+  return Unimplemented("resizing a live job is not built: a job across several devices is not");
+}
+
+Status LiveCluster::SetShareMode(int group, ShareMode mode) {
+  if (group < 0 || group >= topology_.num_gpus() || members_[group].empty())
+    return InvalidArgument("no such group");
+  const LiveDevice& d = devices_[group];
+  Json req = {{"device", d.name}, {"mode", mode == ShareMode::kPack ? "pack" : "slice"}};
+  if (mode == ShareMode::kPack) req["capacity"] = options_.pack_capacity;
+  auto r = nodes_->Call(d.node, MessageType::kSetShareMode, req);
+  if (!r.ok()) {
+    ++counters_.failed_actions;
+    return r.status();
+  }
+  ++counters_.share_changes;
+  modes_[group] = mode;
+  return Status::Ok();
+}
+
+void LiveCluster::Finish(JobId job, LiveJobState state, int exit_code, const std::string& detail) {
+  Job& j = jobs_[job];
+  if (Ended(j.record.state)) return;
+  j.record.attained = Attained(job);
+  j.record.run_time = RunTime(job);
+  j.device_time_s = j.wall_time_s = 0;
+  j.record.state = state;
+  j.record.exit_code = exit_code;
+  j.record.detail = detail;
+  j.record.end_time = wall();
+  j.moving = false;
+  Unplace(job);
+  SaveBestEffort(job);
+}
+
+void LiveCluster::Requeue(JobId job, const std::string& why) {
+  Job& j = jobs_[job];
+  const std::string from = j.record.restartable && !j.record.checkpoint_dir.empty()
+                               ? "from " + j.record.checkpoint_dir
+                               : "from the beginning";
+  GD_LOG(kWarn, "job %d goes back to the queue: %s (it restarts %s)", job + 1, why.c_str(),
+         from.c_str());
+  ++counters_.requeues;
+  j.record.attained = Attained(job);
+  j.record.run_time = RunTime(job);
+  j.device_time_s = j.wall_time_s = 0;
+  j.rate.reset();
+  j.moving = false;
+  j.checkpointing.clear();
+  j.record.state = LiveJobState::kQueued;
+  j.record.node.clear();
+  j.record.device.clear();
+  j.record.node_job = 0;
+  j.record.detail = why;
+  j.pending_since = Now();
+  Unplace(job);
+  SaveBestEffort(job);
+}
+
+}  // namespace gandiva::sched::live

@@ -1,0 +1,268 @@
+// LiveCluster::Refresh and Recover's adoption: what the nodes report becomes
+// the cluster's state (live_cluster.h). A node is the truth about its jobs:
+// ended ones finish here, finished migrations and checkpoints are taken in, a
+// node silent for node_dead_after_s loses its jobs back to the queue, and a
+// job of ours a node runs that is not the job's current attempt (left over
+// from before a requeue) is killed, so no job ever runs twice.
+#include <charconv>
+#include <filesystem>
+
+#include "gandiva/common/log.h"
+#include "live/live_cluster.h"
+
+namespace gandiva::sched::live {
+
+using protocol::Json;
+using protocol::MessageType;
+
+namespace {
+
+bool LiveOnNode(const Json& nj) {
+  const std::string s = nj["state"].get<std::string>();
+  return s != "exited" && s != "failed" && s != "migrated";
+}
+
+// "<name>.s<id>.a<attempt>" -> (id, attempt); nullopt for names not ours.
+std::optional<std::pair<int64_t, int>> ParseLaunchName(const std::string& name) {
+  const size_t a = name.rfind(".a");
+  const size_t s = name.rfind(".s", a);
+  if (a == std::string::npos || s == std::string::npos) return std::nullopt;
+  int64_t id = 0;
+  int attempt = 0;
+  const char* id_end = name.data() + a;
+  auto r1 = std::from_chars(name.data() + s + 2, id_end, id);
+  auto r2 = std::from_chars(name.data() + a + 2, name.data() + name.size(), attempt);
+  if (r1.ec != std::errc() || r1.ptr != id_end || r2.ec != std::errc() ||
+      r2.ptr != name.data() + name.size())
+    return std::nullopt;
+  return std::make_pair(id, attempt);
+}
+
+const Json* FindNodeJob(const std::vector<Json>& jobs, int64_t id) {
+  for (const Json& j : jobs)
+    if (j["id"].get<int64_t>() == id) return &j;
+  return nullptr;
+}
+
+}  // namespace
+
+LiveCluster::NodeReports LiveCluster::PollNodes() const {
+  NodeReports reports;
+  for (int n = 0; n < nodes_->size(); ++n)
+    reports.push_back(nodes_->Call(n, MessageType::kListJobs));
+  return reports;
+}
+
+ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
+  ClusterEvents events;
+  const double now = wall();
+  // The live jobs by the node they are on (or migrate from): one walk over the
+  // jobs, not one per node.
+  std::vector<std::vector<JobId>> on_node(nodes_->size());
+  for (JobId id = 0; id < num_jobs(); ++id) {
+    const Job& j = jobs_[id];
+    if (j.record.id == 0 || IsEnded(j.record.state)) continue;
+    const int n = NodeIndex(j.moving ? j.moving_from : j.record.node);
+    if (n >= 0) on_node[n].push_back(id);
+  }
+  for (int n = 0; n < nodes_->size(); ++n) {
+    const auto& reply = reports[n];
+    if (!reply.ok()) {
+      if (node_up_[n] && now - node_last_seen_[n] >= options_.node_dead_after_s) {
+        GD_LOG(kWarn, "node %s is down: %s", nodes_->address(n).name.c_str(),
+               reply.status().message().c_str());
+        NodeDown(n, events);
+      }
+      continue;
+    }
+    node_last_seen_[n] = now;
+    if (!node_up_[n]) NodeUp(n);
+    std::vector<Json> jobs((*reply)["jobs"].begin(), (*reply)["jobs"].end());
+    RefreshNode(n, jobs, on_node[n], events);
+  }
+  return events;
+}
+
+void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs,
+                              const std::vector<JobId>& ours, ClusterEvents& events) {
+  const std::string& name = nodes_->address(n).name;
+  for (JobId id : ours) {
+    Job& j = jobs_[id];
+    if (j.moving && j.moving_from == name) {
+      const Json* src = FindNodeJob(node_jobs, j.moving_from_job);
+      const Json* op = src ? &(*src)["operation"] : nullptr;
+      if (op && !op->is_null() && (*op)["kind"] == "migrate" && (*op)["state"] == "done") {
+        j.moving = false;
+        j.record.node_job = (*op)["to_job"].get<int64_t>();
+        j.device_time_s = j.wall_time_s = 0;
+        SaveBestEffort(id);
+      } else if (!src || (op && !op->is_null() && (*op)["state"] == "failed") ||
+                 !LiveOnNode(*src)) {
+        // The job stayed on its source (or ended there): take it back to the queue,
+        // parked where it is when it is still alive.
+        const std::string why =
+            "migration from " + name + " failed: " +
+            (op && !op->is_null() ? (*op)["error"].get<std::string>() : std::string("job gone"));
+        if (src && LiveOnNode(*src)) KillBestEffort(n, j.moving_from_job);
+        Requeue(id, why);
+        events.requeued.push_back(id);
+      }
+      continue;
+    }
+    if (j.record.node != name || j.record.node_job == 0) continue;
+    if (j.record.state != LiveJobState::kRunning && j.record.state != LiveJobState::kSuspended)
+      continue;
+    const Json* nj = FindNodeJob(node_jobs, j.record.node_job);
+    if (!nj) {
+      Requeue(id, name + " does not know its job " + std::to_string(j.record.node_job) +
+                      " any more (gandivad restarted?)");
+      events.requeued.push_back(id);
+      continue;
+    }
+    TakeInJob(id, *nj, events);
+  }
+  // Left-overs of earlier attempts (a requeue while the node was unreachable).
+  for (const Json& nj : node_jobs) {
+    if (!LiveOnNode(nj)) continue;
+    auto ours = ParseLaunchName(nj["name"].get<std::string>());
+    if (!ours || ours->first < 1 || ours->first > num_jobs()) continue;
+    const Job& j = jobs_[ours->first - 1];
+    const bool current =
+        j.record.attempt == ours->second &&
+        ((j.record.node == name &&
+          (j.record.node_job == 0 || j.record.node_job == nj["id"].get<int64_t>())) ||
+         (j.moving && j.moving_from == name));
+    if (current && state(ours->first - 1) != JobState::kFinished) continue;
+    GD_LOG(kWarn, "killing %s on %s: not the current run of job %lld",
+           nj["name"].get<std::string>().c_str(), name.c_str(),
+           static_cast<long long>(ours->first));
+    KillBestEffort(n, nj["id"].get<int64_t>());
+  }
+}
+
+void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
+  Job& j = jobs_[id];
+  const std::string state = nj["state"].get<std::string>();
+  // Ended once the node knows how (an ended job's exit status follows its end
+  // by a moment: exit_reason is "none" until then).
+  if ((state == "exited" || state == "failed" || state == "migrated") &&
+      nj["exit_reason"] != "none") {
+    const int code = nj["exit_code"].get<int>();
+    if (j.record.cancel_requested) Finish(id, LiveJobState::kCancelled, code, "cancelled");
+    // Success is an exit status of 0 (the node's "failed" also covers a job
+    // that ended without detaching from its control block, which a job may).
+    else if (nj["exit_reason"] == "exited" && code == 0)
+      Finish(id, LiveJobState::kFinished, 0, "");
+    else
+      Finish(id, LiveJobState::kFailed, code,
+             state == "migrated" ? "migrated away by someone else"
+                                 : nj["exit_detail"].get<std::string>());
+    events.finished.push_back(id);
+    return;
+  }
+  j.device_time_s = nj["device_time_s"].get<double>();
+  j.wall_time_s = nj["wall_time_s"].get<double>();
+  if (nj["rate_vs_alone"].is_null())
+    j.rate.reset();
+  else
+    j.rate = nj["rate_vs_alone"].get<double>();
+  const Json& op = nj["operation"];
+  if (!j.checkpointing.empty() && !op.is_null() && op["kind"] == "checkpoint" &&
+      op["target"] == j.checkpointing && op["state"] != "running") {
+    if (op["state"] == "done") {
+      const std::string previous = j.record.checkpoint_dir;
+      j.record.checkpoint_dir = j.checkpointing;
+      j.record.checkpoint_time = wall();
+      if (Persist(id).ok() && !previous.empty() && previous != j.record.checkpoint_dir) {
+        std::error_code ec;
+        std::filesystem::remove_all(previous, ec);  // only the latest is needed
+      }
+    } else {
+      GD_LOG(kWarn, "job %d: checkpoint failed: %s", id + 1,
+             op["error"].get<std::string>().c_str());
+    }
+    j.checkpointing.clear();
+  }
+  MaybeCheckpoint(id);
+}
+
+void LiveCluster::MaybeCheckpoint(JobId id) {
+  Job& j = jobs_[id];
+  if (!j.record.restartable || options_.checkpoint_every_s <= 0 || j.moving ||
+      j.record.state != LiveJobState::kRunning || !j.checkpointing.empty() ||
+      wall() - j.last_checkpoint_asked < options_.checkpoint_every_s)
+    return;
+  j.last_checkpoint_asked = wall();
+  // A new folder each time: a checkpoint that fails never spoils the latest good one.
+  const std::string dir = options_.checkpoint_root + "/job-" + std::to_string(j.record.id) + "/" +
+                          std::to_string(static_cast<int64_t>(wall() * 1000));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  const int n = NodeIndex(j.record.node);
+  auto r = nodes_->Call(n, MessageType::kCheckpoint, {{"job", j.record.node_job}, {"dir", dir}});
+  if (!r.ok()) {
+    GD_LOG(kWarn, "job %d: could not checkpoint: %s", id + 1, r.status().ToString().c_str());
+    std::filesystem::remove_all(dir, ec);
+    return;
+  }
+  ++counters_.checkpoints;
+  j.checkpointing = dir;
+}
+
+void LiveCluster::NodeDown(int n, ClusterEvents& events) {
+  node_up_[n] = false;
+  const std::string& name = nodes_->address(n).name;
+  for (JobId id = 0; id < num_jobs(); ++id) {
+    const Job& j = jobs_[id];
+    if (j.record.id == 0 || state(id) == JobState::kFinished) continue;
+    if (j.record.node == name || (j.moving && j.moving_from == name)) {
+      Requeue(id, "node " + name + " went down");
+      events.requeued.push_back(id);
+    }
+  }
+  for (GpuId g = 0; g < topology_.num_gpus(); ++g)
+    if (devices_[g].node == n && free_.IsFree(g))
+      free_.Take(std::span<const GpuId>(&gpu_ids_[g], 1));
+}
+
+void LiveCluster::NodeUp(int n) {
+  GD_LOG(kInfo, "node %s is up", nodes_->address(n).name.c_str());
+  node_up_[n] = true;
+  for (GpuId g = 0; g < topology_.num_gpus(); ++g)
+    if (devices_[g].node == n && members_[g].empty() && !free_.IsFree(g))
+      free_.Release(std::span<const GpuId>(&gpu_ids_[g], 1));
+}
+
+void LiveCluster::AdoptOrRequeue(JobId id, const std::vector<Json>& node_jobs, bool node_answered) {
+  Job& j = jobs_[id];
+  const GpuId gpu = GpuOf(j.record.node, j.record.device);
+  if (gpu < 0) {
+    Requeue(id, "its node " + j.record.node + " is not in the cluster now");
+    return;
+  }
+  const Json* found = nullptr;
+  if (node_answered) {
+    for (const Json& nj : node_jobs) {
+      const bool by_id = j.record.node_job > 0 && nj["id"].get<int64_t>() == j.record.node_job;
+      const bool by_name = j.record.node_job == 0 && nj["name"] == LaunchName(j);
+      // An ended one too: it ended while the scheduler was away, and the next
+      // Refresh finishes it rather than running it again.
+      if ((by_id || by_name) && (!found || LiveOnNode(nj))) found = &nj;
+    }
+    if (!found) {
+      Requeue(id, "its node " + j.record.node +
+                      " does not know it (the scheduler stopped while it started or moved)");
+      return;
+    }
+    j.record.node_job = (*found)["id"].get<int64_t>();
+  }
+  // Unanswered: kept where the store says until the node is declared down.
+  if (j.record.state == LiveJobState::kStarting) j.record.state = LiveJobState::kRunning;
+  if (j.record.state == LiveJobState::kRunning) Place(id, gpu);
+  j.last_checkpoint_asked = wall();
+  SaveBestEffort(id);
+  GD_LOG(kInfo, "job %d: adopted %s's job %lld", id + 1, j.record.node.c_str(),
+         static_cast<long long>(j.record.node_job));
+}
+
+}  // namespace gandiva::sched::live

@@ -1,0 +1,131 @@
+// `gandiva scheduler`: flags, the API server and the scheduling loop; see
+// gandiva/scheduler/live_daemon.h and docs/scheduler.md.
+#include <signal.h>
+
+#include <atomic>
+#include <cstdio>
+#include <set>
+#include <thread>
+
+#include "gandiva/common/flags.h"
+#include "gandiva/common/log.h"
+#include "gandiva/protocol/api_server.h"
+#include "gandiva/protocol/client.h"
+#include "gandiva/scheduler/live_daemon.h"
+#include "gandiva/scheduler/policy_flags.h"
+#include "live/scheduler_service.h"
+
+namespace gandiva::sched {
+namespace {
+
+constexpr const char* kUsage = R"(usage: gandiva scheduler --nodes FILE --state-dir DIR [flags]
+
+  --nodes FILE        the gandivad nodes: lines "NAME ENDPOINT [PUBLIC_KEY_OR_FILE]"
+                      (a tcp:// endpoint needs the node's key and this scheduler's --key)
+  --state-dir DIR     its database (DIR/scheduler.db, SQLite) and the jobs' checkpoints
+  --policy P          fifo, las, gandiva (default), reserve-pack, sjf-predicted, philly
+  --endpoint EP       its API (default $GANDIVA_SCHEDULER or scheduler.sock beside gandivad's)
+  --key FILE          its key pair (`gandiva keygen`), to call tcp:// nodes
+  --pass-ms N         how often it polls the nodes and runs the policy (default 500)
+  --checkpoint-every S  checkpoint restartable jobs every S seconds (default 0: never)
+  --node-dead-after S   a node silent this long loses its jobs to the queue (default 5)
+  --log LEVEL         error, warn, info (default) or debug
+)";
+
+Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* endpoint) {
+  if (!flags.Has("nodes") || !flags.Has("state-dir"))
+    return InvalidArgument("--nodes and --state-dir are required");
+  o->nodes_file = flags.Get("nodes");
+  o->state_dir = flags.Get("state-dir");
+  o->policy = flags.Get("policy", "gandiva");
+  *endpoint = flags.Get("endpoint", DefaultSchedulerEndpoint());
+  if (flags.Has("key")) {
+    GD_ASSIGN_OR_RETURN(o->keys, protocol::ReadCurveKeyPair(flags.Get("key")));
+  }
+  GD_ASSIGN_OR_RETURN(long long pass_ms, flags.GetInt("pass-ms", 500));
+  if (pass_ms < 10 || pass_ms > 60000) return InvalidArgument("--pass-ms must be 10..60000");
+  o->pass_every_s = pass_ms / 1000.0;
+  GD_ASSIGN_OR_RETURN(o->checkpoint_every_s, flags.GetDouble("checkpoint-every", 0));
+  GD_ASSIGN_OR_RETURN(o->node_dead_after_s, flags.GetDouble("node-dead-after", 5));
+  if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0)
+    return InvalidArgument("--checkpoint-every and --node-dead-after must be positive");
+  GD_RETURN_IF_ERROR(ApplyPolicyFlags(flags, &o->policy_options));
+  // Growing a job needs a job across several devices, which is not built.
+  o->policy_options.gandiva_grow = false;
+  return Status::Ok();
+}
+
+}  // namespace
+
+int RunSchedulerDaemon(const std::vector<std::string>& args) {
+  log::SetTag("gandiva-scheduler");
+  std::set<std::string> valued = {"nodes", "state-dir", "policy",           "endpoint",
+                                  "key",   "pass-ms",   "checkpoint-every", "node-dead-after",
+                                  "log"};
+  std::set<std::string> boolean = {"help"};
+  valued.merge(PolicyValuedFlags());
+  boolean.merge(PolicyBooleanFlags());
+  Flags flags(std::move(valued), std::move(boolean));
+  if (Status s = flags.Parse(args); !s.ok()) {
+    std::fprintf(stderr, "gandiva scheduler: %s (see --help)\n", s.message().c_str());
+    return 2;
+  }
+  if (flags.Has("help")) {
+    std::fputs(kUsage, stdout);
+    std::fputs(kPolicyFlagsUsage, stdout);
+    std::fputs(
+        "  (the policy options of `gandiva sim`; grow-shrink is off: a job runs on one device)\n",
+        stdout);
+    return 0;
+  }
+  if (flags.Has("log") && !log::SetLevelByName(flags.Get("log").c_str())) {
+    std::fprintf(stderr, "gandiva scheduler: --log must be error, warn, info or debug\n");
+    return 2;
+  }
+  live::SchedulerOptions options;
+  std::string endpoint;
+  if (Status s = ParseOptions(flags, &options, &endpoint); !s.ok()) {
+    std::fprintf(stderr, "gandiva scheduler: %s\n", s.message().c_str());
+    return 2;
+  }
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto service = live::SchedulerService::Create(options);
+  if (!service.ok()) {
+    std::fprintf(stderr, "gandiva scheduler: %s\n", service.status().message().c_str());
+    return 1;
+  }
+  protocol::Dispatcher dispatcher;
+  (*service)->Register(dispatcher);
+  protocol::ApiServerOptions api;
+  api.local_endpoint = endpoint;
+  protocol::ApiServer server(
+      [&dispatcher](protocol::Call call, protocol::Reply reply) {
+        dispatcher.Dispatch(std::move(call), std::move(reply));
+      },
+      api);
+  if (Status s = server.Bind(); !s.ok()) {
+    std::fprintf(stderr, "gandiva scheduler: %s\n", s.message().c_str());
+    return 1;
+  }
+  GD_LOG(kInfo, "scheduler up on %s: %s", endpoint.c_str(), (*service)->Describe().c_str());
+  std::atomic<bool> stop{false};
+  std::thread api_thread([&] { server.Run(stop); });
+  std::thread signal_thread([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    GD_LOG(kInfo, "signal %d: stopping (jobs keep running on their nodes)", sig);
+    stop.store(true);
+  });
+  (*service)->Run(stop);
+  api_thread.join();
+  signal_thread.join();
+  return 0;
+}
+
+}  // namespace gandiva::sched

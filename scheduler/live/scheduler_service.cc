@@ -1,0 +1,254 @@
+// See scheduler_service.h.
+#include "live/scheduler_service.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "gandiva/common/log.h"
+
+namespace gandiva::sched::live {
+
+using protocol::Json;
+using protocol::MessageType;
+
+namespace {
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+StatusOr<int64_t> JobIdField(const Json& req) {
+  const int64_t id = req["job"].get<int64_t>();
+  if (id < 1) return InvalidArgument("job ids start at 1");
+  return id;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(SchedulerOptions options) {
+  GD_ASSIGN_OR_RETURN(auto addresses, ReadNodesFile(options.nodes_file));
+  auto nodes =
+      std::make_unique<NodeSet>(std::move(addresses), options.keys, options.node_timeout_ms);
+  return Create(std::move(options), std::move(nodes), UnixNow);
+}
+
+StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(
+    SchedulerOptions options, std::unique_ptr<NodeApi> nodes, std::function<double()> wall_now) {
+  if (options.policy == "srtf")
+    return InvalidArgument(
+        "srtf needs every job's remaining time, which only a simulator knows; live policies: "
+        "fifo, las, gandiva, reserve-pack, sjf-predicted, philly");
+  std::unique_ptr<SchedulerService> s(new SchedulerService(std::move(options)));
+  SchedulerOptions& o = s->options_;
+  GD_ASSIGN_OR_RETURN(s->policy_, MakePolicy(o.policy, o.policy_options));
+  std::error_code ec;
+  std::filesystem::create_directories(o.state_dir + "/checkpoints", ec);
+  if (ec) return FailedPrecondition("cannot create " + o.state_dir + ": " + ec.message());
+  // One scheduler per state directory: two would both start its jobs.
+  const std::string lock_path = o.state_dir + "/scheduler.lock";
+  s->lock_fd_ = UniqueFd(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (s->lock_fd_.get() < 0)
+    return FailedPrecondition("cannot open " + lock_path + ": " + strerror(errno));
+  if (flock(s->lock_fd_.get(), LOCK_EX | LOCK_NB) != 0)
+    return FailedPrecondition("another scheduler is running on " + o.state_dir);
+  GD_ASSIGN_OR_RETURN(s->store_, JobStore::Open(o.state_dir + "/scheduler.db"));
+  // The scheduler's clock starts at its first start and runs on across restarts.
+  GD_ASSIGN_OR_RETURN(auto epoch_text, s->store_->GetMeta("epoch"));
+  double epoch = wall_now();
+  if (epoch_text) {
+    epoch = std::stod(*epoch_text);
+  } else {
+    GD_RETURN_IF_ERROR(s->store_->SetMeta("epoch", std::to_string(epoch)));
+  }
+  s->nodes_ = std::move(nodes);
+  GD_ASSIGN_OR_RETURN(LiveTopology topo, DiscoverTopology(*s->nodes_));
+  for (const std::string& why : topo.missing)
+    GD_LOG(kWarn, "left out until the scheduler restarts: %s", why.c_str());
+  LiveClusterOptions copts;
+  copts.checkpoint_root = o.state_dir + "/checkpoints";
+  copts.checkpoint_every_s = o.checkpoint_every_s;
+  copts.node_dead_after_s = o.node_dead_after_s;
+  copts.pack_capacity = std::max(2, o.policy_options.gandiva_max_share);
+  copts.wall_now = std::move(wall_now);
+  s->cluster_ = std::make_unique<LiveCluster>(s->nodes_.get(), s->store_.get(), std::move(topo),
+                                              std::move(copts), epoch);
+  GD_ASSIGN_OR_RETURN(s->arrived_, s->cluster_->Recover());
+  return s;
+}
+
+std::string SchedulerService::Describe() const {
+  std::lock_guard lock(mu_);
+  return "policy " + options_.policy + ", " + std::to_string(nodes_->size()) + " nodes, " +
+         std::to_string(cluster_->topology().num_gpus()) + " devices, " +
+         std::to_string(cluster_->num_jobs()) + " jobs in " + options_.state_dir +
+         "/scheduler.db (" + std::to_string(arrived_.size()) + " waiting)";
+}
+
+void SchedulerService::Run(const std::atomic<bool>& stop) {
+  const auto period = std::chrono::duration<double>(options_.pass_every_s);
+  while (!stop.load()) {
+    const auto start = std::chrono::steady_clock::now();
+    Pass();
+    // At least one nap between passes, so the API thread gets the lock.
+    do {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } while (!stop.load() && std::chrono::steady_clock::now() - start < period);
+  }
+}
+
+// The nodes are polled without the lock (Poll: a dead one takes its whole
+// timeout to say so); only the loop's thread starts jobs, so the reports are
+// not older than anything this pass acts on.
+void SchedulerService::Pass(const LiveCluster::NodeReports& reports) {
+  std::lock_guard lock(mu_);
+  const ClusterEvents events = cluster_->Refresh(reports);
+  for (JobId j : events.finished) policy_->OnFinish(*cluster_, j);
+  for (JobId j : finished_) policy_->OnFinish(*cluster_, j);
+  finished_.clear();
+  for (JobId j : cluster_->TakeEndedByActions()) policy_->OnFinish(*cluster_, j);
+  // A job lost with its node ends for the policy and arrives again.
+  for (JobId j : events.requeued) {
+    policy_->OnFinish(*cluster_, j);
+    policy_->OnArrival(*cluster_, j);
+  }
+  for (JobId j : arrived_) policy_->OnArrival(*cluster_, j);
+  arrived_.clear();
+  // Every pass: the policies keep their own clocks (introspection rounds, LAS
+  // queue crossings) and act only when something is due.
+  cluster_->clear_wake();
+  policy_->Schedule(*cluster_);
+}
+
+void SchedulerService::Register(protocol::Dispatcher& d) {
+  d.OnSync(MessageType::kSubmit, [this](const protocol::Call& c) { return Submit(c.body()); });
+  d.OnSync(MessageType::kQueue, [this](const protocol::Call& c) { return Queue(c.body()); });
+  d.OnSync(MessageType::kCancel, [this](const protocol::Call& c) { return CancelJob(c.body()); });
+  d.OnSync(MessageType::kReadLog, [this](const protocol::Call& c) { return ReadLog(c.body()); });
+}
+
+StatusOr<Json> SchedulerService::Submit(const Json& req) {
+  JobRecord r;
+  r.command = req["command"].get<std::vector<std::string>>();
+  if (r.command.empty() || r.command[0].empty()) return InvalidArgument("the command is empty");
+  r.cwd = req["cwd"].get<std::string>();
+  if (r.cwd.empty() || r.cwd[0] != '/') return InvalidArgument("cwd must be an absolute path");
+  if (req.contains("env")) {
+    GD_ASSIGN_OR_RETURN(r.env, protocol::EnvFromRequest(req));
+  }
+  r.name = req.value("name", BaseName(r.command[0]));
+  r.user = req.value("user", std::string());
+  r.vc = req.value("vc", std::string());
+  r.gpus = req.value("gpus", 1);
+  r.ranks = req.value("ranks", 1);
+  r.restartable = req.value("restartable", false);
+  if (r.ranks < 1 || r.ranks > 64) return InvalidArgument("ranks must be 1..64");
+  if (r.name.empty() || r.name.find('/') != std::string::npos)
+    return InvalidArgument("a job name must be non-empty and without '/'");
+  std::lock_guard lock(mu_);
+  const int largest = cluster_->topology().max_gpus_per_machine();
+  if (r.gpus < 1) return InvalidArgument("gpus must be at least 1");
+  if (r.gpus > largest)
+    return InvalidArgument("the job asks for " + std::to_string(r.gpus) +
+                           " devices; the largest node has " + std::to_string(largest));
+  if (r.gpus > 1)
+    return Unimplemented(
+        "a job across several devices is not built yet; a gang of processes on one device "
+        "is (ranks)");
+  r.submit_time = UnixNow();
+  GD_ASSIGN_OR_RETURN(r.id, store_->Add(r));  // durable before the reply
+  arrived_.push_back(cluster_->Admit(r));
+  return Json{{"job", r.id}, {"name", r.name}};
+}
+
+Json SchedulerService::JobJson(JobId id) const {
+  const JobRecord& r = cluster_->record(id);
+  Json rate = nullptr;
+  if (cluster_->state(id) == JobState::kRunning) rate = cluster_->MeasuredRate(id);
+  return {{"id", r.id},
+          {"name", r.name},
+          {"user", r.user},
+          {"vc", r.vc},
+          {"state", LiveJobStateName(r.state)},
+          {"gpus", r.gpus},
+          {"ranks", r.ranks},
+          {"restartable", r.restartable},
+          {"command", r.command},
+          {"node", r.node},
+          {"device", r.device},
+          {"node_job", r.node_job},
+          {"attempt", r.attempt},
+          {"submit_time", r.submit_time},
+          {"start_time", r.start_time},
+          {"end_time", r.end_time},
+          {"attained_s", cluster_->Attained(id)},
+          {"run_time_s", cluster_->RunTime(id)},
+          {"rate", rate},
+          {"checkpoint_dir", r.checkpoint_dir},
+          {"exit_code", r.exit_code},
+          {"detail", r.detail}};
+}
+
+StatusOr<Json> SchedulerService::Queue(const Json& req) {
+  std::lock_guard lock(mu_);
+  Json jobs = Json::array();
+  const bool all = req.value("all", false);
+  if (req.contains("job")) {
+    GD_ASSIGN_OR_RETURN(int64_t id, JobIdField(req));
+    if (id > cluster_->num_jobs() || cluster_->record(id - 1).id == 0)
+      return NotFound("no job " + std::to_string(id));
+    jobs.push_back(JobJson(static_cast<JobId>(id - 1)));
+  } else {
+    for (JobId j = 0; j < cluster_->num_jobs(); ++j)
+      if (cluster_->record(j).id != 0 && (all || cluster_->state(j) != JobState::kFinished))
+        jobs.push_back(JobJson(j));
+  }
+  Json nodes = Json::array();
+  for (int n = 0; n < nodes_->size(); ++n) {
+    std::vector<std::string> devices;
+    for (GpuId g = 0; g < cluster_->topology().num_gpus(); ++g)
+      if (cluster_->device(g).node == n) devices.push_back(cluster_->device(g).name);
+    nodes.push_back(
+        {{"name", nodes_->address(n).name}, {"up", cluster_->node_up(n)}, {"devices", devices}});
+  }
+  return Json{
+      {"jobs", jobs}, {"policy", options_.policy}, {"now_s", cluster_->Now()}, {"nodes", nodes}};
+}
+
+StatusOr<Json> SchedulerService::CancelJob(const Json& req) {
+  GD_ASSIGN_OR_RETURN(int64_t id, JobIdField(req));
+  std::lock_guard lock(mu_);
+  if (id > cluster_->num_jobs()) return NotFound("no job " + std::to_string(id));
+  GD_ASSIGN_OR_RETURN(bool ended_now, cluster_->Cancel(static_cast<JobId>(id - 1)));
+  if (ended_now) finished_.push_back(static_cast<JobId>(id - 1));
+  return Json{{"state", LiveJobStateName(cluster_->record(id - 1).state)}};
+}
+
+StatusOr<Json> SchedulerService::ReadLog(const Json& req) {
+  GD_ASSIGN_OR_RETURN(int64_t id, JobIdField(req));
+  std::lock_guard lock(mu_);
+  if (id > cluster_->num_jobs() || cluster_->record(id - 1).id == 0)
+    return NotFound("no job " + std::to_string(id));
+  const JobRecord& r = cluster_->record(id - 1);
+  const int n = nodes_->Find(r.node);
+  if (n < 0 || r.node_job == 0)
+    return FailedPrecondition("job " + std::to_string(id) + " is " + LiveJobStateName(r.state) +
+                              ": it has no output on a node now");
+  Json fwd = req;
+  fwd["job"] = r.node_job;
+  fwd.erase("v");
+  fwd.erase("type");
+  return nodes_->Call(n, MessageType::kReadLog, fwd);
+}
+
+}  // namespace gandiva::sched::live
