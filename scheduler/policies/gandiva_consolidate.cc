@@ -2,9 +2,9 @@
 // consolidated by migrating single-GPU jobs off one machine onto free GPUs
 // elsewhere (a few seconds each) rather than running the gang spread over
 // machines, which slows every step of it (see gandiva_policy.h).
-#include "policies/gandiva_policy.h"
-
 #include <algorithm>
+
+#include "policies/gandiva_policy.h"
 
 namespace gandiva::sched {
 namespace {

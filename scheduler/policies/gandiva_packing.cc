@@ -1,9 +1,9 @@
 // Gandiva's packing: a job that has to wait runs packed with a running job when
 // their pair of job types measured faster together than one at a time; a pair
 // not measured yet is tried once and undone if it is slower (see gandiva_policy.h).
-#include "policies/gandiva_policy.h"
-
 #include <algorithm>
+
+#include "policies/gandiva_policy.h"
 
 namespace gandiva::sched {
 namespace {

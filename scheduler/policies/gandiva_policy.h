@@ -145,17 +145,17 @@ class GandivaPolicy : public PolicyBase {
   SoloIndex solo_;    // packing candidates
   std::set<JobId> spread_;
   std::map<JobId, Grow> grown_;
-  std::map<int, PackTrial> trials_;          // group -> trial under way
-  std::set<PairKey> trying_;                 // pairs of types with a trial under way
-  std::map<PairKey, PairRates> learned_;     // measured packed rates, both orders
+  std::map<int, PackTrial> trials_;                // group -> trial under way
+  std::set<PairKey> trying_;                       // pairs of types with a trial under way
+  std::map<PairKey, PairRates> learned_;           // measured packed rates, both orders
   std::map<std::pair<int, int>, JobId> examples_;  // (type, GPUs) -> a job of that kind
   std::map<std::pair<int, int>, std::vector<Candidate>> candidates_;  // cache of Candidates()
   std::map<std::pair<int, int>, bool> grow_learned_;  // (type, GPUs) -> growing pays
   double next_introspect_ = 0;
-  bool dirty_ = false;   // something changed since the last pass
+  bool dirty_ = false;  // something changed since the last pass
   double spread_wake_ = std::numeric_limits<double>::infinity();  // a gang may spread then
-  std::set<std::pair<int, uint64_t>> cannot_consolidate_;  // (GPUs, type mask), this pass
-  std::set<std::tuple<int, uint64_t, int>> no_room_;       // (GPUs, type mask, level), this pass
+  std::set<std::pair<int, uint64_t>> cannot_consolidate_;         // (GPUs, type mask), this pass
+  std::set<std::tuple<int, uint64_t, int>> no_room_;  // (GPUs, type mask, level), this pass
   bool review_ = false;  // introspection has something to look at next round
 };
 

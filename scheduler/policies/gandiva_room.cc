@@ -48,7 +48,8 @@ std::optional<GandivaPolicy::Room> GandivaPolicy::PlanMachine(const Cluster& c, 
   for (const auto& [key, g] : suspendable) {
     if (have >= share) break;
     GroupView v = c.group(g);
-    have += std::find_if(groups.begin(), groups.end(), [g](auto& e) { return e.first == g; })->second;
+    have +=
+        std::find_if(groups.begin(), groups.end(), [g](auto& e) { return e.first == g; })->second;
     room.suspended_gpus += static_cast<int>(v.gpus.size());
     room.suspend.insert(room.suspend.end(), v.members.begin(), v.members.end());
   }
@@ -72,11 +73,13 @@ std::optional<std::vector<GpuId>> GandivaPolicy::MakeRoom(Cluster& c, JobId p) {
     if (room) rooms.push_back(std::move(*room));
   }
   if (static_cast<int>(rooms.size()) < k) return std::nullopt;
-  std::partial_sort(rooms.begin(), rooms.begin() + k, rooms.end(), [&](const Room& a, const Room& b) {
-    if (a.suspended_gpus != b.suspended_gpus) return a.suspended_gpus < b.suspended_gpus;
-    if (a.move.size() != b.move.size()) return a.move.size() < b.move.size();
-    return a.machine < b.machine;
-  });
+  std::partial_sort(rooms.begin(), rooms.begin() + k, rooms.end(),
+                    [&](const Room& a, const Room& b) {
+                      if (a.suspended_gpus != b.suspended_gpus)
+                        return a.suspended_gpus < b.suspended_gpus;
+                      if (a.move.size() != b.move.size()) return a.move.size() < b.move.size();
+                      return a.machine < b.machine;
+                    });
   rooms.resize(k);
   std::vector<int> chosen;
   size_t moves = 0;

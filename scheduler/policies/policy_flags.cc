@@ -20,8 +20,8 @@ const char* const kPolicyFlagsUsage = R"( policies:
 )";
 
 std::set<std::string> PolicyValuedFlags() {
-  return {"locality",         "locality-delay", "las-thresholds", "las-starve",    "interval",
-          "max-share",        "spread-delay",   "gandiva-starve", "reserve-min-gpus"};
+  return {"locality",  "locality-delay", "las-thresholds", "las-starve",      "interval",
+          "max-share", "spread-delay",   "gandiva-starve", "reserve-min-gpus"};
 }
 
 std::set<std::string> PolicyBooleanFlags() { return {"no-grow", "no-migrate"}; }
