@@ -4,12 +4,12 @@
 // integration test cannot aim at: a scheduler that died between recording a
 // launch and hearing its reply, a job that ended while no scheduler ran, a
 // left-over run of an earlier attempt, a node that stops answering.
+#include "live/live_cluster.h"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
-
-#include "live/live_cluster.h"
 
 namespace gandiva::sched::live {
 namespace {
@@ -36,20 +36,26 @@ class ScriptedNodes final : public NodeApi {
       case MessageType::kListJobs:
         return Json{{"jobs", jobs}};
       case MessageType::kLaunch:
-        if (refuse_launch) return NotFound("no such command: " + f["command"][0].get<std::string>());
+        if (refuse_launch)
+          return NotFound("no such command: " + f["command"][0].get<std::string>());
         jobs.push_back(Record(static_cast<int>(jobs.size()) + 1, f["name"], "running"));
         return Json{{"job", jobs.size()}};
       default:
         return Json::object();
     }
   }
-  static Json Record(int id, const std::string& name, const std::string& state, int exit_code = -1) {
+  static Json Record(int id, const std::string& name, const std::string& state,
+                     int exit_code = -1) {
     const bool ended = state == "exited" || state == "failed";
-    return {{"id", id},           {"name", name},
-            {"state", state},     {"exit_code", ended ? exit_code : -1},
+    return {{"id", id},
+            {"name", name},
+            {"state", state},
+            {"exit_code", ended ? exit_code : -1},
             {"exit_reason", ended ? "exited" : "none"},
-            {"exit_detail", ""},  {"device_time_s", 2.0},
-            {"wall_time_s", 3.0}, {"rate_vs_alone", 0.5},
+            {"exit_detail", ""},
+            {"device_time_s", 2.0},
+            {"wall_time_s", 3.0},
+            {"rate_vs_alone", 0.5},
             {"operation", nullptr}};
   }
   int CallsOf(MessageType type) const {
@@ -74,7 +80,8 @@ class ScriptedNodes final : public NodeApi {
 class LiveClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("live_cluster_test." + std::to_string(getpid()));
+    dir_ =
+        std::filesystem::temp_directory_path() / ("live_cluster_test." + std::to_string(getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     auto store = JobStore::Open((dir_ / "scheduler.db").string());
