@@ -261,6 +261,17 @@ void LiveCluster::AdoptOrRequeue(JobId id, const std::vector<Json>& node_jobs, b
   }
   // Unanswered: kept where the store says until the node is declared down.
   if (j.record.state == LiveJobState::kStarting) j.record.state = LiveJobState::kRunning;
+  // A suspend or resume sent in the pass the scheduler died in may not be in
+  // the store: the node's word decides, and the job is made to match the store.
+  if (found && LiveOnNode(*found)) {
+    const std::string on_node = (*found)["state"].get<std::string>();
+    const bool parked = on_node == "suspended" || on_node == "suspending";
+    const int n = NodeIndex(j.record.node);
+    if (j.record.state == LiveJobState::kRunning && parked && (*found)["held"] == true)
+      (void)nodes_->Call(n, MessageType::kResume, {{"job", j.record.node_job}});
+    if (j.record.state == LiveJobState::kSuspended && !parked)
+      (void)nodes_->Call(n, MessageType::kSuspend, {{"job", j.record.node_job}});
+  }
   if (j.record.state == LiveJobState::kRunning) Place(id, gpu);
   j.last_checkpoint_asked = wall();
   SaveBestEffort(id);
