@@ -171,14 +171,14 @@ class LiveCluster final : public Cluster {
   Status ResumeOn(JobId job, GpuId gpu);
   Status MoveTo(JobId job, GpuId gpu);  // assign_device or migrate; the job runs there after
   // Refresh, one node at a time; see reconcile.cc.
-  void RefreshNode(int node, const std::vector<protocol::Json>& jobs,
-                   const std::vector<JobId>& ours, ClusterEvents& events);
+  void RefreshNode(int node, const protocol::Json& jobs, const std::vector<JobId>& ours,
+                   ClusterEvents& events);
   void TakeInJob(JobId job, const protocol::Json& node_job, ClusterEvents& events);
   void Finish(JobId job, LiveJobState state, int exit_code, const std::string& detail);
   void NodeDown(int node, ClusterEvents& events);
   void NodeUp(int node);
   void MaybeCheckpoint(JobId job);
-  void AdoptOrRequeue(JobId job, const std::vector<protocol::Json>& node_jobs, bool node_answered);
+  void AdoptOrRequeue(JobId job, const protocol::Json& node_jobs, bool node_answered);
   void Requeue(JobId job, const std::string& why);
   std::string LaunchName(const Job& job) const;
   double wall() const { return options_.wall_now(); }

@@ -38,7 +38,8 @@ std::optional<std::pair<int64_t, int>> ParseLaunchName(const std::string& name) 
   return std::make_pair(id, attempt);
 }
 
-const Json* FindNodeJob(const std::vector<Json>& jobs, int64_t id) {
+// `jobs`: a list_jobs reply's array.
+const Json* FindNodeJob(const Json& jobs, int64_t id) {
   for (const Json& j : jobs)
     if (j["id"].get<int64_t>() == id) return &j;
   return nullptr;
@@ -77,14 +78,13 @@ ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
     }
     node_last_seen_[n] = now;
     if (!node_up_[n]) NodeUp(n);
-    std::vector<Json> jobs((*reply)["jobs"].begin(), (*reply)["jobs"].end());
-    RefreshNode(n, jobs, on_node[n], events);
+    RefreshNode(n, (*reply)["jobs"], on_node[n], events);
   }
   return events;
 }
 
-void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs,
-                              const std::vector<JobId>& ours, ClusterEvents& events) {
+void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<JobId>& ours,
+                              ClusterEvents& events) {
   const std::string& name = nodes_->address(n).name;
   for (JobId id : ours) {
     Job& j = jobs_[id];
@@ -236,7 +236,7 @@ void LiveCluster::NodeUp(int n) {
       free_.Release(std::span<const GpuId>(&gpu_ids_[g], 1));
 }
 
-void LiveCluster::AdoptOrRequeue(JobId id, const std::vector<Json>& node_jobs, bool node_answered) {
+void LiveCluster::AdoptOrRequeue(JobId id, const Json& node_jobs, bool node_answered) {
   Job& j = jobs_[id];
   const GpuId gpu = GpuOf(j.record.node, j.record.device);
   if (gpu < 0) {
