@@ -73,6 +73,7 @@ class SchedulerService {
   explicit SchedulerService(SchedulerOptions options) : options_(std::move(options)) {}
   protocol::Json JobJson(JobId id) const;
   void LogCounters() const;
+  bool Batch(const Status& s);  // logs a failed Begin/Commit; true when it worked
 
   SchedulerOptions options_;
   UniqueFd lock_fd_;  // flock on STATE/scheduler.lock, held while it runs
