@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Hyper-parameter search, time slicing against FIFO (issue 12, item 5).
+
+Starts a small real cluster on this machine (gandivad nodes with one CPU device
+each and a `gandiva scheduler` over them: tests/integration/sched_cluster.py),
+runs examples/automl/search.py on it (the same trials, the same submission
+order, successive halving) once under `--policy gandiva` (trials time-sliced,
+up to --max-share on a device) and once under `--policy fifo` (one trial after
+another on each device), each on a fresh cluster, and reports the time until
+the first trial reached the target accuracy under each, and FIFO/gandiva.
+Prints a table and writes bench_automl.json (with both searches' full results)
+to --out.
+
+    /usr/bin/python3 bench/scheduler/bench_automl.py --build-dir build --out /tmp
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+SEARCH = os.path.join(ROOT, "examples", "automl", "search.py")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--out", default=".", help="directory for bench_automl.json")
+    ap.add_argument("--nodes", type=int, default=2)
+    ap.add_argument("--max-share", type=int, default=8, help="gandiva: trials sliced on a device")
+    ap.add_argument("--policies", default="gandiva,fifo")
+    ap.add_argument("--keep-dirs", action="store_true", help="keep the clusters' directories")
+    ap.add_argument("search_args", nargs="*",
+                    help="after --: flags for search.py (e.g. -- --epochs 4 --lrs 0.03,1)")
+    return ap.parse_args()
+
+
+def start_cluster(root, names, policy, max_share):
+    from sched_cluster import SchedCluster
+    cluster = SchedCluster(root, names=names, devices="cpu:1")
+    flags = ["--max-share", str(max_share)] if policy == "gandiva" else []
+    cluster.start(*flags, policy=policy)
+    return cluster
+
+
+def run_one(args, policy):
+    """One search on a fresh cluster; returns search.py's JSON result."""
+    root = pathlib.Path(tempfile.mkdtemp(prefix=f"automl-{policy}-"))
+    names = tuple(chr(ord("a") + i) for i in range(args.nodes))
+    cluster = start_cluster(root, names, policy, args.max_share)
+    result_file = root / "search.json"
+    try:
+        env = dict(cluster.env, PYTHONPATH=os.path.join(args.build_dir, "python"))
+        env.pop("OMP_NUM_THREADS", None)  # trials run with the default thread settings
+        proc = subprocess.run([sys.executable, SEARCH, "--scheduler", cluster.endpoint,
+                               "--stop-at-target", "--out", str(result_file), *args.search_args],
+                              env=env, capture_output=True, text=True)
+        print(f"--- {policy} ---\n{proc.stdout}", end="", flush=True)
+        if not result_file.exists():
+            sys.exit(f"bench_automl: search.py failed under {policy}:\n{proc.stderr}\n"
+                     f"{cluster.read_log()}")
+        return json.loads(result_file.read_text())
+    finally:
+        cluster.stop()
+        if not args.keep_dirs:
+            subprocess.run(["rm", "-rf", str(root)])
+
+
+def main():
+    args = parse_args()
+    build = os.path.abspath(args.build_dir)
+    os.environ["GANDIVA_BUILD_DIR"] = build  # sched_cluster (conftest) finds gandiva here
+    sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+    args.build_dir = build
+    if not os.path.exists(os.path.join(build, "cli", "gandiva")):
+        sys.exit(f"bench_automl: no {build}/cli/gandiva (build gandiva, gandivad, _gandiva first)")
+    results = {}
+    for policy in args.policies.split(","):
+        results[policy] = run_one(args, policy)
+    first = next(iter(results.values()))
+    print(f"\n{first['trials']} trials, {args.nodes} nodes x 1 CPU device, budget "
+          f"{first['epochs']} epochs, rungs {first['rungs']}, target accuracy {first['target']}")
+    print(f"{'policy':<8} {'time to target':>14}  {'first to reach it':<28} {'wall':>6}")
+    for policy, r in results.items():
+        ttt = f"{r['time_to_target_s']:.1f} s" if r["time_to_target_s"] is not None else "not reached"
+        f = r["first_to_target"]
+        who = (f"{f['name']} ep {f['epoch']} (#{f['submission_position']})" if f else "-")
+        print(f"{policy:<8} {ttt:>14}  {who:<28} {r['wall_s']:>5.1f}s")
+    summary = {"bench": "bench_automl", "host": platform.node(), "cpus": os.cpu_count(),
+               "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+               "nodes": args.nodes, "devices_per_node": 1, "max_share": args.max_share,
+               "search_args": args.search_args, "results": results}
+    g, f = results.get("gandiva"), results.get("fifo")
+    if g and f and g["time_to_target_s"] and f["time_to_target_s"]:
+        summary["fifo_over_gandiva"] = f["time_to_target_s"] / g["time_to_target_s"]
+        print(f"FIFO / gandiva time to target: {summary['fifo_over_gandiva']:.2f}x")
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench_automl.json"), "w") as out:
+        json.dump(summary, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()
