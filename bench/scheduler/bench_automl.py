@@ -36,6 +36,9 @@ def parse_args():
     ap.add_argument("--nodes", type=int, default=2)
     ap.add_argument("--max-share", type=int, default=8, help="gandiva: trials sliced on a device")
     ap.add_argument("--policies", default="gandiva,fifo")
+    ap.add_argument("--seeds", default="0,1,2",
+                    help="search.py --seed for each pair of runs: each a submission order")
+    ap.add_argument("--timeout-s", type=float, default=200, help="each search's limit")
     ap.add_argument("--keep-dirs", action="store_true", help="keep the clusters' directories")
     ap.add_argument("search_args", nargs="*",
                     help="after --: flags for search.py (e.g. -- --epochs 4 --lrs 0.03,1)")
@@ -50,7 +53,7 @@ def start_cluster(root, names, policy, max_share):
     return cluster
 
 
-def run_one(args, policy):
+def run_one(args, policy, seed):
     """One search on a fresh cluster; returns search.py's JSON result."""
     root = pathlib.Path(tempfile.mkdtemp(prefix=f"automl-{policy}-"))
     names = tuple(chr(ord("a") + i) for i in range(args.nodes))
@@ -60,9 +63,10 @@ def run_one(args, policy):
         env = dict(cluster.env, PYTHONPATH=os.path.join(args.build_dir, "python"))
         env.pop("OMP_NUM_THREADS", None)  # trials run with the default thread settings
         proc = subprocess.run([sys.executable, SEARCH, "--scheduler", cluster.endpoint,
-                               "--stop-at-target", "--out", str(result_file), *args.search_args],
+                               "--stop-at-target", "--timeout-s", str(args.timeout_s), "--seed", str(seed), "--out", str(result_file),
+                               *args.search_args],
                               env=env, capture_output=True, text=True)
-        print(f"--- {policy} ---\n{proc.stdout}", end="", flush=True)
+        print(f"--- {policy}, seed {seed} ---\n{proc.stdout}", end="", flush=True)
         if not result_file.exists():
             sys.exit(f"bench_automl: search.py failed under {policy}:\n{proc.stderr}\n"
                      f"{cluster.read_log()}")
@@ -73,6 +77,35 @@ def run_one(args, policy):
             subprocess.run(["rm", "-rf", str(root)])
 
 
+def print_summary(args, runs):
+    """The table; returns the figures for the JSON (times to target, FIFO/gandiva)."""
+    first = runs[0][2]
+    print(f"\n{first['trials']} trials, {args.nodes} nodes x 1 CPU device, budget "
+          f"{first['epochs']} epochs, rungs {first['rungs']}, keep {first['keep']}, "
+          f"target accuracy {first['target']}")
+    print(f"{'seed':>4} {'policy':<8} {'time to target':>14}  {'first to reach it':<30} {'wall':>6}")
+    times = {}
+    for seed, policy, r in runs:
+        ttt = r["time_to_target_s"]
+        times.setdefault(policy, {})[seed] = ttt
+        f = r["first_to_target"]
+        who = f"{f['name']} ep {f['epoch']} (#{f['submission_position']})" if f else "-"
+        shown = f"{ttt:.1f} s" if ttt is not None else "not reached"
+        print(f"{seed:>4} {policy:<8} {shown:>14}  {who:<30} {r['wall_s']:>5.1f}s")
+    figures = {"time_to_target_s": times}
+    g, f = times.get("gandiva", {}), times.get("fifo", {})
+    ratios = {s: f[s] / g[s] for s in g if g[s] and f.get(s)}
+    if ratios:
+        mean = lambda d: sum(d.values()) / len(d)
+        figures["fifo_over_gandiva"] = ratios
+        figures["fifo_over_gandiva_of_means"] = mean({s: f[s] for s in ratios}) / mean(
+            {s: g[s] for s in ratios})
+        print("FIFO / gandiva time to target: " +
+              ", ".join(f"seed {s}: {v:.2f}x" for s, v in ratios.items()) +
+              f"; of the means: {figures['fifo_over_gandiva_of_means']:.2f}x")
+    return figures
+
+
 def main():
     args = parse_args()
     build = os.path.abspath(args.build_dir)
@@ -81,26 +114,17 @@ def main():
     args.build_dir = build
     if not os.path.exists(os.path.join(build, "cli", "gandiva")):
         sys.exit(f"bench_automl: no {build}/cli/gandiva (build gandiva, gandivad, _gandiva first)")
-    results = {}
-    for policy in args.policies.split(","):
-        results[policy] = run_one(args, policy)
-    first = next(iter(results.values()))
-    print(f"\n{first['trials']} trials, {args.nodes} nodes x 1 CPU device, budget "
-          f"{first['epochs']} epochs, rungs {first['rungs']}, target accuracy {first['target']}")
-    print(f"{'policy':<8} {'time to target':>14}  {'first to reach it':<28} {'wall':>6}")
-    for policy, r in results.items():
-        ttt = f"{r['time_to_target_s']:.1f} s" if r["time_to_target_s"] is not None else "not reached"
-        f = r["first_to_target"]
-        who = (f"{f['name']} ep {f['epoch']} (#{f['submission_position']})" if f else "-")
-        print(f"{policy:<8} {ttt:>14}  {who:<28} {r['wall_s']:>5.1f}s")
+    runs = []  # (seed, policy, result)
+    for seed in [int(v) for v in args.seeds.split(",")]:
+        for policy in args.policies.split(","):
+            runs.append((seed, policy, run_one(args, policy, seed)))
     summary = {"bench": "bench_automl", "host": platform.node(), "cpus": os.cpu_count(),
                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                "nodes": args.nodes, "devices_per_node": 1, "max_share": args.max_share,
-               "search_args": args.search_args, "results": results}
-    g, f = results.get("gandiva"), results.get("fifo")
-    if g and f and g["time_to_target_s"] and f["time_to_target_s"]:
-        summary["fifo_over_gandiva"] = f["time_to_target_s"] / g["time_to_target_s"]
-        print(f"FIFO / gandiva time to target: {summary['fifo_over_gandiva']:.2f}x")
+               "search_args": args.search_args, "load_average_at_start": os.getloadavg(),
+               "runs": [{"seed": s, "policy": p, "result": r} for s, p, r in runs]}
+    summary["load_average_at_end"] = os.getloadavg()
+    summary.update(print_summary(args, runs))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench_automl.json"), "w") as out:
         json.dump(summary, out, indent=1)

@@ -45,7 +45,7 @@ def parse_args(argv=None):
     ap.add_argument("--epochs", type=int, default=30, help="each trial's budget")
     ap.add_argument("--rungs", default="1,2,4", help="epochs at which the best --keep survive")
     ap.add_argument("--keep", type=float, default=0.5)
-    ap.add_argument("--target", type=float, default=0.89, help="test accuracy to reach")
+    ap.add_argument("--target", type=float, default=0.90, help="test accuracy to reach")
     ap.add_argument("--stop-at-target", action="store_true",
                     help="cancel every trial once one reached --target")
     ap.add_argument("--seed", type=int, default=0, help="shuffles the order of submission")
