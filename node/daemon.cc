@@ -13,6 +13,8 @@
 #include <optional>
 #include <thread>
 
+#include "api/metrics.h"
+#include "api/metrics_server.h"
 #include "devices/devices.h"
 #include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
@@ -25,6 +27,7 @@ namespace gandiva::controller {
 using protocol::ApiServer;
 using protocol::ApiServerOptions;
 using protocol::Call;
+using protocol::Json;
 using protocol::Reply;
 namespace {
 
@@ -49,6 +52,9 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --peer-timeout-ms N  a peer silent this long during a migration has failed (default 20000)
   --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
                      (default 60000)
+  --max-jobs N       live jobs at once on this node; more are refused (default 256)
+  --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP,
+                     unauthenticated: bind an address only the monitoring reaches)
   --node NAME        node name (default: the host name)
   --log LEVEL        error, warn, info (default) or debug
   --daemonize        detach into the background once the API is up; prints the pid
@@ -69,6 +75,9 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   if (freeze != "on" && freeze != "off")
     return InvalidArgument("--freeze-parked must be on or off");
   opts->freeze_parked = freeze == "on";
+  GD_ASSIGN_OR_RETURN(long long max_jobs, flags.GetInt("max-jobs", 256));
+  if (max_jobs < 1 || max_jobs > 100000) return InvalidArgument("--max-jobs must be 1..100000");
+  opts->max_jobs = static_cast<size_t>(max_jobs);
   if (flags.Has("devices")) {
     GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
     GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
@@ -175,7 +184,25 @@ std::optional<int> Daemonize(int* ready_fd) {
 
 // Runs the node and its API until a stop signal; signals go to one thread that
 // asks everything to stop.
-int Serve(const NodeOptions& opts, const ApiServerOptions& api_options, int ready_fd) {
+// The Prometheus metrics (--metrics): list_jobs and list_devices, asked of the
+// node's own dispatcher (its synchronous handlers answer on this thread).
+std::string NodeMetrics(Node& node) {
+  Json replies[2];
+  const protocol::MessageType types[2] = {protocol::MessageType::kListJobs,
+                                          protocol::MessageType::kListDevices};
+  for (int i = 0; i < 2; ++i) {
+    Call call;
+    call.request.type = types[i];
+    call.request.body = Json::object();
+    node.Handle(std::move(call), Reply([&replies, i](const StatusOr<Json>& r) {
+                  if (r.ok()) replies[i] = *r;
+                }));
+  }
+  return RenderMetrics(node.options().node, replies[0], replies[1]);
+}
+
+int Serve(const NodeOptions& opts, const ApiServerOptions& api_options,
+          const std::string& metrics_address, int ready_fd) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
@@ -193,6 +220,8 @@ int Serve(const NodeOptions& opts, const ApiServerOptions& api_options, int read
     return !s.ok();
   };
   if (failed(server.Bind()) || failed(node.Start())) return 1;
+  MetricsServer metrics([&node] { return NodeMetrics(node); });
+  if (!metrics_address.empty() && failed(metrics.Start(metrics_address))) return 1;
   std::string names;
   for (const auto& d : opts.devices) names += (names.empty() ? "" : ",") + d.name;
   GD_LOG(kInfo, "node %s up: devices %s, slice %llu ms, lease %llu ms", opts.node.c_str(),
@@ -211,6 +240,7 @@ int Serve(const NodeOptions& opts, const ApiServerOptions& api_options, int read
     stop.store(true);
   });
   server.Run(stop);
+  metrics.Stop();
   node.Stop();  // resumes every parked job first
   signal_thread.join();
   GD_LOG(kInfo, "stopped");
@@ -221,10 +251,11 @@ int Serve(const NodeOptions& opts, const ApiServerOptions& api_options, int read
 
 int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
-  Flags flags({"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-               "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms",
-               "device-memory-mib", "job-log-cap-kib", "rank-timeout-ms", "freeze-parked"},
-              {"daemonize", "help"});
+  Flags flags(
+      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
+       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib",
+       "job-log-cap-kib", "rank-timeout-ms", "freeze-parked", "metrics", "max-jobs"},
+      {"daemonize", "help"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 
   // Migration moves state in 4 MiB chunks that ZeroMQ and CURVE allocate and
@@ -243,7 +274,7 @@ int RunDaemon(const std::vector<std::string>& args) {
   int ready_fd = -1;
   if (flags.Has("daemonize"))
     if (auto parent_exit = Daemonize(&ready_fd)) return *parent_exit;
-  return Serve(opts, api_options, ready_fd);
+  return Serve(opts, api_options, flags.Get("metrics"), ready_fd);
 }
 
 }  // namespace gandiva::controller

@@ -132,6 +132,11 @@ StatusOr<Job> Node::Register(NewJob n) {
   if (n.ranks < 1 || n.ranks > kMaxRanks)
     return InvalidArgument("ranks must be in 1.." + std::to_string(kMaxRanks));
   std::lock_guard lock(mu_);
+  // A bound on what one node holds: each job is a control block, a process
+  // watch and a place in a device's rotation.
+  if (const size_t live = jobs_.LiveJobs().size(); live >= options_.max_jobs)
+    return ResourceExhausted("node " + options_.node + " runs " + std::to_string(live) +
+                             " jobs, its limit (--max-jobs)");
   const std::string device = PickDevice(n.device);
   DeviceLoop* dev = FindDevice(device);
   if (!dev) return NotFound("no device '" + device + "' on node " + options_.node);

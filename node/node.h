@@ -61,6 +61,7 @@ struct NodeOptions {
   MigrationTimeouts timeouts;
   uint64_t rank_timeout_ms = 60000;  // a gang's rank that has not registered by then fails it
   bool freeze_parked = true;         // stop parked jobs' processes (ProcessFreezer)
+  size_t max_jobs = 256;             // live jobs at once; more are refused (resource_exhausted)
 };
 
 inline constexpr uint32_t kMaxRanks = 64;

@@ -17,6 +17,7 @@ PACKAGES=(
   libopenblas0-pthread    # Debian's torch is ~25x slower on the reference BLAS
   python3-matplotlib      # simulator plots
   iproute2                # network namespaces for multi-node tests
+  prometheus              # promtool: tests check gandivad's metrics scrape
 )
 
 missing=()

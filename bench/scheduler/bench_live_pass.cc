@@ -2,8 +2,9 @@
 // SchedulerService (its job store on disk, LiveCluster, the policy) over a
 // simulated cluster of N nodes x D devices that answers the node API in
 // process (SimulatedNodes, a test double: no network, no processes), with J
-// jobs submitted at once. Each pass the clock moves one second; a job ends
-// once it has run its (seeded) length.
+// jobs submitted at once. Each pass the clock moves --pass-seconds (10); a job
+// ends once it has run its (seeded) length, 60..600 s, so a steady pass takes
+// in a few dozen ends and starts as many jobs.
 //
 // Measured, per policy: the submit path (J durable submits), the first pass
 // (it starts a job on every device: as many durable state writes and launch
@@ -13,7 +14,7 @@
 // built before the timer starts, as they come off the network in a real pass.
 // Goal (issue 12): a steady pass <= 10 ms with 10,000 queued jobs on 1,000 nodes.
 //
-// Usage: bench_live_pass [--nodes N] [--devices D] [--jobs J] [--passes P]
+// Usage: bench_live_pass [--nodes N] [--devices D] [--jobs J] [--passes P] [--pass-seconds S]
 //                        [--policies a,b] [--dir DIR] [--out DIR]
 #include <algorithm>
 #include <chrono>
@@ -86,7 +87,9 @@ class SimulatedNodes final : public NodeApi {
           if (!j.ended && j.done >= j.length) j.ended = true;
           list.push_back({{"id", i + 1},
                           {"name", j.name},
-                          {"state", j.ended ? "exited" : j.running ? "running" : "suspended"},
+                          {"state", j.ended     ? "exited"
+                                    : j.running ? "running"
+                                                : "suspended"},
                           {"exit_code", j.ended ? 0 : -1},
                           {"exit_reason", j.ended ? "exited" : "none"},
                           {"exit_detail", ""},
@@ -131,7 +134,7 @@ struct Result {
 };
 
 Result RunPolicy(const std::string& policy, int nodes, int devices, int jobs, int passes,
-                 const std::string& dir) {
+                 int pass_seconds, const std::string& dir) {
   Result r{policy};
   double now = 1.8e9;
   auto sim = std::make_unique<SimulatedNodes>(nodes, devices, &now);
@@ -155,7 +158,7 @@ Result RunPolicy(const std::string& policy, int nodes, int devices, int jobs, in
   r.submit_per_s = jobs / (Ms(Clock::now() - t0) / 1000);
   std::vector<double> steady, polls;
   for (int p = 0; p <= passes; ++p) {
-    now += 1.0;
+    now += pass_seconds;
     const auto p0 = Clock::now();
     const auto reports = s.Poll();
     const auto p1 = Clock::now();
@@ -179,14 +182,18 @@ Result RunPolicy(const std::string& policy, int nodes, int devices, int jobs, in
 
 int main(int argc, char** argv) {
   gandiva::log::SetLevel(gandiva::log::kError);
-  gandiva::Flags flags({"nodes", "devices", "jobs", "passes", "policies", "dir", "out"}, {});
+  gandiva::Flags flags(
+      {"nodes", "devices", "jobs", "passes", "pass-seconds", "policies", "dir", "out"}, {});
   if (auto s = flags.Parse({argv + 1, argv + argc}); !s.ok()) {
     std::fprintf(stderr, "bench_live_pass: %s\n", s.message().c_str());
     return 2;
   }
-  int nodes = 1000, devices = 8, jobs = 10000, passes = 60;
-  for (auto [name, out] : {std::pair{"nodes", &nodes}, {"devices", &devices}, {"jobs", &jobs},
-                           {"passes", &passes}})
+  int nodes = 1000, devices = 8, jobs = 10000, passes = 60, pass_seconds = 10;
+  for (auto [name, out] : {std::pair{"nodes", &nodes},
+                           {"devices", &devices},
+                           {"jobs", &jobs},
+                           {"passes", &passes},
+                           {"pass-seconds", &pass_seconds}})
     if (auto s = gandiva::FlagCount(flags, name, out, 1); !s.ok()) {
       std::fprintf(stderr, "bench_live_pass: %s\n", s.message().c_str());
       return 2;
@@ -195,13 +202,13 @@ int main(int argc, char** argv) {
   const std::string dir = flags.Get("dir", std::filesystem::temp_directory_path().string()) +
                           "/bench_live_pass." + std::to_string(getpid());
   std::filesystem::create_directories(dir);
-  std::printf("live scheduler pass: %d nodes x %d devices, %d jobs, %d steady passes (1 s each)\n",
-              nodes, devices, jobs, passes);
+  std::printf("live scheduler pass: %d nodes x %d devices, %d jobs, %d steady passes (%d s each)\n",
+              nodes, devices, jobs, passes, pass_seconds);
   std::printf("%-8s %12s %14s %12s %12s %12s %10s\n", "policy", "submits/s", "first pass ms",
               "steady p50", "steady p99", "poll p50", "calls");
   Json out = Json::array();
   for (const std::string& p : policies) {
-    const Result r = RunPolicy(p, nodes, devices, jobs, passes, dir);
+    const Result r = RunPolicy(p, nodes, devices, jobs, passes, pass_seconds, dir);
     std::printf("%-8s %12.0f %14.1f %12.2f %12.2f %12.2f %10lld\n", p.c_str(), r.submit_per_s,
                 r.first_pass_ms, r.steady_median_ms, r.steady_p99_ms, r.poll_median_ms,
                 static_cast<long long>(r.node_calls));
@@ -216,10 +223,12 @@ int main(int argc, char** argv) {
   std::filesystem::remove_all(dir);
   if (flags.Has("out")) {
     std::filesystem::create_directories(flags.Get("out"));
-    std::ofstream(flags.Get("out") + "/bench_live_pass.json")
-        << Json{{"nodes", nodes}, {"devices", devices}, {"jobs", jobs}, {"passes", passes},
-                {"results", out}}
-               .dump(2);
+    std::ofstream(flags.Get("out") + "/bench_live_pass.json") << Json{
+        {"nodes", nodes},
+        {"devices", devices},
+        {"jobs", jobs},
+        {"passes", passes},
+        {"results", out}}.dump(2);
   }
   return 0;
 }

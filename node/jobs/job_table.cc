@@ -100,7 +100,10 @@ std::optional<JobTable::Ended> JobTable::End(uint64_t id, bool failed, int exit_
   job.usage_at_end.device_time_ns = usage.DeviceTimeAt(job.ended_ns);
   job.usage_at_end.running_since_ns = 0;
   if (job.block) runtime::SharedControlBlock::Remove(job.block->name());
-  return Ended{job, std::move(it->second.pidfd)};
+  Ended ended{job, std::move(it->second.pidfd)};
+  ended_.push_back(id);
+  for (; ended_.size() > max_ended_; ended_.pop_front()) jobs_.erase(ended_.front());
+  return ended;
 }
 
 }  // namespace gandiva::controller

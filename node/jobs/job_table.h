@@ -4,11 +4,14 @@
 // Thread-safety: one lock, mu_, guards every record; each method takes it and
 // hands out copies, never pointers into the table. Nothing here calls another
 // component while holding mu_, so the table is a leaf in the node's lock order.
-// Records are never removed: an ended job stays listed with how it ended.
+// An ended job stays listed with how it ended, up to the newest kMaxEndedJobs
+// of them: older ended records are dropped, so a node that runs jobs for
+// months keeps a bounded table.
 #ifndef GANDIVA_NODE_JOBS_JOB_TABLE_H_
 #define GANDIVA_NODE_JOBS_JOB_TABLE_H_
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -23,6 +26,9 @@ namespace gandiva::controller {
 
 class JobTable {
  public:
+  static constexpr size_t kMaxEndedJobs = 1000;
+  explicit JobTable(size_t max_ended = kMaxEndedJobs) : max_ended_(max_ended) {}
+
   // The id the next registered job gets; ids start at 1 and are never reused.
   uint64_t ReserveId();
   void Insert(Job job);
@@ -60,6 +66,8 @@ class JobTable {
   };
   mutable std::mutex mu_;
   std::map<uint64_t, Entry> jobs_;
+  std::deque<uint64_t> ended_;  // ids of ended records, oldest first
+  size_t max_ended_;
   uint64_t next_id_ = 1;
 };
 

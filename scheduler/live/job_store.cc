@@ -256,6 +256,21 @@ StatusOr<std::vector<JobRecord>> JobStore::ReadAll(Statement& stmt) const {
   return jobs;
 }
 
+Status JobStore::Begin() {
+  if (in_batch_) return FailedPrecondition("a transaction is open already");
+  GD_RETURN_IF_ERROR(db_->Exec("BEGIN IMMEDIATE"));
+  in_batch_ = true;
+  return Status::Ok();
+}
+
+Status JobStore::Commit() {
+  if (!in_batch_) return FailedPrecondition("no transaction is open");
+  in_batch_ = false;
+  Status s = db_->Exec("COMMIT");
+  if (!s.ok()) (void)db_->Exec("ROLLBACK");
+  return s;
+}
+
 Status JobStore::SetMeta(const std::string& key, const std::string& value) {
   Statement& set = *stmts_->set_meta;
   ResetOnExit reset(set);

@@ -114,6 +114,14 @@ class JobStore {
   Status SetMeta(const std::string& key, const std::string& value);
   StatusOr<std::optional<std::string>> GetMeta(const std::string& key) const;
 
+  // Groups the calls up to Commit into one transaction, flushed once: none of
+  // them is durable before Commit returns. The scheduler wraps each pass in
+  // one (a pass that starts hundreds of jobs costs one flush, not hundreds);
+  // a submit stays its own transaction. failed_precondition if one is open.
+  Status Begin();
+  Status Commit();
+  bool in_batch() const { return in_batch_; }
+
   const std::string& path() const;
 
  private:
@@ -122,6 +130,7 @@ class JobStore {
   StatusOr<std::vector<JobRecord>> ReadAll(Statement& stmt) const;
 
   std::unique_ptr<SqliteDb> db_;
+  bool in_batch_ = false;
   std::unique_ptr<Statements> stmts_;  // prepared once, reused by every call
 };
 

@@ -183,13 +183,13 @@ JobId LiveCluster::Admit(const JobRecord& record) {
 
 StatusOr<std::vector<JobId>> LiveCluster::Recover() {
   GD_ASSIGN_OR_RETURN(auto records, store_->List(/*include_ended=*/true));
-  std::vector<std::vector<protocol::Json>> node_jobs(nodes_->size());
+  std::vector<protocol::Json> node_jobs(nodes_->size(), protocol::Json::array());
   std::vector<bool> answered(nodes_->size(), false);
   for (int n = 0; n < nodes_->size(); ++n) {
     auto reply = nodes_->Call(n, MessageType::kListJobs);
     if (!reply.ok()) continue;
     answered[n] = true;
-    for (const auto& job : (*reply)["jobs"]) node_jobs[n].push_back(job);
+    node_jobs[n] = std::move((*reply)["jobs"]);
   }
   std::vector<JobId> arrived;
   for (const JobRecord& r : records) {
@@ -202,8 +202,7 @@ StatusOr<std::vector<JobId>> LiveCluster::Recover() {
       case LiveJobState::kRunning:
       case LiveJobState::kSuspended: {
         const int n = NodeIndex(r.node);
-        AdoptOrRequeue(id, n >= 0 ? node_jobs[n] : std::vector<protocol::Json>{},
-                       n >= 0 && answered[n]);
+        AdoptOrRequeue(id, n >= 0 ? node_jobs[n] : protocol::Json::array(), n >= 0 && answered[n]);
         if (jobs_[id].record.state == LiveJobState::kQueued ||
             jobs_[id].record.state == LiveJobState::kSuspended)
           arrived.push_back(id);

@@ -93,8 +93,17 @@ class LiveCluster final : public Cluster {
   // Asks a job to end: a queued one is cancelled at once (true: tell the
   // policy it finished); a running one is killed and ends at its next Refresh.
   StatusOr<bool> Cancel(JobId job);
+  // Sends the launches a pass planned (Start inside a store batch), once the
+  // batch is committed: see Launch.
+  void LaunchPlanned();
+  // The batch did not commit: the planned launches are not sent; their jobs
+  // are queued again (TakeRequeuedByActions).
+  void DropPlanned(const std::string& why);
   // Jobs an action ended (a launch the node refused), for the policy's OnFinish.
   std::vector<JobId> TakeEndedByActions() { return std::exchange(ended_by_actions_, {}); }
+  // Jobs whose planned launch did not reach their node: queued again (the
+  // policy saw them start: OnFinish, then OnArrival).
+  std::vector<JobId> TakeRequeuedByActions() { return std::exchange(requeued_by_actions_, {}); }
   const JobRecord& record(JobId job) const { return jobs_[job].record; }
   int num_jobs() const { return static_cast<int>(jobs_.size()); }
   const LiveDevice& device(GpuId gpu) const { return devices_[gpu]; }
@@ -158,17 +167,18 @@ class LiveCluster final : public Cluster {
   int NodeIndex(const std::string& name) const;  // -1 for a node not in the set
   // Node calls behind Start.
   Status Launch(JobId job, GpuId gpu);
+  Status SendLaunch(JobId job, bool planned);
   Status ResumeOn(JobId job, GpuId gpu);
   Status MoveTo(JobId job, GpuId gpu);  // assign_device or migrate; the job runs there after
   // Refresh, one node at a time; see reconcile.cc.
-  void RefreshNode(int node, const std::vector<protocol::Json>& jobs,
-                   const std::vector<JobId>& ours, ClusterEvents& events);
+  void RefreshNode(int node, const protocol::Json& jobs, const std::vector<JobId>& ours,
+                   ClusterEvents& events);
   void TakeInJob(JobId job, const protocol::Json& node_job, ClusterEvents& events);
   void Finish(JobId job, LiveJobState state, int exit_code, const std::string& detail);
   void NodeDown(int node, ClusterEvents& events);
   void NodeUp(int node);
   void MaybeCheckpoint(JobId job);
-  void AdoptOrRequeue(JobId job, const std::vector<protocol::Json>& node_jobs, bool node_answered);
+  void AdoptOrRequeue(JobId job, const protocol::Json& node_jobs, bool node_answered);
   void Requeue(JobId job, const std::string& why);
   std::string LaunchName(const Job& job) const;
   double wall() const { return options_.wall_now(); }
@@ -189,6 +199,8 @@ class LiveCluster final : public Cluster {
   std::vector<double> node_last_seen_;
   double next_wake_ = -1;
   std::vector<JobId> ended_by_actions_;
+  std::vector<JobId> requeued_by_actions_;
+  std::vector<JobId> planned_;  // launches waiting for the pass's batch to commit
   Counters counters_;
 };
 

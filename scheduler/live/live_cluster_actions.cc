@@ -3,6 +3,7 @@
 // before it asks the node, so a scheduler that dies between the two finds out
 // on restart what may have happened (Recover).
 #include <filesystem>
+#include <utility>
 
 #include "gandiva/common/log.h"
 #include "live/live_cluster.h"
@@ -45,6 +46,10 @@ Status LiveCluster::Start(JobId job, std::span<const GpuId> gpus) {
   return s;
 }
 
+// Records the launch (state starting, node, attempt) and takes the device.
+// Inside a pass (the store batches its writes) the node is asked only once
+// the batch is durable (LaunchPlanned): a restart then always finds a launch
+// it may have made. Outside one it is asked at once.
 Status LiveCluster::Launch(JobId job, GpuId gpu) {
   Job& j = jobs_[job];
   const LiveDevice& d = devices_[gpu];
@@ -53,7 +58,31 @@ Status LiveCluster::Launch(JobId job, GpuId gpu) {
   j.record.node = nodes_->address(d.node).name;
   j.record.device = d.name;
   j.record.node_job = 0;
-  GD_RETURN_IF_ERROR(Persist(job));  // before the launch: a restart looks for it by name
+  GD_RETURN_IF_ERROR(Persist(job));
+  Place(job, gpu);
+  if (store_->in_batch()) {
+    planned_.push_back(job);
+    return Status::Ok();
+  }
+  return SendLaunch(job, /*planned=*/false);
+}
+
+void LiveCluster::LaunchPlanned() {
+  for (JobId job : std::exchange(planned_, {}))
+    if (jobs_[job].record.state == LiveJobState::kStarting) (void)SendLaunch(job, true);
+}
+
+void LiveCluster::DropPlanned(const std::string& why) {
+  for (JobId job : std::exchange(planned_, {})) {
+    Requeue(job, why);
+    requeued_by_actions_.push_back(job);
+  }
+}
+
+Status LiveCluster::SendLaunch(JobId job, bool planned) {
+  Job& j = jobs_[job];
+  const GpuId gpu = j.gpu;
+  const LiveDevice& d = devices_[gpu];
   Json req = {{"command", j.record.command}, {"cwd", j.record.cwd},
               {"name", LaunchName(j)},       {"device", d.name},
               {"user", j.record.user},       {"ranks", j.record.ranks}};
@@ -64,7 +93,6 @@ Status LiveCluster::Launch(JobId job, GpuId gpu) {
   if (!reply.ok() && NodeRefusedTheJob(reply.status().code())) {
     // The job itself cannot start there (no such command, a bad restore
     // directory): it fails, as it would anywhere, rather than block the queue.
-    j.record.node_job = 0;
     Finish(job, LiveJobState::kFailed, 127, reply.status().message());
     ended_by_actions_.push_back(job);
     return reply.status();
@@ -73,10 +101,16 @@ Status LiveCluster::Launch(JobId job, GpuId gpu) {
     // Not started (the node is unreachable or busy) or not known (no reply): a
     // reply lost in flight leaves a job the next Refresh kills as not current
     // (its attempt is then taken again); here it is queued again.
+    GD_LOG(kWarn, "job %d: could not start on %s:%s: %s", job + 1,
+           nodes_->address(d.node).name.c_str(), d.name.c_str(), reply.status().ToString().c_str());
+    ++counters_.failed_actions;
     j.record.state = LiveJobState::kQueued;
     j.record.node.clear();
     j.record.device.clear();
+    Unplace(job);
     SaveBestEffort(job);
+    // A planned launch was a start the policy saw succeed: it ends and arrives again.
+    if (planned) requeued_by_actions_.push_back(job);
     return reply.status();
   }
   ++counters_.launches;
@@ -86,7 +120,6 @@ Status LiveCluster::Launch(JobId job, GpuId gpu) {
   j.device_time_s = j.wall_time_s = 0;
   j.rate.reset();
   j.last_checkpoint_asked = wall();
-  Place(job, gpu);
   return Persist(job);
 }
 

@@ -38,7 +38,8 @@ std::optional<std::pair<int64_t, int>> ParseLaunchName(const std::string& name) 
   return std::make_pair(id, attempt);
 }
 
-const Json* FindNodeJob(const std::vector<Json>& jobs, int64_t id) {
+// `jobs`: a list_jobs reply's array.
+const Json* FindNodeJob(const Json& jobs, int64_t id) {
   for (const Json& j : jobs)
     if (j["id"].get<int64_t>() == id) return &j;
   return nullptr;
@@ -77,14 +78,13 @@ ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
     }
     node_last_seen_[n] = now;
     if (!node_up_[n]) NodeUp(n);
-    std::vector<Json> jobs((*reply)["jobs"].begin(), (*reply)["jobs"].end());
-    RefreshNode(n, jobs, on_node[n], events);
+    RefreshNode(n, (*reply)["jobs"], on_node[n], events);
   }
   return events;
 }
 
-void LiveCluster::RefreshNode(int n, const std::vector<Json>& node_jobs,
-                              const std::vector<JobId>& ours, ClusterEvents& events) {
+void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<JobId>& ours,
+                              ClusterEvents& events) {
   const std::string& name = nodes_->address(n).name;
   for (JobId id : ours) {
     Job& j = jobs_[id];
@@ -160,6 +160,9 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
     events.finished.push_back(id);
     return;
   }
+  // Cancelled while it was moving (no node id to signal then), or a kill that
+  // did not arrive: signal it again until it ends.
+  if (j.record.cancel_requested) KillBestEffort(NodeIndex(j.record.node), j.record.node_job);
   j.device_time_s = nj["device_time_s"].get<double>();
   j.wall_time_s = nj["wall_time_s"].get<double>();
   if (nj["rate_vs_alone"].is_null())
@@ -233,7 +236,7 @@ void LiveCluster::NodeUp(int n) {
       free_.Release(std::span<const GpuId>(&gpu_ids_[g], 1));
 }
 
-void LiveCluster::AdoptOrRequeue(JobId id, const std::vector<Json>& node_jobs, bool node_answered) {
+void LiveCluster::AdoptOrRequeue(JobId id, const Json& node_jobs, bool node_answered) {
   Job& j = jobs_[id];
   const GpuId gpu = GpuOf(j.record.node, j.record.device);
   if (gpu < 0) {
@@ -258,6 +261,17 @@ void LiveCluster::AdoptOrRequeue(JobId id, const std::vector<Json>& node_jobs, b
   }
   // Unanswered: kept where the store says until the node is declared down.
   if (j.record.state == LiveJobState::kStarting) j.record.state = LiveJobState::kRunning;
+  // A suspend or resume sent in the pass the scheduler died in may not be in
+  // the store: the node's word decides, and the job is made to match the store.
+  if (found && LiveOnNode(*found)) {
+    const std::string on_node = (*found)["state"].get<std::string>();
+    const bool parked = on_node == "suspended" || on_node == "suspending";
+    const int n = NodeIndex(j.record.node);
+    if (j.record.state == LiveJobState::kRunning && parked && (*found)["held"] == true)
+      (void)nodes_->Call(n, MessageType::kResume, {{"job", j.record.node_job}});
+    if (j.record.state == LiveJobState::kSuspended && !parked)
+      (void)nodes_->Call(n, MessageType::kSuspend, {{"job", j.record.node_job}});
+  }
   if (j.record.state == LiveJobState::kRunning) Place(id, gpu);
   j.last_checkpoint_asked = wall();
   SaveBestEffort(id);

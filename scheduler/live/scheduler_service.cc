@@ -112,13 +112,20 @@ void SchedulerService::Run(const std::atomic<bool>& stop) {
 // not older than anything this pass acts on.
 void SchedulerService::Pass(const LiveCluster::NodeReports& reports) {
   std::lock_guard lock(mu_);
+  // The pass's writes go in one transaction (one flush instead of one per job);
+  // the launches it planned go out once that is durable, their outcomes in a
+  // second one. Without a batch (the store refused) every write is its own.
+  const bool batched = Batch(store_->Begin());
   const ClusterEvents events = cluster_->Refresh(reports);
   for (JobId j : events.finished) policy_->OnFinish(*cluster_, j);
   for (JobId j : finished_) policy_->OnFinish(*cluster_, j);
   finished_.clear();
   for (JobId j : cluster_->TakeEndedByActions()) policy_->OnFinish(*cluster_, j);
-  // A job lost with its node ends for the policy and arrives again.
-  for (JobId j : events.requeued) {
+  // A job lost with its node, or whose launch did not reach it, ends for the
+  // policy and arrives again.
+  std::vector<JobId> requeued = events.requeued;
+  for (JobId j : cluster_->TakeRequeuedByActions()) requeued.push_back(j);
+  for (JobId j : requeued) {
     policy_->OnFinish(*cluster_, j);
     policy_->OnArrival(*cluster_, j);
   }
@@ -128,6 +135,18 @@ void SchedulerService::Pass(const LiveCluster::NodeReports& reports) {
   // queue crossings) and act only when something is due.
   cluster_->clear_wake();
   policy_->Schedule(*cluster_);
+  if (batched && !Batch(store_->Commit())) {
+    cluster_->DropPlanned("the scheduler's database could not record its start");
+    return;
+  }
+  const bool launches_batched = Batch(store_->Begin());
+  cluster_->LaunchPlanned();
+  if (launches_batched) Batch(store_->Commit());
+}
+
+bool SchedulerService::Batch(const Status& s) {
+  if (!s.ok()) GD_LOG(kError, "scheduler database: %s", s.ToString().c_str());
+  return s.ok();
 }
 
 void SchedulerService::Register(protocol::Dispatcher& d) {

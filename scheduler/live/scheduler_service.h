@@ -72,6 +72,7 @@ class SchedulerService {
  private:
   explicit SchedulerService(SchedulerOptions options) : options_(std::move(options)) {}
   protocol::Json JobJson(JobId id) const;
+  bool Batch(const Status& s);  // logs a failed Begin/Commit; true when it worked
 
   SchedulerOptions options_;
   UniqueFd lock_fd_;  // flock on STATE/scheduler.lock, held while it runs

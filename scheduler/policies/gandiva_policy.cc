@@ -1,273 +1,212 @@
-// Gandiva's introspective policy: FIFO placement; when oversubscribed,
-// time-slice a job with a same-size job; every interval, try packing sliced
-// pairs and keep a pack only if the pair's measured progress beats slicing;
-// migrate to de-share and to restore locality; grow jobs onto idle GPUs and
-// keep the growth only if it measurably helps; shrink under pressure.
-#include <deque>
-#include <map>
-#include <set>
-#include <tuple>
+// Gandiva's events, its attained-service priority and the scheduling pass
+// (see gandiva_policy.h).
+#include "policies/gandiva_policy.h"
 
 #include "policies/policies.h"
 
 namespace gandiva::sched {
 namespace {
-
-class GandivaPolicy : public PolicyBase {
- public:
-  using PolicyBase::PolicyBase;
-  const char* name() const override { return "gandiva"; }
-
-  void OnArrival(Cluster&, JobId j) override { queue_.push_back(j); }
-  void OnFinish(Cluster& c, JobId j) override {
-    share_.OnLeft(c, j);
-    spread_.erase(j);
-    grown_.erase(j);
-  }
-
-  void Schedule(Cluster& c) override {
-    PlacePending(c);
-    if (c.Now() >= next_introspect_) {
-      Introspect(c);
-      next_introspect_ = c.Now() + opt_.gandiva_interval;
-    }
-    if (NeedsIntrospection(c)) c.WakeAt(next_introspect_);
-  }
-
- private:
-  struct PackTrial {
-    JobId a, b;
-    double since;
-    double slice_sum;  // the pair's summed rate while taking turns
-    bool decided;
-  };
-  struct Grow {
-    std::vector<GpuId> original;
-    double since;
-    double rate_before;
-    bool decided;
-  };
-
-  static bool IsSpread(const Cluster& c, std::span<const GpuId> gpus) {
-    int machines = 0, last = -1;
-    for (GpuId g : gpus) {  // sorted, so a machine's GPUs are adjacent
-      int m = c.topology().machine_of(g);
-      if (m != last) ++machines, last = m;
-    }
-    return machines > c.topology().MinMachines(static_cast<int>(gpus.size()));
-  }
-
-  void PlacePending(Cluster& c) {
-    bool shrunk = false;
-    while (!queue_.empty()) {
-      JobId j = queue_.front();
-      int n = c.info(j).num_gpus;
-      auto gpus = Place(c, j);
-      if (!gpus && !grown_.empty() && !shrunk) {
-        ShrinkAll(c);  // grown jobs give back their extra GPUs under pressure
-        shrunk = true;
-        gpus = Place(c, j);
-      }
-      if (gpus) {
-        if (!c.Start(j, *gpus).ok()) break;
-        share_.OnPlaced(c, j);
-        if (IsSpread(c, c.gpus(j))) spread_.insert(j);
-        queue_.pop_front();
-        continue;
-      }
-      // Oversubscribed: take turns with a running job of the same size.
-      int g = share_.FindJoinable(c, n, opt_.gandiva_max_share, JobMask(c, j, kAllGpuTypes),
-                                  [&](int g) {
-                                    GroupView v = c.group(g);
-                                    return !(v.members.size() == 1 && grown_.count(v.members[0])) &&
-                                           !(v.mode == ShareMode::kPack && v.members.size() >= 2);
-                                  });
-      if (g < 0) break;
-      std::vector<GpuId> target(c.group(g).gpus.begin(), c.group(g).gpus.end());
-      if (c.group(g).mode == ShareMode::kPack && !c.SetShareMode(g, ShareMode::kSlice).ok()) break;
-      if (!c.Start(j, target).ok()) break;
-      ++stats_.time_slices;
-      share_.OnPlaced(c, j);
-      review_ = true;
-      queue_.pop_front();
-    }
-  }
-
-  bool NeedsIntrospection(const Cluster& c) const {
-    if (review_) return true;
-    for (const auto& [g, t] : trials_)
-      if (!t.decided) return true;
-    for (const auto& [j, gr] : grown_)
-      if (!gr.decided) return true;
-    return c.free_gpus().total_free() > 0 && queue_.empty() &&
-           (!share_.shared().empty() || !spread_.empty());
-  }
-
-  static std::tuple<int, int, int> PairKey(const Cluster& c, JobId a, JobId b) {
-    int ta = c.info(a).job_type, tb = c.info(b).job_type;
-    return {std::min(ta, tb), std::max(ta, tb), c.info(a).num_gpus};
-  }
-
-  void Introspect(Cluster& c) {
-    review_ = false;
-    if (queue_.empty() && opt_.gandiva_migrate) {
-      Deshare(c);
-      RestoreLocality(c);
-    }
-    ReviewPacking(c);
-    ReviewGrowth(c);
-    if (queue_.empty() && opt_.gandiva_grow) GrowIdle(c);
-  }
-
-  // Free GPUs and sharing at once: move a sharer out (rates add up to more alone).
-  void Deshare(Cluster& c) {
-    std::vector<int> shared(share_.shared().begin(), share_.shared().end());
-    for (int g : shared) {
-      GroupView v = c.group(g);
-      if (v.members.size() < 2) continue;
-      JobId j = v.members.back();
-      auto gpus = FindConsolidated(c.free_gpus(), c.info(j).num_gpus, JobMask(c, j, kAllGpuTypes));
-      if (!gpus) continue;
-      if (c.Migrate(j, *gpus).ok()) share_.OnPlaced(c, j);
-    }
-  }
-
-  void RestoreLocality(Cluster& c) {
-    std::vector<JobId> spread(spread_.begin(), spread_.end());
-    for (JobId j : spread) {
-      if (c.state(j) != JobState::kRunning || c.group(c.group_of(j)).members.size() != 1) continue;
-      auto gpus = FindConsolidated(c.free_gpus(), c.info(j).num_gpus, JobMask(c, j, kAllGpuTypes));
-      if (!gpus) continue;
-      if (c.Migrate(j, *gpus).ok()) {
-        share_.OnPlaced(c, j);
-        spread_.erase(j);
-      }
-    }
-  }
-
-  double PairRate(const Cluster& c, JobId a, JobId b) const {
-    return c.MeasuredRate(a) + c.MeasuredRate(b);
-  }
-
-  void ReviewPacking(Cluster& c) {
-    // Forget trials whose pair broke up.
-    for (auto it = trials_.begin(); it != trials_.end();) {
-      GroupView v = c.group(it->first);
-      bool same = v.members.size() == 2 &&
-                  ((v.members[0] == it->second.a && v.members[1] == it->second.b) ||
-                   (v.members[0] == it->second.b && v.members[1] == it->second.a));
-      it = same ? std::next(it) : trials_.erase(it);
-    }
-    std::vector<int> shared(share_.shared().begin(), share_.shared().end());
-    for (int g : shared) {
-      GroupView v = c.group(g);
-      if (v.members.size() != 2) continue;
-      JobId a = v.members[0], b = v.members[1];
-      auto key = PairKey(c, a, b);
-      auto trial = trials_.find(g);
-      if (v.mode == ShareMode::kPack) {
-        if (trial == trials_.end()) continue;
-        PackTrial& t = trial->second;
-        if (!t.decided && c.Now() - t.since < opt_.gandiva_interval) continue;
-        double packed = PairRate(c, a, b);
-        if (packed >= opt_.pack_gain * t.slice_sum) {
-          t.decided = true;
-          learned_[key] = true;
-        } else {  // interference: taking turns is better
-          if (c.SetShareMode(g, ShareMode::kSlice).ok()) ++stats_.unpacks;
-          learned_[key] = false;
-          trials_.erase(trial);
-        }
-        continue;
-      }
-      if (!c.PairFitsMemory(a, b)) continue;
-      auto known = learned_.find(key);
-      if (known != learned_.end() && !known->second) continue;
-      double slice_sum = PairRate(c, a, b);
-      if (slice_sum <= 0) {  // a member is stalled: measure next round
-        review_ = true;
-        continue;
-      }
-      if (!c.SetShareMode(g, ShareMode::kPack).ok()) continue;
-      ++stats_.packs;
-      trials_[g] = {a, b, c.Now(), slice_sum, known != learned_.end()};
-    }
-  }
-
-  void ReviewGrowth(Cluster& c) {
-    std::vector<JobId> done;
-    for (auto& [j, gr] : grown_) {
-      if (gr.decided || c.Now() - gr.since < opt_.gandiva_interval) continue;
-      double gain = gr.rate_before > 0 ? c.MeasuredRate(j) / gr.rate_before : 0;
-      auto key = std::make_pair(c.info(j).job_type, c.info(j).num_gpus);
-      if (gain >= opt_.grow_gain) {
-        gr.decided = true;
-        grow_learned_[key] = true;
-      } else {
-        grow_learned_[key] = false;
-        done.push_back(j);
-      }
-    }
-    for (JobId j : done) Shrink(c, j);
-  }
-
-  void GrowIdle(Cluster& c) {
-    const int total = c.topology().num_gpus();
-    for (int n : {1, 2, 4}) {
-      std::vector<int> groups;
-      for (int g : share_.groups(n, 1)) {
-        if (groups.size() >= 64) break;  // bounded work per round
-        groups.push_back(g);
-      }
-      for (int g : groups) {
-        if (c.free_gpus().total_free() * 10 < total) return;  // keep 10% idle for arrivals
-        JobId j = c.group(g).members[0];
-        if (grown_.count(j) || spread_.count(j) || c.MeasuredRate(j) <= 0) continue;
-        auto known = grow_learned_.find({c.info(j).job_type, n});
-        if (known != grow_learned_.end() && !known->second) continue;
-        int m = c.topology().machine_of(c.gpus(j)[0]);
-        if (c.free_gpus().free_on(m) < n) continue;
-        std::vector<GpuId> original(c.gpus(j).begin(), c.gpus(j).end());
-        std::vector<GpuId> bigger = original;
-        auto extra = FreeOnMachine(c.free_gpus(), m, n);
-        bigger.insert(bigger.end(), extra.begin(), extra.end());
-        double before = c.MeasuredRate(j);
-        if (!c.Resize(j, bigger).ok()) continue;
-        ++stats_.grows;
-        share_.OnPlaced(c, j);
-        grown_[j] = {original, c.Now(), before, known != grow_learned_.end()};
-      }
-    }
-  }
-
-  void Shrink(Cluster& c, JobId j) {
-    auto it = grown_.find(j);
-    if (it == grown_.end()) return;
-    if (c.state(j) == JobState::kRunning && c.Resize(j, it->second.original).ok()) {
-      ++stats_.shrinks;
-      share_.OnPlaced(c, j);
-    }
-    grown_.erase(it);
-  }
-
-  void ShrinkAll(Cluster& c) {
-    std::vector<JobId> all;
-    for (const auto& [j, gr] : grown_) all.push_back(j);
-    for (JobId j : all) Shrink(c, j);
-  }
-
-  std::deque<JobId> queue_;
-  ShareIndex share_;
-  std::set<JobId> spread_;
-  std::map<JobId, Grow> grown_;
-  std::map<int, PackTrial> trials_;
-  std::map<std::tuple<int, int, int>, bool> learned_;  // pair of types -> packing pays
-  std::map<std::pair<int, int>, bool> grow_learned_;   // (type, GPUs) -> growing pays
-  double next_introspect_ = 0;
-  bool review_ = false;
-};
-
+constexpr int kBackfillScan = 64;  // pending jobs looked at per pass after the head blocks
 }  // namespace
+
+void GandivaPolicy::OnArrival(Cluster& c, JobId j) {
+  EnsureSize(key_, j);
+  EnsureSize(where_, j, char{0});
+  EnsureSize(level_, j, 0);
+  EnsureSize(epoch_, j, 0u);
+  const JobInfo& info = c.info(j);
+  if (info.job_type >= 0 && examples_.try_emplace({info.job_type, info.num_gpus}, j).second)
+    candidates_.clear();  // a new kind of job: new pairs to consider
+  Refile(c, j);
+}
+
+void GandivaPolicy::OnFinish(Cluster& c, JobId j) {
+  share_.OnLeft(c, j);
+  solo_.OnLeft(c, j);
+  spread_.erase(j);
+  grown_.erase(j);
+  Refile(c, j);
+}
+
+void GandivaPolicy::Schedule(Cluster& c) {
+  Demote(c);
+  if (opt_.gandiva_starve_factor > 0) GuardStarving(c);
+  if (c.Now() >= spread_wake_) {
+    dirty_ = true;
+    spread_wake_ = std::numeric_limits<double>::infinity();
+  }
+  if (dirty_) SchedulePending(c);
+  if (c.Now() >= next_introspect_) {
+    Introspect(c);
+    next_introspect_ = c.Now() + opt_.gandiva_interval;
+  }
+  if (NeedsIntrospection(c)) c.WakeAt(next_introspect_);
+  if (!crossings_.empty()) c.WakeAt(std::get<0>(crossings_.top()));
+}
+
+// ---- Priority ----
+
+GandivaPolicy::Key GandivaPolicy::KeyOf(const Cluster& c, JobId j) const {
+  return {level_[j], c.info(j).submit_time, j};
+}
+
+void GandivaPolicy::Refile(Cluster& c, JobId j) {
+  if (where_[j] == 1) pending_.erase(key_[j]);
+  if (where_[j] == 2) running_.erase(key_[j]);
+  key_[j] = KeyOf(c, j);
+  switch (c.state(j)) {
+    case JobState::kPending:
+      pending_.insert(key_[j]);
+      where_[j] = 1;
+      break;
+    case JobState::kRunning:
+      running_.insert(key_[j]);
+      where_[j] = 2;
+      break;
+    default:
+      where_[j] = 0;
+  }
+  dirty_ = true;
+}
+
+// When running job j will reach its level's threshold if it keeps its pace.
+void GandivaPolicy::PushCrossing(Cluster& c, JobId j) {
+  const auto& th = opt_.las_thresholds;
+  if (level_[j] >= static_cast<int>(th.size())) return;
+  double left = th[level_[j]] - c.Attained(j);
+  crossings_.push({c.Now() + std::max(0.0, left) / c.info(j).num_gpus, j, epoch_[j]});
+}
+
+void GandivaPolicy::Demote(Cluster& c) {
+  const auto& th = opt_.las_thresholds;
+  while (!crossings_.empty() && std::get<0>(crossings_.top()) <= c.Now()) {
+    auto [t, j, epoch] = crossings_.top();
+    crossings_.pop();
+    if (c.state(j) != JobState::kRunning || epoch != epoch_[j]) continue;  // stale
+    int level = level_[j];
+    double attained = c.Attained(j);
+    while (level < static_cast<int>(th.size()) && attained >= th[level] - 1e-6) ++level;
+    if (level != level_[j]) {
+      level_[j] = level;
+      Refile(c, j);
+    }
+    PushCrossing(c, j);  // the next threshold, or the same one later if it was slowed down
+  }
+}
+
+// A job waiting longer than factor x the time it has run goes back to the top
+// level, so that no job waits unboundedly behind a stream of newcomers.
+void GandivaPolicy::GuardStarving(Cluster& c) {
+  std::vector<JobId> promote;
+  for (const auto& [level, submit, j] : pending_)
+    if (level > 0 && c.Now() - c.PendingSince(j) >= opt_.gandiva_starve_factor * c.RunTime(j))
+      promote.push_back(j);
+  for (JobId j : promote) {
+    level_[j] = 0;
+    Refile(c, j);
+  }
+}
+
+// ---- The pass ----
+
+void GandivaPolicy::Placed(Cluster& c, JobId j) {
+  share_.OnPlaced(c, j);
+  solo_.OnPlaced(c, j);
+  if (IsSpread(c, c.gpus(j)))
+    spread_.insert(j);
+  else
+    spread_.erase(j);
+}
+
+bool GandivaPolicy::StartOn(Cluster& c, JobId j, std::span<const GpuId> gpus) {
+  if (!c.Start(j, gpus).ok()) return false;
+  ++epoch_[j];  // crossings armed before it stopped are stale
+  Placed(c, j);
+  Refile(c, j);
+  PushCrossing(c, j);
+  return true;
+}
+
+void GandivaPolicy::SuspendJob(Cluster& c, JobId j) {
+  if (grown_.count(j)) Shrink(c, j);
+  if (!c.Suspend(j).ok()) return;
+  share_.OnLeft(c, j);
+  solo_.OnLeft(c, j);
+  spread_.erase(j);
+  Refile(c, j);
+}
+
+void GandivaPolicy::SchedulePending(Cluster& c) {
+  dirty_ = false;
+  cannot_consolidate_.clear();
+  no_room_.clear();
+  while (!pending_.empty()) {
+    JobId p = std::get<2>(*pending_.begin());
+    if (!StartOrPreemptFor(c, p)) break;
+  }
+  // The head waits: later jobs take free GPUs that fit them, or are packed
+  // onto running jobs where the pair pays.
+  std::vector<JobId> waiting;
+  for (auto it = pending_.begin(); it != pending_.end() && waiting.size() < kBackfillScan; ++it)
+    waiting.push_back(std::get<2>(*it));
+  for (JobId j : waiting) {
+    if (c.state(j) != JobState::kPending || c.info(j).num_gpus > c.free_gpus().total_free())
+      continue;
+    if (auto gpus = PlaceGang(c, j)) StartOn(c, j, *gpus);
+  }
+  PackWaiting(c);
+  if (!pending_.empty() && opt_.locality != Locality::kBestEffort) dirty_ = true;
+}
+
+// Starts p on free GPUs, shrinking grown jobs or suspending lower-priority
+// ones if that makes room. False if p must wait.
+bool GandivaPolicy::StartOrPreemptFor(Cluster& c, JobId p) {
+  if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
+  if (!grown_.empty()) {
+    ShrinkAll(c);  // grown jobs give back their extra GPUs first
+    if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
+  }
+  std::vector<JobId> victims = VictimsFor(c, p);
+  if (victims.empty()) return false;  // not enough GPUs held by lower-ranked jobs anywhere
+  // Within a pass, a gang of the same size and level fails to find room again.
+  std::tuple<int, uint64_t, int> like{c.info(p).num_gpus, JobMask(c, p, kAllGpuTypes), level_[p]};
+  if (c.info(p).num_gpus > 1 && !no_room_.count(like)) {
+    if (auto gpus = MakeRoom(c, p)) return StartOn(c, p, *gpus);
+    no_room_.insert(like);
+  }
+  if (!MaySpread(c, p)) return false;
+  for (JobId v : victims) SuspendJob(c, v);
+  if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
+  return false;
+}
+
+// The lowest-priority running jobs, all below p, whose GPU sets together free
+// enough GPUs for p; a shared set counts only when all its members go. Empty
+// if there are not enough.
+std::vector<JobId> GandivaPolicy::VictimsFor(Cluster& c, JobId p) {
+  const int n = c.info(p).num_gpus;
+  const uint64_t mask = JobMask(c, p, kAllGpuTypes);
+  int freed = c.free_gpus().total_free();
+  std::vector<JobId> chosen;
+  std::map<int, int> taken;  // group -> members chosen
+  for (auto it = running_.rbegin(); it != running_.rend() && freed < n; ++it) {
+    if (!(key_[p] < *it)) break;
+    JobId v = std::get<2>(*it);
+    int g = c.group_of(v);
+    GroupView view = c.group(g);
+    if (!((mask >> c.topology().gpu_type_of(view.gpus[0])) & 1)) continue;
+    chosen.push_back(v);
+    if (++taken[g] == static_cast<int>(view.members.size()))
+      freed += static_cast<int>(view.gpus.size());
+  }
+  if (freed < n) return {};
+  std::vector<JobId> victims;  // members of sets that are freed whole
+  for (JobId v : chosen) {
+    int g = c.group_of(v);
+    if (taken[g] == static_cast<int>(c.group(g).members.size())) victims.push_back(v);
+  }
+  return victims;
+}
 
 std::unique_ptr<Policy> MakeGandivaPolicy(const PolicyOptions& o) {
   return std::make_unique<GandivaPolicy>(o);

@@ -173,3 +173,15 @@ def test_a_launched_job_restores_from_a_checkpoint(daemon, tmp_path):
     again = detach(daemon, *mlp_cmd(out), flags=("--restore", str(ckpt)))
     assert wait_code(daemon, again, timeout=120) == 0, daemon.cli("logs", str(again), "--stderr").stdout
     same_training(ref, json.loads(out.read_text()))
+
+
+def test_a_node_refuses_jobs_past_its_limit(daemon_factory, tmp_path):
+    d = daemon_factory("--devices", "cpu:1", "--max-jobs", "2")
+    ids = [int(d.cli("run", "--detach", "--", "/bin/sleep", "60").stdout.split()[-1]) for _ in range(2)]
+    r = d.cli("run", "--detach", "--", "/bin/sleep", "60", check=False)
+    assert r.returncode != 0 and "its limit (--max-jobs)" in r.stderr, r.stderr
+    d.cli("kill", str(ids[0]), "--signal", "9")
+    d.wait_for(lambda: d.cli_json("ps", "--all")[0]["exit_reason"] != "none", 30, "the kill")
+    r = d.cli("run", "--detach", "--", "/bin/true")
+    assert r.returncode == 0
+    d.cli("kill", str(ids[1]), "--signal", "9")

@@ -142,6 +142,18 @@ def test_the_scheduler_refuses_to_start_on_bad_state_or_nodes(cluster, tmp_path)
     dead.write_text(f"z ipc://{tmp_path}/nobody.sock\n")
     r = run("--nodes", str(dead), "--state-dir", str(tmp_path / "s3"), "--endpoint", f"ipc://{tmp_path}/x.sock")
     assert r.returncode == 1 and "no node answered" in r.stderr
+    # A TCP node that does not know the scheduler's key does not answer it.
+    key, _ = nodes.keygen(tmp_path / "keys", "sched")
+    node = cluster.nodes[0]
+    tcp_nodes = tmp_path / "tcp_nodes"
+    tcp_nodes.write_text(f"{node.name} {node.tcp} {node.public}\n")
+    r = run("--nodes", str(tcp_nodes), "--state-dir", str(tmp_path / "s5"), "--key", str(key),
+            "--endpoint", f"ipc://{tmp_path}/x.sock")
+    assert r.returncode == 1 and "does not accept this client's key" in r.stderr, r.stderr
+    tcp_nodes.write_text(f"{node.name} {node.tcp}\n")
+    r = run("--nodes", str(tcp_nodes), "--state-dir", str(tmp_path / "s6"), "--endpoint",
+            f"ipc://{tmp_path}/x.sock")
+    assert r.returncode == 1 and "needs its public key" in r.stderr, r.stderr
     corrupt = tmp_path / "s4"
     corrupt.mkdir()
     (corrupt / "scheduler.db").write_bytes(b"this is not a database" * 100)

@@ -29,6 +29,17 @@ TEST(JobTableTest, IdsStartAtOneAndAreNeverReused) {
   EXPECT_EQ(table.LiveJobs().size(), 2u);
 }
 
+TEST(JobTableTest, OnlyTheNewestEndedRecordsAreKept) {
+  JobTable table(/*max_ended=*/3);
+  for (int i = 0; i < 6; ++i) MakeJob(table, "j" + std::to_string(i));
+  for (uint64_t id : {2, 1, 4, 5}) ASSERT_TRUE(table.End(id, false, 0, {}).has_value());
+  // Ended in the order 2, 1, 4, 5: the first to end (2) is dropped, the live stay.
+  EXPECT_EQ(table.Find(2).status().code(), StatusCode::kNotFound);
+  for (uint64_t id : {1, 3, 4, 5, 6}) EXPECT_TRUE(table.Find(id).ok()) << id;
+  EXPECT_EQ(table.All().size(), 5u);
+  EXPECT_EQ(MakeJob(table, "next").id, 7u) << "ids are still never reused";
+}
+
 TEST(JobTableTest, UnknownJobsAreNotFound) {
   JobTable table;
   MakeJob(table, "a");

@@ -128,6 +128,33 @@ TEST(JobStoreTest, IdsIncreaseAndAreNeverReused) {
   EXPECT_EQ((*all)[2].name, "job-3");
 }
 
+TEST(JobStoreTest, ABatchIsOneTransactionVisibleToOthersOnlyOnceCommitted) {
+  TempDir dir;
+  const std::string path = dir.File("jobs.db");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  auto id = store->Add(QueuedJob(0));
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(store->Begin().ok());
+  EXPECT_EQ(store->Begin().code(), StatusCode::kFailedPrecondition);
+  JobRecord r = store->Get(*id).value();
+  r.state = LiveJobState::kStarting;
+  r.node = "a";
+  ASSERT_TRUE(store->Update(r).ok());
+  EXPECT_EQ(store->Get(*id)->state, LiveJobState::kStarting) << "the writer sees its own batch";
+  {
+    auto other = OpenOrDie(path);  // another connection: the batch is not there yet
+    ASSERT_NE(other, nullptr);
+    EXPECT_EQ(other->Get(*id)->state, LiveJobState::kQueued);
+  }
+  ASSERT_TRUE(store->Commit().ok());
+  EXPECT_EQ(store->Commit().code(), StatusCode::kFailedPrecondition);
+  auto other = OpenOrDie(path);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->Get(*id)->state, LiveJobState::kStarting);
+  EXPECT_EQ(other->Get(*id)->node, "a");
+}
+
 TEST(JobStoreTest, UnknownIdIsNotFound) {
   TempDir dir;
   auto store = OpenOrDie(dir.File("jobs.db"));

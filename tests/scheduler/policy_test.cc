@@ -100,29 +100,68 @@ TEST_F(GandivaPackingTest, PackingRejectedWhenThePairSlowsDown) {
   PolicyStats stats;
   SimResult r = Replay(topo_, perf_, Jobs({{0, 1000, 1, a_}, {0, 1000, 1, b_}}), "gandiva",
                        testing::ExactConfig(), {}, &stats);
-  // One trial (measured 0.3 + 0.3 < 1 slicing), undone after one interval, never retried.
+  // One trial (measured 0.3 + 0.3 < 1 alone), undone after one interval by
+  // suspending the job that was waiting, never retried.
   EXPECT_EQ(stats.packs, 1);
   EXPECT_EQ(stats.unpacks, 1);
-  // 60 s packed at 0.3 (18 s of work each), then slicing at 0.5: 982 left each.
-  EXPECT_NEAR(r.jobs[0].finish, 60 + 982 * 2, 1e-6);
+  // 60 s packed at 0.3 (18 s of work each), then one at a time: 982 s left each.
+  EXPECT_NEAR(r.jobs[0].finish, 60 + 982, 1e-6);
+  EXPECT_NEAR(r.jobs[1].finish, 60 + 982 * 2, 1e-6);
 }
 
 TEST_F(GandivaPackingTest, PairThatDoesNotFitInMemoryIsNeverPacked) {
   PolicyStats stats;
-  Replay(topo_, perf_, Jobs({{0, 100, 1, b_}, {0, 100, 1, b_}}), "gandiva", testing::ExactConfig(),
-         {}, &stats);
+  SimResult r = Replay(topo_, perf_, Jobs({{0, 100, 1, b_}, {0, 100, 1, b_}}), "gandiva",
+                       testing::ExactConfig(), {}, &stats);
   EXPECT_EQ(stats.packs, 0);
-  EXPECT_EQ(stats.time_slices, 1);
+  EXPECT_EQ(stats.time_slices, 0);
+  EXPECT_DOUBLE_EQ(r.jobs[1].first_start, 100);  // waited for the GPU
 }
 
-TEST_F(GandivaPackingTest, DesharesByMigrationWhenAGpuFreesUp) {
-  Topology topo = Topology::Uniform(1, 2);
-  // Job 1 holds GPU 1 for 100 s; job 2 time-slices with job 0 on GPU 0 (a B+B
-  // pair does not fit in memory, so no packing) until GPU 1 frees up.
-  SimResult r = Replay(topo, perf_, Jobs({{0, 1000, 1, b_}, {0, 100, 1, b_}, {1, 1000, 1, b_}}),
+TEST(GandivaTest, NewcomerSuspendsAJobOfALowerLevel) {
+  Topology topo = Topology::Uniform(1, 1);
+  PerfModel perf = PerfModel::Neutral();
+  PolicyOptions o;
+  o.las_thresholds = {100};
+  // Like LAS: a reaches 100 GPU-s at t=100 and drops a level; b, which has had
+  // no service, suspends it then (rather than waiting, or sharing from t=50).
+  SimResult r =
+      Replay(topo, perf, Jobs({{0, 1000}, {50, 1000}}), "gandiva", testing::ExactConfig(), o);
+  EXPECT_DOUBLE_EQ(r.jobs[1].first_start, 100);
+  EXPECT_EQ(r.jobs[0].preemptions, 1);
+  EXPECT_DOUBLE_EQ(r.jobs[0].finish, 1100);  // first come first served within level 1
+}
+
+TEST(GandivaTest, GangGetsOneMachineByMovingASingleGpuJob) {
+  // Two machines of two GPUs. Jobs 0 and 2 run long on one GPU of each machine
+  // once job 1 has finished: the two free GPUs are on different machines.
+  Topology topo = Topology::Uniform(2, 2);
+  PerfModel perf = PerfModel::Neutral();
+  SimResult r = Replay(topo, perf, Jobs({{0, 5000}, {0, 100}, {0, 5000}, {200, 1000, 2}}),
                        "gandiva", testing::ExactConfig());
+  // One single-GPU job moves over; the gang starts at once on one machine and
+  // runs at full speed (spread over both it would run at 0.75).
   EXPECT_EQ(r.migrations, 1);
-  EXPECT_LT(r.jobs[2].finish, 1 + 2 * 1000 - 500);  // ran alone after the move
+  EXPECT_DOUBLE_EQ(r.jobs[3].first_start, 200);
+  EXPECT_DOUBLE_EQ(r.jobs[3].finish, 1200);
+}
+
+TEST(GandivaTest, GangClearsOneMachineInsteadOfSpreading) {
+  // Two machines of two GPUs, four single-GPU jobs, all a level down by the
+  // time a 2-GPU job arrives. The two lowest-ranked (jobs 3 and 4, the latest
+  // submitted) are on different machines: LAS would suspend them and run the
+  // gang spread. Gandiva suspends the two jobs of one machine instead.
+  Topology topo = Topology::Uniform(2, 2);
+  PerfModel perf = PerfModel::Neutral();
+  PolicyOptions o;
+  o.las_thresholds = {100};
+  // The gang is short (80 GPU-s): it finishes before it drops a level too.
+  auto jobs = Jobs({{0, 5000}, {0, 40}, {2, 5000}, {3, 5000}, {50, 5000}, {300, 40, 2}});
+  SimResult r = Replay(topo, perf, jobs, "gandiva", testing::ExactConfig(), o);
+  EXPECT_DOUBLE_EQ(r.jobs[5].first_start, 300);
+  EXPECT_DOUBLE_EQ(r.jobs[5].finish, 340);  // consolidated: full speed
+  SimResult las = Replay(topo, perf, jobs, "las", testing::ExactConfig(), o);
+  EXPECT_GT(las.jobs[5].finish, 340);  // LAS ran it spread, slower
 }
 
 TEST(ReservePackTest, BigJobsGetHighEndMachinesSmallOnesPack) {

@@ -56,11 +56,31 @@ struct PolicyOptions {
   // Tiresias starvation guard: a pending job waiting longer than this many times
   // its executed time goes back to the top queue (0 = off).
   double las_starve_factor = 0;
-  // Gandiva introspection.
-  double gandiva_interval = 60;  // seconds between introspection rounds
-  int gandiva_max_share = 2;     // jobs time-sliced/packed on one GPU set
-  double pack_gain = 1.05;       // keep a pack only if the pair's summed rate beats this
-  double grow_gain = 1.2;        // keep a grow only if the rate rises by this factor
+  // Gandiva. Its priority is attained service like LAS (las_thresholds are its
+  // levels too): without knowing durations, the jobs that have run least are
+  // the likeliest to finish soon, which is what average JCT rewards.
+  double gandiva_interval = 60;  // seconds between introspection rounds (measuring a trial)
+  // Jobs sharing one GPU set. 2 lets a waiting job be packed onto a running
+  // one; 1 turns packing off.
+  int gandiva_max_share = 2;
+  // Keep a pack only if the pair's summed measured rate (1 = one job alone)
+  // beats this: below it, running one of them alone is about as good and
+  // avoids slowing the running job down.
+  double pack_gain = 1.05;
+  // ...and only if the running job keeps at least this much of its speed: a
+  // waiting job ranks below the running one and should not hold it back much.
+  double pack_min_partner_rate = 0.5;
+  // Starvation guard: a waiting job that has waited longer than this many
+  // times the time it has run goes back to the top level, bounding how long
+  // newcomers can keep a long job waiting (finish-time fairness). 0 = off.
+  double gandiva_starve_factor = 0;
+  // A gang waits this long (seconds) for GPUs on the fewest machines, made by
+  // moving single-GPU jobs or suspending lower-level ones, before it accepts
+  // GPUs spread over more machines: a spread gang runs every step slower
+  // (--spread-factor) for as long as it runs, and big gangs run for days, so
+  // waiting hours for locality pays; the delay still bounds the wait.
+  double gandiva_spread_delay = 43200;
+  double grow_gain = 1.2;  // keep a grow only if the rate rises by this factor
   bool gandiva_grow = true;
   bool gandiva_migrate = true;
   // Reserve-and-pack: jobs with at least this many GPUs go to high-end machines.

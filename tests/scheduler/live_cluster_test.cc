@@ -1,0 +1,259 @@
+// LiveCluster's bookkeeping against nodes that answer from a script
+// (ScriptedNodes, a test double of the node API: the real nodes are in
+// tests/integration/test_scheduler.py). What these cover are the moments an
+// integration test cannot aim at: a scheduler that died between recording a
+// launch and hearing its reply, a job that ended while no scheduler ran, a
+// left-over run of an earlier attempt, a node that stops answering.
+#include "live/live_cluster.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+namespace gandiva::sched::live {
+namespace {
+
+using protocol::Json;
+using protocol::MessageType;
+
+class ScriptedNodes final : public NodeApi {
+ public:
+  explicit ScriptedNodes(std::vector<std::string> names) {
+    for (auto& n : names) addresses_.push_back({n, "sim://" + n, ""});
+    jobs_.resize(addresses_.size());
+    down_.resize(addresses_.size(), false);
+  }
+  int size() const override { return static_cast<int>(addresses_.size()); }
+  const NodeAddress& address(int node) const override { return addresses_[node]; }
+  StatusOr<Json> Call(int node, MessageType type, const Json& f) const override {
+    calls.push_back({node, type, f});
+    if (down_[node]) return Unavailable(addresses_[node].name + ": no reply");
+    auto& jobs = jobs_[node];
+    switch (type) {
+      case MessageType::kListDevices:
+        return Json{{"devices", {{{"name", "cpu0"}, {"kind", "cpu"}, {"model", "sim"}}}}};
+      case MessageType::kListJobs:
+        return Json{{"jobs", jobs}};
+      case MessageType::kLaunch:
+        if (refuse_launch)
+          return NotFound("no such command: " + f["command"][0].get<std::string>());
+        jobs.push_back(Record(static_cast<int>(jobs.size()) + 1, f["name"], "running"));
+        return Json{{"job", jobs.size()}};
+      default:
+        return Json::object();
+    }
+  }
+  static Json Record(int id, const std::string& name, const std::string& state,
+                     int exit_code = -1) {
+    const bool ended = state == "exited" || state == "failed";
+    return {{"id", id},
+            {"name", name},
+            {"state", state},
+            {"exit_code", ended ? exit_code : -1},
+            {"exit_reason", ended ? "exited" : "none"},
+            {"exit_detail", ""},
+            {"device_time_s", 2.0},
+            {"wall_time_s", 3.0},
+            {"rate_vs_alone", 0.5},
+            {"operation", nullptr}};
+  }
+  int CallsOf(MessageType type) const {
+    int k = 0;
+    for (auto& c : calls) k += c.type == type;
+    return k;
+  }
+  struct CallRecord {
+    int node;
+    MessageType type;
+    Json fields;
+  };
+  mutable std::vector<CallRecord> calls;
+  mutable std::vector<std::vector<Json>> jobs_;
+  std::vector<bool> down_;
+  bool refuse_launch = false;
+
+ private:
+  std::vector<NodeAddress> addresses_;
+};
+
+class LiveClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ =
+        std::filesystem::temp_directory_path() / ("live_cluster_test." + std::to_string(getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto store = JobStore::Open((dir_ / "scheduler.db").string());
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(store).value();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // A cluster over nodes a and b (one device each), clock `now_`.
+  std::unique_ptr<LiveCluster> MakeCluster() {
+    auto topo = DiscoverTopology(nodes_);
+    EXPECT_TRUE(topo.ok());
+    LiveClusterOptions o;
+    o.checkpoint_root = (dir_ / "checkpoints").string();
+    o.node_dead_after_s = 5;
+    o.wall_now = [this] { return now_; };
+    return std::make_unique<LiveCluster>(&nodes_, store_.get(), std::move(topo).value(), o, 1000);
+  }
+  JobRecord Submitted(const std::string& name) {
+    JobRecord r;
+    r.name = name;
+    r.command = {"/bin/true"};
+    r.cwd = "/";
+    r.submit_time = now_;
+    auto id = store_->Add(r);
+    EXPECT_TRUE(id.ok());
+    r.id = *id;
+    return r;
+  }
+  JobRecord Stored(int64_t id) { return store_->Get(id).value(); }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<JobStore> store_;
+  ScriptedNodes nodes_{{"a", "b"}};
+  double now_ = 1000;
+};
+
+TEST_F(LiveClusterTest, StartLaunchesUnderTheAttemptsNameAndRecordsWhereItRuns) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  const GpuId b = 1;
+  ASSERT_TRUE(c->Start(j, {&b, 1}).ok());
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kLaunch), 1);
+  EXPECT_EQ(nodes_.calls.back().node, 1);
+  EXPECT_EQ(nodes_.calls.back().fields["name"], "train.s1.a1");
+  const JobRecord r = Stored(1);
+  EXPECT_EQ(r.state, LiveJobState::kRunning);
+  EXPECT_EQ(r.node, "b");
+  EXPECT_EQ(r.node_job, 1);
+  EXPECT_FALSE(c->free_gpus().IsFree(b));
+  EXPECT_EQ(c->group(b).members.size(), 1u);
+}
+
+TEST_F(LiveClusterTest, ARestartAdoptsALaunchWhoseReplyItNeverHeard) {
+  JobRecord r = Submitted("train");
+  r.state = LiveJobState::kStarting;  // recorded before the launch; then the scheduler died
+  r.attempt = 1;
+  r.node = "a";
+  r.device = "cpu0";
+  ASSERT_TRUE(store_->Update(r).ok());
+  nodes_.jobs_[0].push_back(ScriptedNodes::Record(7, "train.s1.a1", "running"));
+  auto c = MakeCluster();
+  auto arrived = c->Recover();
+  ASSERT_TRUE(arrived.ok());
+  EXPECT_TRUE(arrived->empty()) << "it runs: the policy need not place it";
+  EXPECT_EQ(Stored(1).state, LiveJobState::kRunning);
+  EXPECT_EQ(Stored(1).node_job, 7);
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kLaunch), 0) << "not started twice";
+  EXPECT_FALSE(c->free_gpus().IsFree(0));
+}
+
+TEST_F(LiveClusterTest, AJobThatEndedWhileNoSchedulerRanIsFinishedNotRunAgain) {
+  JobRecord r = Submitted("train");
+  r.state = LiveJobState::kRunning;
+  r.attempt = 1;
+  r.node = "a";
+  r.device = "cpu0";
+  r.node_job = 3;
+  ASSERT_TRUE(store_->Update(r).ok());
+  nodes_.jobs_[0].push_back(ScriptedNodes::Record(3, "train.s1.a1", "exited", 0));
+  auto c = MakeCluster();
+  ASSERT_TRUE(c->Recover().ok());
+  const ClusterEvents events = c->Refresh();
+  EXPECT_EQ(events.finished, std::vector<JobId>{0});
+  EXPECT_EQ(Stored(1).state, LiveJobState::kFinished);
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kLaunch), 0);
+  EXPECT_TRUE(c->free_gpus().IsFree(0));
+}
+
+TEST_F(LiveClusterTest, AJobItsNodeDoesNotKnowGoesBackToTheQueue) {
+  JobRecord r = Submitted("train");
+  r.state = LiveJobState::kRunning;
+  r.attempt = 1;
+  r.node = "b";
+  r.device = "cpu0";
+  r.node_job = 4;
+  ASSERT_TRUE(store_->Update(r).ok());
+  auto c = MakeCluster();
+  auto arrived = c->Recover();
+  ASSERT_TRUE(arrived.ok());
+  EXPECT_EQ(*arrived, std::vector<JobId>{0});
+  EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
+  EXPECT_EQ(Stored(1).attempt, 1) << "the next launch is attempt 2";
+}
+
+TEST_F(LiveClusterTest, ALeftOverRunOfAnEarlierAttemptIsKilled) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  // Attempt 1 ran on a, which was cut off; the job was requeued and runs on b now.
+  nodes_.jobs_[0].push_back(ScriptedNodes::Record(1, "train.s1.a1", "running"));
+  JobRecord r = Stored(1);
+  r.attempt = 1;
+  ASSERT_TRUE(store_->Update(r).ok());
+  c = MakeCluster();
+  ASSERT_TRUE(c->Recover().ok());
+  const GpuId b = 1;
+  ASSERT_TRUE(c->Start(j, {&b, 1}).ok());
+  EXPECT_EQ(nodes_.calls.back().fields["name"], "train.s1.a2");
+  c->Refresh();
+  bool killed = false;
+  for (auto& call : nodes_.calls)
+    killed |= call.type == MessageType::kKill && call.node == 0 && call.fields["job"] == 1;
+  EXPECT_TRUE(killed);
+  for (auto& call : nodes_.calls)
+    EXPECT_FALSE(call.type == MessageType::kKill && call.node == 1) << "the current run lives";
+}
+
+TEST_F(LiveClusterTest, ASilentNodeIsDownAfterItsGraceAndItsJobsAreRequeued) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  const GpuId a = 0;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  nodes_.down_[0] = true;
+  now_ += 2;
+  EXPECT_TRUE(c->Refresh().requeued.empty()) << "silent for 2 s: not yet down";
+  EXPECT_TRUE(c->node_up(0));
+  now_ += 4;
+  EXPECT_EQ(c->Refresh().requeued, std::vector<JobId>{j});
+  EXPECT_FALSE(c->node_up(0));
+  EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
+  EXPECT_FALSE(c->free_gpus().IsFree(a)) << "a down node's device takes no job";
+  EXPECT_EQ(c->Attained(j), 0.0) << "no report came, so nothing was counted";
+  nodes_.down_[0] = false;
+  c->Refresh();
+  EXPECT_TRUE(c->node_up(0));
+  EXPECT_TRUE(c->free_gpus().IsFree(a));
+}
+
+TEST_F(LiveClusterTest, ALaunchTheNodeRefusesFailsTheJob) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  nodes_.refuse_launch = true;
+  const GpuId a = 0;
+  EXPECT_FALSE(c->Start(j, {&a, 1}).ok());
+  EXPECT_EQ(c->TakeEndedByActions(), std::vector<JobId>{j});
+  EXPECT_EQ(Stored(1).state, LiveJobState::kFailed);
+  EXPECT_NE(Stored(1).detail.find("no such command"), std::string::npos);
+  EXPECT_TRUE(c->free_gpus().IsFree(a));
+}
+
+TEST_F(LiveClusterTest, WhatThePolicyReadsIsWhatTheNodeMeasured) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  const GpuId a = 0;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  c->Refresh();
+  EXPECT_DOUBLE_EQ(c->Attained(j), 2.0);
+  EXPECT_DOUBLE_EQ(c->RunTime(j), 3.0);
+  EXPECT_DOUBLE_EQ(c->MeasuredRate(j), 0.5);
+  EXPECT_FALSE(c->OracleRemaining(j).has_value());
+  EXPECT_FALSE(c->Resize(j, {&a, 1}).ok());
+}
+
+}  // namespace
+}  // namespace gandiva::sched::live
