@@ -1,6 +1,8 @@
-"""examples/automl/search.py against a real scheduler and node: four real
-trials (trial.py) time-sliced on one CPU device under the gandiva policy;
-successive halving at epoch 1 keeps the better half and cancels the rest."""
+"""examples/automl: search.py against a real scheduler and node (four real
+trials time-sliced on one CPU device under the gandiva policy; successive
+halving at epoch 1 keeps the better half and cancels the rest), and a trial
+checkpointed mid-epoch and restored reports the same epochs as one never
+interrupted."""
 
 import json
 import os
@@ -8,9 +10,10 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, PYTHON
+from conftest import BUILD, GANDIVA, PYTHON
 from sched_cluster import SchedCluster
 
+TRIAL = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "automl", "trial.py")
 SEARCH = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "automl", "search.py")
 
 
@@ -45,3 +48,26 @@ def test_search_halves_at_the_rung_and_keeps_the_best(cluster, tmp_path):
     assert first and 0 < result["time_to_target_s"] <= result["wall_s"]
     hit = next(t for t in trials if t["id"] == first["id"])
     assert hit["accuracy"][str(first["epoch"])] >= 0.5
+
+
+def epochs_without_time(text):
+    return [line.rsplit(" time ", 1)[0] for line in text.splitlines() if line.startswith("epoch ")]
+
+
+def test_trial_restored_mid_epoch_reports_the_same_epochs(daemon_factory, tmp_path):
+    d = daemon_factory("--devices", "cpu:1")
+    trial = [PYTHON, TRIAL, "--lr", "0.03", "--width", "64", "--epochs", "4", "--train", "20000"]
+    reference = subprocess.run(trial, env=d.env, capture_output=True, text=True, check=True)
+    expected = epochs_without_time(reference.stdout)
+    assert len(expected) == 4
+    first = d.run(*trial, name="trial")
+    assert first.stdout.readline().startswith("epoch 1 ")
+    d.cli("checkpoint", "1", "--to", str(tmp_path / "ck"))  # at its next boundary, in epoch 2
+    first.communicate(timeout=60)
+    restored = subprocess.run([GANDIVA, "run", "--restore", str(tmp_path / "ck"), "--name", "restored",
+                               "--", *trial],
+                              env=d.env, capture_output=True, text=True, timeout=60)
+    assert restored.returncode == 0, restored.stderr
+    assert epochs_without_time(restored.stdout) == expected
+    # It went on from the checkpoint (in epoch 2), not from the start: 4 epochs are 5,000 steps.
+    assert 0 < d.jobs()["restored"]["iterations"] < 3750
