@@ -4,9 +4,10 @@
 Starts a small real cluster on this machine (gandivad nodes with one CPU device
 each and a `gandiva scheduler` over them: tests/integration/sched_cluster.py),
 runs examples/automl/search.py on it (the same trials, the same submission
-order, successive halving) once under `--policy gandiva` (trials time-sliced,
-up to --max-share on a device) and once under `--policy fifo` (one trial after
-another on each device), each on a fresh cluster, and reports the time until
+order, successive halving) once under `--policy gandiva` (attained-service
+levels of a few device-seconds: each trial soon yields its device to trials
+that have had less, by suspend-resume, so every trial reports early) and once
+under `--policy fifo` (one trial after another on each device), each on a fresh cluster, and reports the time until
 the first trial reached the target accuracy under each, and FIFO/gandiva.
 Prints a table and writes bench_automl.json (with both searches' full results)
 to --out.
@@ -34,7 +35,9 @@ def parse_args():
     ap.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=".", help="directory for bench_automl.json")
     ap.add_argument("--nodes", type=int, default=2)
-    ap.add_argument("--max-share", type=int, default=8, help="gandiva: trials sliced on a device")
+    ap.add_argument("--gandiva-flags", default="--las-thresholds 2,8,32",
+                    help="the gandiva policy's flags: its attained-service levels in "
+                    "device-seconds (a trial past 2 s yields to one that has had less)")
     ap.add_argument("--policies", default="gandiva,fifo")
     ap.add_argument("--seeds", default="0,1,2",
                     help="search.py --seed for each pair of runs: each a submission order")
@@ -45,10 +48,10 @@ def parse_args():
     return ap.parse_args()
 
 
-def start_cluster(root, names, policy, max_share):
+def start_cluster(root, names, policy, gandiva_flags):
     from sched_cluster import SchedCluster
     cluster = SchedCluster(root, names=names, devices="cpu:1")
-    flags = ["--max-share", str(max_share)] if policy == "gandiva" else []
+    flags = gandiva_flags.split() if policy == "gandiva" else []
     cluster.start(*flags, policy=policy)
     return cluster
 
@@ -57,7 +60,7 @@ def run_one(args, policy, seed):
     """One search on a fresh cluster; returns search.py's JSON result."""
     root = pathlib.Path(tempfile.mkdtemp(prefix=f"automl-{policy}-"))
     names = tuple(chr(ord("a") + i) for i in range(args.nodes))
-    cluster = start_cluster(root, names, policy, args.max_share)
+    cluster = start_cluster(root, names, policy, args.gandiva_flags)
     result_file = root / "search.json"
     try:
         env = dict(cluster.env, PYTHONPATH=os.path.join(args.build_dir, "python"))
@@ -120,7 +123,7 @@ def main():
             runs.append((seed, policy, run_one(args, policy, seed)))
     summary = {"bench": "bench_automl", "host": platform.node(), "cpus": os.cpu_count(),
                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-               "nodes": args.nodes, "devices_per_node": 1, "max_share": args.max_share,
+               "nodes": args.nodes, "devices_per_node": 1, "gandiva_flags": args.gandiva_flags,
                "search_args": args.search_args, "load_average_at_start": os.getloadavg(),
                "runs": [{"seed": s, "policy": p, "result": r} for s, p, r in runs]}
     summary["load_average_at_end"] = os.getloadavg()
