@@ -117,6 +117,7 @@ def main():
     args.build_dir = build
     if not os.path.exists(os.path.join(build, "cli", "gandiva")):
         sys.exit(f"bench_automl: no {build}/cli/gandiva (build gandiva, gandivad, _gandiva first)")
+    load_at_start = os.getloadavg()
     runs = []  # (seed, policy, result)
     for seed in [int(v) for v in args.seeds.split(",")]:
         for policy in args.policies.split(","):
@@ -124,7 +125,7 @@ def main():
     summary = {"bench": "bench_automl", "host": platform.node(), "cpus": os.cpu_count(),
                "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                "nodes": args.nodes, "devices_per_node": 1, "gandiva_flags": args.gandiva_flags,
-               "search_args": args.search_args, "load_average_at_start": os.getloadavg(),
+               "search_args": args.search_args, "load_average_at_start": load_at_start,
                "runs": [{"seed": s, "policy": p, "result": r} for s, p, r in runs]}
     summary["load_average_at_end"] = os.getloadavg()
     summary.update(print_summary(args, runs))
