@@ -3,7 +3,7 @@
 # writes their JSON into one directory. Builds nothing: build first, e.g.
 #   cmake --build BUILD -j2 --target bench_boundary bench_switch gandiva_cli _gandiva train_mlp
 # and, for the migration bench and the job store bench (run only when built):
-#   cmake --build BUILD -j2 --target gandivad transfer_floor synthetic_state_job bench_submit
+#   cmake --build BUILD -j2 --target gandivad transfer_floor synthetic_state_job bench_submit bench_live_pass
 #
 # Usage: bench/run_all.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, bench-results)
 # Env:   PYTHON  interpreter with torch for the slicing bench (default /usr/bin/python3)
@@ -44,6 +44,10 @@ else
   echo
 fi
 # The live scheduler's job store (seconds): only when built.
+if [ -x "$build/bench/scheduler/bench_live_pass" ]; then
+  echo "== bench_live_pass =="
+  "$build/bench/scheduler/bench_live_pass" --out "$out"
+fi
 if [ -x "$build/bench/scheduler/bench_submit" ]; then
   echo "== bench_submit =="
   "$build/bench/scheduler/bench_submit" --out "$out"
