@@ -53,6 +53,15 @@ std::optional<GpuId> GandivaPolicy::FreeGpuElsewhere(const Cluster& c, JobId v,
   return std::nullopt;
 }
 
+bool GandivaPolicy::MoveAside(Cluster& c, JobId v, const std::vector<int>& avoid) {
+  auto to = FreeGpuElsewhere(c, v, avoid);
+  if (!to) return false;
+  GpuId dest = *to;
+  if (!c.Migrate(v, std::span<const GpuId>(&dest, 1)).ok()) return false;
+  Placed(c, v);
+  return true;
+}
+
 // Single-GPU jobs alone on one GPU of machine m (not grown): they can move.
 std::vector<JobId> GandivaPolicy::MovableOn(const Cluster& c, int m) const {
   std::vector<JobId> out;
@@ -97,13 +106,8 @@ std::optional<std::vector<GpuId>> GandivaPolicy::Consolidate(Cluster& c, JobId p
   int free_elsewhere = free.total_free();
   for (int m : chosen) free_elsewhere -= free.free_on(m);
   if (free_elsewhere < static_cast<int>(moves.size())) return std::nullopt;
-  for (JobId v : moves) {
-    auto to = FreeGpuElsewhere(c, v, chosen);
-    if (!to) return std::nullopt;
-    GpuId dest = *to;
-    if (!c.Migrate(v, std::span<const GpuId>(&dest, 1)).ok()) return std::nullopt;
-    Placed(c, v);
-  }
+  for (JobId v : moves)
+    if (!MoveAside(c, v, chosen)) return std::nullopt;
   std::vector<GpuId> gpus;
   for (int m : chosen) {
     auto here = FreeOnMachine(c.free_gpus(), m, n - static_cast<int>(gpus.size()));

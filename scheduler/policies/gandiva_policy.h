@@ -99,6 +99,8 @@ class GandivaPolicy : public PolicyBase {
   bool MaySpread(Cluster& c, JobId p);
   std::optional<GpuId> FreeGpuElsewhere(const Cluster& c, JobId v,
                                         const std::vector<int>& avoid) const;
+  // Migrates single-GPU job v to FreeGpuElsewhere; false if none or it failed.
+  bool MoveAside(Cluster& c, JobId v, const std::vector<int>& avoid);
   std::vector<JobId> MovableOn(const Cluster& c, int m) const;
 
   // ---- Making room by suspending and moving (gandiva_room.cc) ----

@@ -94,13 +94,8 @@ std::optional<std::vector<GpuId>> GandivaPolicy::MakeRoom(Cluster& c, JobId p) {
     for (JobId v : r.suspend)
       if (c.state(v) == JobState::kRunning) SuspendJob(c, v);
   for (const Room& r : rooms)
-    for (JobId v : r.move) {
-      auto to = FreeGpuElsewhere(c, v, chosen);
-      if (!to) return std::nullopt;
-      GpuId dest = *to;
-      if (!c.Migrate(v, std::span<const GpuId>(&dest, 1)).ok()) return std::nullopt;
-      Placed(c, v);
-    }
+    for (JobId v : r.move)
+      if (!MoveAside(c, v, chosen)) return std::nullopt;
   std::vector<GpuId> gpus;
   for (int m : chosen) {
     auto here = FreeOnMachine(c.free_gpus(), m, std::min(share, n - static_cast<int>(gpus.size())));
