@@ -112,6 +112,18 @@ class LiveClusterTest : public ::testing::Test {
     return r;
   }
   JobRecord Stored(int64_t id) { return store_->Get(id).value(); }
+  // A job the store says was placed (attempt 1, on `node`'s cpu0) by a
+  // scheduler that is gone.
+  void StoreAsPlaced(const std::string& name, LiveJobState state, const std::string& node,
+                     int64_t node_job) {
+    JobRecord r = Submitted(name);
+    r.state = state;
+    r.attempt = 1;
+    r.node = node;
+    r.device = "cpu0";
+    r.node_job = node_job;
+    ASSERT_TRUE(store_->Update(r).ok());
+  }
 
   std::filesystem::path dir_;
   std::unique_ptr<JobStore> store_;
@@ -136,12 +148,8 @@ TEST_F(LiveClusterTest, StartLaunchesUnderTheAttemptsNameAndRecordsWhereItRuns) 
 }
 
 TEST_F(LiveClusterTest, ARestartAdoptsALaunchWhoseReplyItNeverHeard) {
-  JobRecord r = Submitted("train");
-  r.state = LiveJobState::kStarting;  // recorded before the launch; then the scheduler died
-  r.attempt = 1;
-  r.node = "a";
-  r.device = "cpu0";
-  ASSERT_TRUE(store_->Update(r).ok());
+  // Recorded as starting before the launch; then the scheduler died.
+  StoreAsPlaced("train", LiveJobState::kStarting, "a", 0);
   nodes_.jobs_[0].push_back(ScriptedNodes::Record(7, "train.s1.a1", "running"));
   auto c = MakeCluster();
   auto arrived = c->Recover();
@@ -154,13 +162,7 @@ TEST_F(LiveClusterTest, ARestartAdoptsALaunchWhoseReplyItNeverHeard) {
 }
 
 TEST_F(LiveClusterTest, AJobThatEndedWhileNoSchedulerRanIsFinishedNotRunAgain) {
-  JobRecord r = Submitted("train");
-  r.state = LiveJobState::kRunning;
-  r.attempt = 1;
-  r.node = "a";
-  r.device = "cpu0";
-  r.node_job = 3;
-  ASSERT_TRUE(store_->Update(r).ok());
+  StoreAsPlaced("train", LiveJobState::kRunning, "a", 3);
   nodes_.jobs_[0].push_back(ScriptedNodes::Record(3, "train.s1.a1", "exited", 0));
   auto c = MakeCluster();
   ASSERT_TRUE(c->Recover().ok());
@@ -172,13 +174,7 @@ TEST_F(LiveClusterTest, AJobThatEndedWhileNoSchedulerRanIsFinishedNotRunAgain) {
 }
 
 TEST_F(LiveClusterTest, AJobItsNodeDoesNotKnowGoesBackToTheQueue) {
-  JobRecord r = Submitted("train");
-  r.state = LiveJobState::kRunning;
-  r.attempt = 1;
-  r.node = "b";
-  r.device = "cpu0";
-  r.node_job = 4;
-  ASSERT_TRUE(store_->Update(r).ok());
+  StoreAsPlaced("train", LiveJobState::kRunning, "b", 4);
   auto c = MakeCluster();
   auto arrived = c->Recover();
   ASSERT_TRUE(arrived.ok());
