@@ -183,14 +183,7 @@ JobId LiveCluster::Admit(const JobRecord& record) {
 
 StatusOr<std::vector<JobId>> LiveCluster::Recover() {
   GD_ASSIGN_OR_RETURN(auto records, store_->List(/*include_ended=*/true));
-  std::vector<protocol::Json> node_jobs(nodes_->size(), protocol::Json::array());
-  std::vector<bool> answered(nodes_->size(), false);
-  for (int n = 0; n < nodes_->size(); ++n) {
-    auto reply = nodes_->Call(n, MessageType::kListJobs);
-    if (!reply.ok()) continue;
-    answered[n] = true;
-    node_jobs[n] = std::move((*reply)["jobs"]);
-  }
+  const NodeReports reports = PollNodes();
   std::vector<JobId> arrived;
   for (const JobRecord& r : records) {
     const JobId id = Admit(r);
@@ -202,7 +195,8 @@ StatusOr<std::vector<JobId>> LiveCluster::Recover() {
       case LiveJobState::kRunning:
       case LiveJobState::kSuspended: {
         const int n = NodeIndex(r.node);
-        AdoptOrRequeue(id, n >= 0 ? node_jobs[n] : protocol::Json::array(), n >= 0 && answered[n]);
+        const bool answered = n >= 0 && reports[n].ok();
+        AdoptOrRequeue(id, answered ? (*reports[n])["jobs"] : protocol::Json::array(), answered);
         if (jobs_[id].record.state == LiveJobState::kQueued ||
             jobs_[id].record.state == LiveJobState::kSuspended)
           arrived.push_back(id);
