@@ -37,7 +37,7 @@ node controller:
 cluster scheduler (docs/scheduler.md; endpoint $GANDIVA_SCHEDULER or the local socket):
   scheduler --nodes FILE --state-dir DIR [--policy P]
                                       run the scheduler over gandivad nodes (see --help)
-  submit [--gpus N] [--ranks N] [--name N] [--vc VC] [--restartable] -- CMD...
+  submit [--gpus N] [--ranks N] [--name N] [--vc VC] [--kind K] [--restartable] -- CMD...
                                       queue a job; prints its id
   queue [--all] [--job JOB] [--json]  the scheduler's jobs and where they run
   cancel JOB                          end a job (a running one is killed)

@@ -23,14 +23,14 @@ using protocol::MessageType;
 int SchedulerCommand(const Args& args) { return sched::RunSchedulerDaemon(args); }
 
 int SubmitCommand(const Args& args) {
-  NodeCommand c("gandiva submit", {"gpus", "ranks", "name", "user", "vc", "cwd"}, {"restartable"});
+  NodeCommand c("gandiva submit", {"gpus", "ranks", "name", "user", "vc", "kind", "cwd"}, {"restartable"});
   c.TalkToScheduler();
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
   if (cmd.empty())
     return c.UsageError(
         "usage: gandiva submit [--gpus N] [--ranks N] [--name N] [--user U] [--vc VC] "
-        "[--restartable] [--cwd DIR] -- CMD...");
+        "[--kind K] [--restartable] [--cwd DIR] -- CMD...");
   auto gpus = c.flags().GetInt("gpus", 1);
   auto ranks = c.flags().GetInt("ranks", 1);
   if (!gpus.ok() || !ranks.ok()) return c.UsageError("--gpus and --ranks take a number");
@@ -50,6 +50,7 @@ int SubmitCommand(const Args& args) {
               {"restartable", c.flags().Has("restartable")}};
   if (c.flags().Has("name")) req["name"] = c.flags().Get("name");
   if (c.flags().Has("vc")) req["vc"] = c.flags().Get("vc");
+  if (c.flags().Has("kind")) req["kind"] = c.flags().Get("kind");
   auto r = c.Call(MessageType::kSubmit, req);
   if (!r) return kExitFailed;
   if (c.json())

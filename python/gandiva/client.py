@@ -145,7 +145,7 @@ class SchedulerClient:
 
     def submit(self, command, cwd=None, env=None, **fields):
         """Queues `command` (a list); returns its job id. fields: name, user, vc,
-        gpus, ranks, restartable. cwd defaults to this process's, env to its
+        kind, gpus, ranks, restartable. cwd defaults to this process's, env to its
         environment (the job runs with it on whichever node the policy picks)."""
         import os
         fields.update(command=list(command), cwd=os.path.abspath(cwd or os.getcwd()),

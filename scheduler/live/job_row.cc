@@ -10,8 +10,8 @@ namespace gandiva::sched::live::job_row {
 const char* const kColumnList =
     "name, user, vc, gpus, ranks, command, cwd, env, restartable, submit_time, state, attempt, "
     "node, device, node_job, checkpoint_dir, checkpoint_time, start_time, end_time, attained, "
-    "run_time, exit_code, detail, cancel_requested, ended";
-const int kColumnCount = 25;
+    "run_time, exit_code, detail, cancel_requested, ended, kind";
+const int kColumnCount = 26;
 
 namespace {
 
@@ -131,6 +131,7 @@ Status Bind(const JobRecord& job, Statement& stmt, int first) {
   stmt.BindText(i++, job.detail);
   stmt.BindInt(i++, job.cancel_requested ? 1 : 0);
   stmt.BindInt(i++, IsEnded(job.state) ? 1 : 0);
+  stmt.BindText(i++, job.kind);
   if (i - first != kColumnCount) return Internal("job_row::Bind and kColumnList disagree");
   return Status::Ok();
 }
@@ -168,6 +169,8 @@ StatusOr<JobRecord> Read(const Statement& stmt, const std::string& path) {
   job.exit_code = static_cast<int>(stmt.Int(c++));
   job.detail = stmt.Text(c++);
   job.cancel_requested = stmt.Int(c++) != 0;
+  ++c;  // ended: derived from state
+  job.kind = stmt.Text(c++);
   return job;
 }
 

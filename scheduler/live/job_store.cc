@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "gandiva/common/log.h"
 #include "live/job_row.h"
 #include "live/sqlite_db.h"
 
@@ -27,7 +28,8 @@ constexpr std::array<std::pair<LiveJobState, const char*>, 7> kStateNames{{
 // What marks a file as ours, and the layout this build reads and writes. A
 // change to the tables bumps kSchemaVersion (and needs a migration here).
 constexpr const char* kFormat = "gandiva-scheduler";
-constexpr int kSchemaVersion = 1;
+// Version 2 added jobs.kind.
+constexpr int kSchemaVersion = 2;
 constexpr int kBusyTimeoutMs = 5000;
 
 // IF NOT EXISTS / OR IGNORE: two processes creating the same new file at once
@@ -48,7 +50,7 @@ std::string SchemaSql() {
          " node_job INTEGER NOT NULL, checkpoint_dir TEXT NOT NULL, checkpoint_time REAL NOT NULL,"
          " start_time REAL NOT NULL, end_time REAL NOT NULL, attained REAL NOT NULL,"
          " run_time REAL NOT NULL, exit_code INTEGER NOT NULL, detail TEXT NOT NULL,"
-         " cancel_requested INTEGER NOT NULL, ended INTEGER NOT NULL);"
+         " cancel_requested INTEGER NOT NULL, ended INTEGER NOT NULL, kind TEXT NOT NULL);"
          // List(false) walks only the jobs that have not ended, in id order.
          "CREATE INDEX IF NOT EXISTS jobs_not_ended ON jobs(id) WHERE ended = 0;"
          "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
@@ -81,11 +83,12 @@ StatusOr<std::optional<std::string>> QueryText(const SqliteDb& db, const std::st
   return std::optional<std::string>(stmt->Text(0));
 }
 
-// true: the file is new (no tables yet). false: it is a gandiva scheduler
-// database this build reads. Anything else is an error, and the file is left as it was.
-StatusOr<bool> CheckOwnership(const SqliteDb& db) {
+// 0: the file is new (no tables yet). Otherwise the schema version of the
+// gandiva scheduler database it holds, one this build reads. Anything else is
+// an error, and the file is left as it was.
+StatusOr<int> CheckOwnership(const SqliteDb& db) {
   GD_ASSIGN_OR_RETURN(auto tables, QueryText(db, "SELECT count(*) FROM sqlite_master"));
-  if (tables && *tables == "0") return true;
+  if (tables && *tables == "0") return 0;
   const std::string not_ours =
       "scheduler database " + db.path() + " is not a gandiva scheduler database";
   GD_ASSIGN_OR_RETURN(auto has_schema, QueryText(db,
@@ -105,7 +108,7 @@ StatusOr<bool> CheckOwnership(const SqliteDb& db) {
                               std::to_string(v) + ", written by a newer gandiva; this one reads " +
                               std::to_string(kSchemaVersion));
   }
-  return false;
+  return v;
 }
 
 Status SetDurability(SqliteDb& db) {
@@ -118,14 +121,33 @@ Status SetDurability(SqliteDb& db) {
   return db.Exec("PRAGMA synchronous = FULL");
 }
 
-Status CreateSchema(SqliteDb& db) {
+// Runs `sql` as one transaction: all of it or none.
+Status ExecAtomically(SqliteDb& db, const std::string& sql) {
   GD_RETURN_IF_ERROR(db.Exec("BEGIN IMMEDIATE"));
-  Status created = db.Exec(SchemaSql());
-  if (!created.ok()) {
+  Status done = db.Exec(sql);
+  if (!done.ok()) {
     (void)db.Exec("ROLLBACK");
-    return created;
+    return done;
   }
   return db.Exec("COMMIT");
+}
+
+// Brings a database written by an older build up to kSchemaVersion, in one
+// transaction, so that a scheduler upgraded in place keeps its queue.
+Status Upgrade(SqliteDb& db, int version) {
+  std::string sql;
+  if (version < 2) sql += "ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT '';";
+  sql += "UPDATE gandiva_schema SET value = '" + std::to_string(kSchemaVersion) +
+         "' WHERE key = 'schema_version';";
+  Status upgraded = ExecAtomically(db, sql);
+  if (!upgraded.ok()) {
+    return Status(upgraded.code(), "scheduler database " + db.path() +
+                                       ": upgrading it from schema version " +
+                                       std::to_string(version) + ": " + upgraded.message());
+  }
+  GD_LOG(kInfo, "scheduler database %s: upgraded from schema version %d to %d", db.path().c_str(),
+         version, kSchemaVersion);
+  return Status::Ok();
 }
 
 }  // namespace
@@ -198,9 +220,13 @@ StatusOr<std::unique_ptr<JobStore>> JobStore::Open(const std::string& path) {
   GD_ASSIGN_OR_RETURN(std::unique_ptr<SqliteDb> db, SqliteDb::Open(path));
   sqlite3_busy_timeout(db->handle(), kBusyTimeoutMs);
   GD_RETURN_IF_ERROR(CheckIntegrity(*db));
-  GD_ASSIGN_OR_RETURN(bool fresh, CheckOwnership(*db));
+  GD_ASSIGN_OR_RETURN(int version, CheckOwnership(*db));
   GD_RETURN_IF_ERROR(SetDurability(*db));
-  if (fresh) GD_RETURN_IF_ERROR(CreateSchema(*db));
+  if (version == 0) {
+    GD_RETURN_IF_ERROR(ExecAtomically(*db, SchemaSql()));
+  } else if (version < kSchemaVersion) {
+    GD_RETURN_IF_ERROR(Upgrade(*db, version));
+  }
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Statements> statements, Statements::Prepare(*db));
   return std::unique_ptr<JobStore>(new JobStore(std::move(db), std::move(statements)));
 }

@@ -57,6 +57,9 @@ bool IsEnded(LiveJobState state);
 struct JobRecord {
   int64_t id = 0;  // assigned by Add: 1, 2, ... never reused
   std::string name, user, vc;
+  // What it trains, for the policy's packing decisions: jobs of one kind are
+  // expected to share well or badly alike (Gandiva's job type).
+  std::string kind;
   int gpus = 1;   // devices it needs
   int ranks = 1;  // processes (a gang on one device when > 1)
   std::vector<std::string> command;

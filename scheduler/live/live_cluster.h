@@ -196,6 +196,9 @@ class LiveCluster final : public Cluster {
   std::vector<GpuId> gpu_ids_;               // gpu_ids_[g] == g, for GroupView spans
   std::vector<ShareMode> modes_;             // by GpuId
   std::unordered_map<std::string, int> node_index_;
+  // Job kinds as the policies' job_type numbers, in order of first sight: a
+  // number means something only within one scheduler run, like a JobId.
+  std::unordered_map<std::string, int> kind_types_;
   std::vector<bool> node_up_;
   std::vector<double> node_last_seen_;
   double next_wake_ = -1;

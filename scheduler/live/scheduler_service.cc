@@ -28,6 +28,18 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
+// A job's kind when the submitter named none: the program and the first word
+// after it that is not an option ("python3 train_cnn.py" for
+// `python3 -u /x/train_cnn.py --lr 0.1`), so trials of one script, which
+// differ in their options, are one kind.
+std::string DefaultKind(const std::vector<std::string>& command) {
+  std::string kind = BaseName(command[0]);
+  for (size_t i = 1; i < command.size(); ++i) {
+    if (!command[i].empty() && command[i][0] != '-') return kind + " " + BaseName(command[i]);
+  }
+  return kind;
+}
+
 StatusOr<int64_t> JobIdField(const Json& req) {
   const int64_t id = req["job"].get<int64_t>();
   if (id < 1) return InvalidArgument("job ids start at 1");
@@ -184,6 +196,8 @@ StatusOr<Json> SchedulerService::Submit(const Json& req) {
   r.name = req.value("name", BaseName(r.command[0]));
   r.user = req.value("user", std::string());
   r.vc = req.value("vc", std::string());
+  r.kind = req.value("kind", DefaultKind(r.command));
+  if (r.kind.empty()) return InvalidArgument("a job kind must be non-empty (leave it out for the default)");
   r.gpus = req.value("gpus", 1);
   r.ranks = req.value("ranks", 1);
   r.restartable = req.value("restartable", false);
@@ -214,6 +228,7 @@ Json SchedulerService::JobJson(JobId id) const {
           {"name", r.name},
           {"user", r.user},
           {"vc", r.vc},
+          {"kind", r.kind},
           {"state", LiveJobStateName(r.state)},
           {"gpus", r.gpus},
           {"ranks", r.ranks},

@@ -29,6 +29,7 @@ JobRecord EveryFieldSet() {
   job.name = "resnet \"50\"";
   job.user = "bob";
   job.vc = "vc-\xc3\xa9t\xc3\xa9";  // "vc-été"
+  job.kind = "python3 resnet.py";
   job.gpus = 4;
   job.ranks = 2;
   job.command = {"torchrun", "--nproc_per_node=2", std::string("a\0b", 3), "", "x y"};

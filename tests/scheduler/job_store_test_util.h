@@ -37,6 +37,7 @@ inline JobRecord QueuedJob(int n) {
   job.name = "job-" + std::to_string(n);
   job.user = "alice";
   job.vc = "vc1";
+  job.kind = "python3 train.py";
   job.gpus = 1 + n % 3;
   job.command = {"/usr/bin/python3", "train.py", "--seed", std::to_string(n)};
   job.cwd = "/home/alice/run" + std::to_string(n);

@@ -100,9 +100,10 @@ class LiveClusterTest : public ::testing::Test {
     o.wall_now = [this] { return now_; };
     return std::make_unique<LiveCluster>(&nodes_, store_.get(), std::move(topo).value(), o, 1000);
   }
-  JobRecord Submitted(const std::string& name) {
+  JobRecord Submitted(const std::string& name, const std::string& kind = "") {
     JobRecord r;
     r.name = name;
+    r.kind = kind;
     r.command = {"/bin/true"};
     r.cwd = "/";
     r.submit_time = now_;
@@ -249,6 +250,21 @@ TEST_F(LiveClusterTest, WhatThePolicyReadsIsWhatTheNodeMeasured) {
   EXPECT_DOUBLE_EQ(c->MeasuredRate(j), 0.5);
   EXPECT_FALSE(c->OracleRemaining(j).has_value());
   EXPECT_FALSE(c->Resize(j, {&a, 1}).ok());
+}
+
+// The policies pack by job_type: jobs of one kind share a type, other kinds
+// get others, and a job of no known kind (from an older store) has none.
+TEST_F(LiveClusterTest, JobsOfOneKindShareAJobType) {
+  auto c = MakeCluster();
+  const JobId cnn1 = c->Admit(Submitted("a", "python3 cnn.py"));
+  const JobId mlp = c->Admit(Submitted("b", "python3 mlp.py"));
+  const JobId cnn2 = c->Admit(Submitted("c", "python3 cnn.py"));
+  const JobId unknown = c->Admit(Submitted("d"));
+  EXPECT_GE(c->info(cnn1).job_type, 0);
+  EXPECT_EQ(c->info(cnn1).job_type, c->info(cnn2).job_type);
+  EXPECT_GE(c->info(mlp).job_type, 0);
+  EXPECT_NE(c->info(mlp).job_type, c->info(cnn1).job_type);
+  EXPECT_EQ(c->info(unknown).job_type, -1);
 }
 
 TEST_F(LiveClusterTest, AJobThatFinishesWhileItsMigrationStartsEndsAndIsNotRunAgain) {
