@@ -23,7 +23,8 @@ using protocol::MessageType;
 int SchedulerCommand(const Args& args) { return sched::RunSchedulerDaemon(args); }
 
 int SubmitCommand(const Args& args) {
-  NodeCommand c("gandiva submit", {"gpus", "ranks", "name", "user", "vc", "kind", "cwd"}, {"restartable"});
+  NodeCommand c("gandiva submit", {"gpus", "ranks", "name", "user", "vc", "kind", "cwd"},
+                {"restartable"});
   c.TalkToScheduler();
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();

@@ -20,6 +20,7 @@
 #include "gandiva/common/log.h"
 #include "gandiva/protocol/api_server.h"
 #include "gandiva/protocol/client.h"
+#include "gandiva/protocol/server_flags.h"
 #include "node.h"
 
 namespace gandiva::controller {
@@ -99,20 +100,8 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   if (opts->endpoint.rfind("ipc://", 0) != 0)
     return InvalidArgument("--endpoint must be ipc://PATH");
   api->local_endpoint = opts->endpoint;
-  if (flags.Has("key")) {
-    GD_ASSIGN_OR_RETURN(opts->node_keys, protocol::ReadCurveKeyPair(flags.Get("key")));
-    api->server_keys = opts->node_keys;
-  }
-  if (flags.Has("tcp")) {
-    if (!flags.Has("key") || !flags.Has("authorized-keys"))
-      return InvalidArgument(
-          "--tcp needs --key and --authorized-keys: TCP clients must authenticate");
-    api->tcp_endpoint = flags.Get("tcp");
-  }
-  if (flags.Has("authorized-keys")) {
-    GD_ASSIGN_OR_RETURN(api->authorized_keys,
-                        protocol::ReadAuthorizedKeys(flags.Get("authorized-keys")));
-  }
+  GD_RETURN_IF_ERROR(protocol::ApplyServerTcpFlags(flags, api));
+  if (flags.Has("key")) opts->node_keys = api->server_keys;  // it authenticates to peers too
   if (flags.Has("peers")) {
     GD_ASSIGN_OR_RETURN(opts->peers, ReadPeers(flags.Get("peers")));
   }

@@ -11,6 +11,7 @@
 #include "gandiva/gandiva.h"
 #include "gandiva/protocol/client.h"
 #include "gandiva/protocol/codec.h"
+#include "gandiva/protocol/curve.h"
 #include "gandiva/runtime/job_runtime.h"
 
 namespace py = pybind11;
@@ -244,6 +245,19 @@ PYBIND11_MODULE(_gandiva, m) {
       .def(py::init<std::string, int>(), py::arg("endpoint"), py::arg("timeout_ms") = 5000)
       .def("endpoint", &gandiva::ApiClient::endpoint)
       .def("call", &Call)
+      // CURVE for a tcp:// endpoint: this client's key pair file and the
+      // server's public key (or a file holding it), as the CLI's --key/--server-key.
+      .def(
+          "use_curve",
+          [](gandiva::ApiClient& client, const std::string& key_file,
+             const std::string& server_key) {
+            auto mine = gandiva::protocol::ReadCurveKeyPair(key_file);
+            if (!mine.ok()) throw py::value_error(mine.status().message());
+            auto theirs = gandiva::protocol::ReadCurvePublicKey(server_key);
+            if (!theirs.ok()) throw py::value_error(theirs.status().message());
+            client.SetCurve({*mine, *theirs});
+          },
+          py::arg("key_file"), py::arg("server_key"))
       // Raw bytes in, raw reply out: for testing how the daemon treats malformed input,
       // and for sending a payload frame (migrate_chunk).
       .def(

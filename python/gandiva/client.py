@@ -18,10 +18,16 @@ class GandivaError(RuntimeError):
 
 class Client:
     """Talks to one gandivad. endpoint: "ipc:///path" or "tcp://host:port";
-    default: $GANDIVA_ENDPOINT or the local socket."""
+    default: $GANDIVA_ENDPOINT or the local socket. A tcp:// endpoint needs
+    key (this client's key pair file, `gandiva keygen`) and server_key (the
+    daemon's public key, or a file holding it), as the CLI's --key/--server-key."""
 
-    def __init__(self, endpoint=None, timeout_ms=5000):
+    def __init__(self, endpoint=None, timeout_ms=5000, key=None, server_key=None):
         self._api = _gandiva.ApiClient(endpoint or _gandiva.default_endpoint(), timeout_ms)
+        if (key is None) != (server_key is None):
+            raise ValueError("key and server_key go together")
+        if key is not None:
+            self._api.use_curve(str(key), str(server_key))
 
     @property
     def endpoint(self):
@@ -131,10 +137,12 @@ class Client:
 
 class SchedulerClient:
     """Talks to the cluster scheduler (`gandiva scheduler`, docs/scheduler.md).
-    endpoint: default $GANDIVA_SCHEDULER or the local scheduler socket."""
+    endpoint: default $GANDIVA_SCHEDULER or the local scheduler socket; key and
+    server_key for its --tcp endpoint, as Client's."""
 
-    def __init__(self, endpoint=None, timeout_ms=5000):
-        self._client = Client(endpoint or _gandiva.default_scheduler_endpoint(), timeout_ms)
+    def __init__(self, endpoint=None, timeout_ms=5000, key=None, server_key=None):
+        self._client = Client(endpoint or _gandiva.default_scheduler_endpoint(), timeout_ms,
+                              key=key, server_key=server_key)
 
     @property
     def endpoint(self):

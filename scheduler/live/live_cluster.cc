@@ -178,8 +178,8 @@ JobId LiveCluster::Admit(const JobRecord& record) {
   j.info.submit_time = record.submit_time - epoch_;
   j.info.num_gpus = record.gpus;
   if (!record.kind.empty())
-    j.info.job_type = kind_types_.try_emplace(record.kind, static_cast<int>(kind_types_.size()))
-                          .first->second;
+    j.info.job_type =
+        kind_types_.try_emplace(record.kind, static_cast<int>(kind_types_.size())).first->second;
   j.pending_since = record.submit_time - epoch_;
   return id;
 }

@@ -11,6 +11,7 @@
 #include "gandiva/common/log.h"
 #include "gandiva/protocol/api_server.h"
 #include "gandiva/protocol/client.h"
+#include "gandiva/protocol/server_flags.h"
 #include "gandiva/scheduler/live_daemon.h"
 #include "gandiva/scheduler/policy_flags.h"
 #include "live/scheduler_service.h"
@@ -25,23 +26,26 @@ constexpr const char* kUsage = R"(usage: gandiva scheduler --nodes FILE --state-
   --state-dir DIR     its database (DIR/scheduler.db, SQLite) and the jobs' checkpoints
   --policy P          fifo, las, gandiva (default), reserve-pack, sjf-predicted, philly
   --endpoint EP       its API (default $GANDIVA_SCHEDULER or scheduler.sock beside gandivad's)
-  --key FILE          its key pair (`gandiva keygen`), to call tcp:// nodes
+  --tcp EP            also serve its API on TCP, e.g. tcp://0.0.0.0:7080; CURVE-authenticated:
+                      needs --key and --authorized-keys
+  --key FILE          its key pair (`gandiva keygen`): calls tcp:// nodes, serves --tcp
+  --authorized-keys FILE  public keys (one per line) of the clients --tcp accepts
   --pass-ms N         how often it polls the nodes and runs the policy (default 500)
   --checkpoint-every S  checkpoint restartable jobs every S seconds (default 0: never)
   --node-dead-after S   a node silent this long loses its jobs to the queue (default 5)
   --log LEVEL         error, warn, info (default) or debug
 )";
 
-Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* endpoint) {
+Status ParseOptions(const Flags& flags, live::SchedulerOptions* o,
+                    protocol::ApiServerOptions* api) {
   if (!flags.Has("nodes") || !flags.Has("state-dir"))
     return InvalidArgument("--nodes and --state-dir are required");
   o->nodes_file = flags.Get("nodes");
   o->state_dir = flags.Get("state-dir");
   o->policy = flags.Get("policy", "gandiva");
-  *endpoint = flags.Get("endpoint", DefaultSchedulerEndpoint());
-  if (flags.Has("key")) {
-    GD_ASSIGN_OR_RETURN(o->keys, protocol::ReadCurveKeyPair(flags.Get("key")));
-  }
+  api->local_endpoint = flags.Get("endpoint", DefaultSchedulerEndpoint());
+  GD_RETURN_IF_ERROR(protocol::ApplyServerTcpFlags(flags, api));
+  if (flags.Has("key")) o->keys = api->server_keys;
   GD_ASSIGN_OR_RETURN(long long pass_ms, flags.GetInt("pass-ms", 500));
   if (pass_ms < 10 || pass_ms > 60000) return InvalidArgument("--pass-ms must be 10..60000");
   o->pass_every_s = pass_ms / 1000.0;
@@ -59,9 +63,9 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o, std::string* 
 
 int RunSchedulerDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandiva-scheduler");
-  std::set<std::string> valued = {"nodes", "state-dir", "policy",           "endpoint",
-                                  "key",   "pass-ms",   "checkpoint-every", "node-dead-after",
-                                  "log"};
+  std::set<std::string> valued = {
+      "nodes",           "state-dir", "policy",           "endpoint",        "tcp", "key",
+      "authorized-keys", "pass-ms",   "checkpoint-every", "node-dead-after", "log"};
   std::set<std::string> boolean = {"help"};
   valued.merge(PolicyValuedFlags());
   boolean.merge(PolicyBooleanFlags());
@@ -83,8 +87,8 @@ int RunSchedulerDaemon(const std::vector<std::string>& args) {
     return 2;
   }
   live::SchedulerOptions options;
-  std::string endpoint;
-  if (Status s = ParseOptions(flags, &options, &endpoint); !s.ok()) {
+  protocol::ApiServerOptions api;
+  if (Status s = ParseOptions(flags, &options, &api); !s.ok()) {
     std::fprintf(stderr, "gandiva scheduler: %s\n", s.message().c_str());
     return 2;
   }
@@ -102,8 +106,6 @@ int RunSchedulerDaemon(const std::vector<std::string>& args) {
   }
   protocol::Dispatcher dispatcher;
   (*service)->Register(dispatcher);
-  protocol::ApiServerOptions api;
-  api.local_endpoint = endpoint;
   protocol::ApiServer server(
       [&dispatcher](protocol::Call call, protocol::Reply reply) {
         dispatcher.Dispatch(std::move(call), std::move(reply));
@@ -113,7 +115,9 @@ int RunSchedulerDaemon(const std::vector<std::string>& args) {
     std::fprintf(stderr, "gandiva scheduler: %s\n", s.message().c_str());
     return 1;
   }
-  GD_LOG(kInfo, "scheduler up on %s: %s", endpoint.c_str(), (*service)->Describe().c_str());
+  GD_LOG(kInfo, "scheduler up on %s%s%s: %s", api.local_endpoint.c_str(),
+         api.tcp_endpoint.empty() ? "" : " and ", api.tcp_endpoint.c_str(),
+         (*service)->Describe().c_str());
   std::atomic<bool> stop{false};
   std::thread api_thread([&] { server.Run(stop); });
   std::thread signal_thread([&] {

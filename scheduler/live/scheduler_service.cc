@@ -197,7 +197,8 @@ StatusOr<Json> SchedulerService::Submit(const Json& req) {
   r.user = req.value("user", std::string());
   r.vc = req.value("vc", std::string());
   r.kind = req.value("kind", DefaultKind(r.command));
-  if (r.kind.empty()) return InvalidArgument("a job kind must be non-empty (leave it out for the default)");
+  if (r.kind.empty())
+    return InvalidArgument("a job kind must be non-empty (leave it out for the default)");
   r.gpus = req.value("gpus", 1);
   r.ranks = req.value("ranks", 1);
   r.restartable = req.value("restartable", false);

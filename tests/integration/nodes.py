@@ -176,3 +176,43 @@ def make_netns_pair(tag):
 def delete_netns(*names):
     for n in names:
         subprocess.run(["ip", "netns", "del", n], capture_output=True)
+
+
+class NetnsLan:
+    """A namespace per node, all on one bridge in the host's namespace (a
+    small LAN, 10.78.<tag>.0/24: node i at .i+1, the host at .254), so a
+    process on the host (the scheduler) reaches every node over TCP and the
+    nodes reach each other, while each node's jobs live in its namespace."""
+
+    def __init__(self, tag, names):
+        self.tag = int(tag) % 250
+        self.bridge = f"gdbr{self.tag}"
+        self.spaces = {}
+        subnet = f"10.78.{self.tag}"
+        try:
+            self._ip("link", "add", self.bridge, "type", "bridge")
+            self._ip("addr", "add", f"{subnet}.254/24", "dev", self.bridge)
+            self._ip("link", "set", self.bridge, "up")
+            for i, name in enumerate(names):
+                ns, inner, outer = f"gd-{self.tag}-{name}", f"gd{self.tag}{name}", f"gd{self.tag}{name}p"
+                self._ip("netns", "add", ns)
+                self.spaces[name] = (ns, f"{subnet}.{i + 1}")
+                self._ip("link", "add", inner, "type", "veth", "peer", "name", outer)
+                self._ip("link", "set", inner, "netns", ns)
+                self._ip("link", "set", outer, "master", self.bridge)
+                self._ip("link", "set", outer, "up")
+                self._ip("-n", ns, "addr", "add", f"{subnet}.{i + 1}/24", "dev", inner)
+                self._ip("-n", ns, "link", "set", inner, "up")
+                self._ip("-n", ns, "link", "set", "lo", "up")
+        except subprocess.CalledProcessError:
+            self.delete()
+            raise
+
+    @staticmethod
+    def _ip(*args):
+        subprocess.run(["ip", *args], check=True, capture_output=True)
+
+    def delete(self):
+        for ns, _ in self.spaces.values():
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)

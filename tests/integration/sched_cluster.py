@@ -16,15 +16,28 @@ SCHED_JOB = os.path.join(HERE, "jobs", "sched_job.py")
 
 
 class SchedCluster:
-    def __init__(self, root, names=("a", "b"), devices="cpu:1"):
+    """lan: a nodes.NetnsLan holding a namespace per node name. Then each node
+    runs in its namespace, and the scheduler, on the host, talks to the nodes
+    over CURVE TCP on the LAN (its own key, which the nodes authorize) instead
+    of their Unix sockets."""
+
+    def __init__(self, root, names=("a", "b"), devices="cpu:1", lan=None):
         (root / "keys").mkdir()
         self.root = root
-        self.nodes = [nodes.Node(root, n, extra=["--devices", devices]) for n in names]
-        publics = [n.public for n in self.nodes]
+        self.lan = lan
+        self.nodes = []
+        for n in names:
+            ns, address = lan.spaces[n] if lan else (None, "127.0.0.1")
+            self.nodes.append(nodes.Node(root, n, address=address, netns=ns,
+                                         extra=["--devices", devices]))
+        self.key, self.public = nodes.keygen(root / "keys", "scheduler")
+        publics = [n.public for n in self.nodes] + [self.public]
         for n in self.nodes:
             n.start(publics, [(m.name, m.tcp, m.public) for m in self.nodes if m is not n])
         self.nodes_file = root / "nodes"
-        self.nodes_file.write_text("".join(f"{n.name} {n.endpoint}\n" for n in self.nodes))
+        self.nodes_file.write_text("".join(
+            f"{n.name} {n.tcp} {n.public}\n" if lan else f"{n.name} {n.endpoint}\n"
+            for n in self.nodes))
         self.state = root / "sched"
         self.endpoint = f"ipc://{root}/sched.sock"
         self.env = dict(os.environ, GANDIVA_SCHEDULER=self.endpoint, OMP_NUM_THREADS="1")
@@ -37,7 +50,8 @@ class SchedCluster:
         self.log = open(self.root / "scheduler.log", "a")
         self.proc = subprocess.Popen(
             [GANDIVA, "scheduler", "--nodes", str(self.nodes_file), "--state-dir", str(self.state),
-             "--policy", policy, "--pass-ms", "200", *flags],
+             "--policy", policy, "--pass-ms", "200", *(("--key", str(self.key)) if self.lan else ()),
+             *flags],
             env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
         nodes.wait_for(lambda: self.cli("queue", check=False).returncode == 0 or self.proc.poll() is not None,
                        30, "the scheduler to answer")

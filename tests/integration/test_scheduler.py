@@ -176,6 +176,40 @@ def test_the_scheduler_refuses_to_start_on_bad_state_or_nodes(cluster, tmp_path)
     assert r.returncode == 1 and "another scheduler is running" in r.stderr
 
 
+def test_remote_users_submit_over_curve_tcp_and_strangers_are_refused(cluster, tmp_path):
+    keys = tmp_path / "keys"
+    sched_key, sched_public = nodes.keygen(keys, "sched")
+    user_key, user_public = nodes.keygen(keys, "user")
+    stranger_key, _ = nodes.keygen(keys, "stranger")
+    authorized = tmp_path / "authorized"
+    authorized.write_text(user_public + "\n")
+    tcp = f"tcp://127.0.0.1:{nodes.free_port()}"
+    cluster.start("--tcp", tcp, "--key", str(sched_key), "--authorized-keys", str(authorized),
+                  policy="fifo")
+    remote = ("--endpoint", tcp, "--key", str(user_key), "--server-key", sched_public)
+    job = cluster.submit_job(20, 5, tmp_path / "r.json", flags=remote)
+    assert cluster.cli("wait", str(job), "--scheduler", *remote).returncode == 0
+    queue = json.loads(cluster.cli("queue", "--all", "--json", *remote).stdout)
+    assert [(j["id"], j["state"]) for j in queue["jobs"]] == [(job, "finished")]
+    r = cluster.cli("queue", "--endpoint", tcp, "--key", str(stranger_key), "--server-key",
+                    sched_public, check=False)
+    assert r.returncode != 0 and "does not accept this client's key" in r.stderr, r.stderr
+    assert cluster.proc.poll() is None
+    # The same from Python.
+    import gandiva
+    s = gandiva.SchedulerClient(tcp, key=user_key, server_key=sched_public)
+    assert [j["id"] for j in s.queue(all=True)] == [job]
+    stranger = gandiva.SchedulerClient(tcp, timeout_ms=2000, key=stranger_key,
+                                       server_key=sched_public)
+    with pytest.raises(gandiva.GandivaError):
+        stranger.queue()
+    # A TCP endpoint never serves unauthenticated clients.
+    r = cluster.cli("scheduler", "--nodes", str(cluster.nodes_file), "--state-dir",
+                    str(tmp_path / "s2"), "--endpoint", f"ipc://{tmp_path}/x.sock", "--tcp",
+                    f"tcp://127.0.0.1:{nodes.free_port()}", check=False)
+    assert r.returncode == 2 and "--tcp needs --key and --authorized-keys" in r.stderr, r.stderr
+
+
 def test_python_scheduler_client(cluster, tmp_path):
     import gandiva
     cluster.start(policy="fifo")

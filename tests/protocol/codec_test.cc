@@ -158,13 +158,28 @@ Json DeviceReply() {
 }
 
 Json SchedJobReply() {
-  return {{"id", 1},         {"name", "train"},      {"user", "ana"},
-          {"vc", "vc1"},     {"kind", "python3 train.py"}, {"state", "running"}, {"gpus", 1},
-          {"ranks", 1},      {"restartable", true},  {"command", {"python3", "train.py"}},
-          {"node", "a"},     {"device", "cpu0"},     {"node_job", 3},
-          {"attempt", 1},    {"submit_time", 1.7e9}, {"start_time", 1.7e9 + 2},
-          {"end_time", 0.0}, {"attained_s", 10.5},   {"run_time_s", 12.0},
-          {"rate", nullptr}, {"checkpoint_dir", ""}, {"exit_code", 0},
+  return {{"id", 1},
+          {"name", "train"},
+          {"user", "ana"},
+          {"vc", "vc1"},
+          {"kind", "python3 train.py"},
+          {"state", "running"},
+          {"gpus", 1},
+          {"ranks", 1},
+          {"restartable", true},
+          {"command", {"python3", "train.py"}},
+          {"node", "a"},
+          {"device", "cpu0"},
+          {"node_job", 3},
+          {"attempt", 1},
+          {"submit_time", 1.7e9},
+          {"start_time", 1.7e9 + 2},
+          {"end_time", 0.0},
+          {"attained_s", 10.5},
+          {"run_time_s", 12.0},
+          {"rate", nullptr},
+          {"checkpoint_dir", ""},
+          {"exit_code", 0},
           {"detail", ""}};
 }
 
