@@ -61,8 +61,12 @@ struct ClusterEvents {
 };
 
 struct LiveClusterOptions {
-  std::string checkpoint_root;       // DIR/job-<id>/<n>: the periodic checkpoints
-  double checkpoint_every_s = 0;     // restartable jobs; 0: never
+  std::string checkpoint_root;    // DIR/job-<id>/<n>: the periodic checkpoints
+  double checkpoint_every_s = 0;  // restartable jobs; 0: never
+  // A restartable job parked (suspended) this long is checkpointed and
+  // stopped: its node gets its memory back, and the job restarts from that
+  // checkpoint wherever the policy starts it next. 0: parked jobs stay parked.
+  double stop_parked_after_s = 0;
   double node_dead_after_s = 5;      // a node silent this long: its jobs go back to the queue
   int pack_capacity = 2;             // jobs at once on a device a policy packs
   std::function<double()> wall_now;  // unix seconds (injected for tests)
@@ -114,6 +118,7 @@ class LiveCluster final : public Cluster {
   struct Counters {
     int64_t launches = 0, resumes = 0, suspends = 0, migrations = 0, assigns = 0;
     int64_t share_changes = 0, checkpoints = 0, requeues = 0, failed_actions = 0;
+    int64_t stops = 0;               // parked jobs checkpointed and stopped (stop_parked_after_s)
     int64_t packs = 0, unpacks = 0;  // share_changes by the mode asked for
   };
   const Counters& counters() const { return counters_; }
@@ -151,10 +156,11 @@ class LiveCluster final : public Cluster {
     // From the node's profiler for the current attempt.
     double device_time_s = 0, wall_time_s = 0;
     std::optional<double> rate;
-    bool moving = false;          // a node-to-node migration is under way
-    std::string moving_from;      // its source node while moving
-    int64_t moving_from_job = 0;  // its id there
-    std::string checkpointing;    // the dir of a checkpoint under way
+    bool moving = false;                  // a node-to-node migration is under way
+    std::string moving_from;              // its source node while moving
+    int64_t moving_from_job = 0;          // its id there
+    std::string checkpointing;            // the dir of a checkpoint under way
+    bool stop_when_checkpointed = false;  // that checkpoint is to stop the parked job
     double last_checkpoint_asked = 0;
   };
 
@@ -179,6 +185,8 @@ class LiveCluster final : public Cluster {
   void NodeDown(int node, ClusterEvents& events);
   void NodeUp(int node);
   void MaybeCheckpoint(JobId job);
+  bool RequestCheckpoint(JobId job);  // false if the node refused
+  void StopParked(JobId job);         // its stop checkpoint is complete
   void AdoptOrRequeue(JobId job, const protocol::Json& node_jobs, bool node_answered);
   void Requeue(JobId job, const std::string& why);
   std::string LaunchName(const Job& job) const;

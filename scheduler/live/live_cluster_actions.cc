@@ -134,8 +134,34 @@ Status LiveCluster::ResumeOn(JobId job, GpuId gpu) {
     ++counters_.resumes;
   }
   j.record.state = LiveJobState::kRunning;
+  j.stop_when_checkpointed = false;  // running again: its checkpoint stops nothing
   Place(job, gpu);
   return Persist(job);
+}
+
+// The parked job's stop checkpoint is complete: it waits in the queue to
+// restart from that checkpoint on any device, and its parked run, no longer
+// the job's current one, is killed by RefreshNode's sweep of left-over runs
+// (in this very refresh, and in every later one until it is gone: also after
+// a scheduler restart). For the policy nothing changes: the job was pending
+// and still is.
+void LiveCluster::StopParked(JobId job) {
+  Job& j = jobs_[job];
+  j.stop_when_checkpointed = false;
+  if (j.record.state != LiveJobState::kSuspended || j.moving) return;  // resumed meanwhile
+  GD_LOG(kInfo, "job %d: parked on %s for %.0f s: stopped, restarts from %s", job + 1,
+         j.record.node.c_str(), Now() - j.pending_since, j.record.checkpoint_dir.c_str());
+  ++counters_.stops;
+  j.record.attained = Attained(job);
+  j.record.run_time = RunTime(job);
+  j.device_time_s = j.wall_time_s = 0;
+  j.rate.reset();
+  j.record.state = LiveJobState::kQueued;
+  j.record.node.clear();
+  j.record.device.clear();
+  j.record.node_job = 0;
+  j.record.detail = "stopped while parked; restarts from its checkpoint";
+  SaveBestEffort(job);
 }
 
 Status LiveCluster::Suspend(JobId job) {

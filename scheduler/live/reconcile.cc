@@ -130,7 +130,9 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
     }
     TakeInJob(id, *nj, events);
   }
-  // Left-overs of earlier attempts (a requeue while the node was unreachable).
+  // Runs of ours that are not their job's current one: left-overs of earlier
+  // attempts (a requeue while the node was unreachable) and parked runs that
+  // StopParked just took off their node.
   for (const Json& nj : node_jobs) {
     if (!LiveOnNode(nj)) continue;
     auto ours = ParseLaunchName(nj["name"].get<std::string>());
@@ -192,18 +194,38 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
     } else {
       GD_LOG(kWarn, "job %d: checkpoint failed: %s", id + 1,
              op["error"].get<std::string>().c_str());
+      j.stop_when_checkpointed = false;  // it stays parked; asked again after a wait
     }
     j.checkpointing.clear();
+    if (j.stop_when_checkpointed) {
+      StopParked(id);
+      return;
+    }
   }
   MaybeCheckpoint(id);
 }
 
+// Periodic checkpoints of running restartable jobs, and the checkpoint that
+// stops a restartable job parked for stop_parked_after_s.
 void LiveCluster::MaybeCheckpoint(JobId id) {
   Job& j = jobs_[id];
-  if (!j.record.restartable || options_.checkpoint_every_s <= 0 || j.moving ||
-      j.record.state != LiveJobState::kRunning || !j.checkpointing.empty() ||
-      wall() - j.last_checkpoint_asked < options_.checkpoint_every_s)
-    return;
+  if (!j.record.restartable || j.moving || !j.checkpointing.empty()) return;
+  if (j.record.state == LiveJobState::kRunning) {
+    if (options_.checkpoint_every_s <= 0 ||
+        wall() - j.last_checkpoint_asked < options_.checkpoint_every_s)
+      return;
+    (void)RequestCheckpoint(id);
+  } else if (j.record.state == LiveJobState::kSuspended) {
+    const double wait = options_.stop_parked_after_s;
+    // Asked at most once a wait: a node that refuses is not asked every pass.
+    if (wait <= 0 || Now() - j.pending_since < wait || wall() - j.last_checkpoint_asked < wait)
+      return;
+    j.stop_when_checkpointed = RequestCheckpoint(id);
+  }
+}
+
+bool LiveCluster::RequestCheckpoint(JobId id) {
+  Job& j = jobs_[id];
   j.last_checkpoint_asked = wall();
   // A new folder each time: a checkpoint that fails never spoils the latest good one.
   const std::string dir = options_.checkpoint_root + "/job-" + std::to_string(j.record.id) + "/" +
@@ -215,10 +237,11 @@ void LiveCluster::MaybeCheckpoint(JobId id) {
   if (!r.ok()) {
     GD_LOG(kWarn, "job %d: could not checkpoint: %s", id + 1, r.status().ToString().c_str());
     std::filesystem::remove_all(dir, ec);
-    return;
+    return false;
   }
   ++counters_.checkpoints;
   j.checkpointing = dir;
+  return true;
 }
 
 void LiveCluster::NodeDown(int n, ClusterEvents& events) {

@@ -33,6 +33,8 @@ constexpr const char* kUsage = R"(usage: gandiva scheduler --nodes FILE --state-
   --pass-ms N         how often it polls the nodes and runs the policy (default 500)
   --checkpoint-every S  checkpoint restartable jobs every S seconds (default 0: never)
   --node-dead-after S   a node silent this long loses its jobs to the queue (default 5)
+  --stop-parked-after S  a restartable job suspended this long is checkpointed and stopped,
+                      freeing its node; it restarts from the checkpoint (default 0: stays parked)
   --log LEVEL         error, warn, info (default) or debug
 )";
 
@@ -51,8 +53,10 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o,
   o->pass_every_s = pass_ms / 1000.0;
   GD_ASSIGN_OR_RETURN(o->checkpoint_every_s, flags.GetDouble("checkpoint-every", 0));
   GD_ASSIGN_OR_RETURN(o->node_dead_after_s, flags.GetDouble("node-dead-after", 5));
-  if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0)
-    return InvalidArgument("--checkpoint-every and --node-dead-after must be positive");
+  GD_ASSIGN_OR_RETURN(o->stop_parked_after_s, flags.GetDouble("stop-parked-after", 0));
+  if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0 || o->stop_parked_after_s < 0)
+    return InvalidArgument(
+        "--checkpoint-every, --node-dead-after and --stop-parked-after must be positive");
   GD_RETURN_IF_ERROR(ApplyPolicyFlags(flags, &o->policy_options));
   // Growing a job needs a job across several devices, which is not built.
   o->policy_options.gandiva_grow = false;
@@ -63,9 +67,18 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o,
 
 int RunSchedulerDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandiva-scheduler");
-  std::set<std::string> valued = {
-      "nodes",           "state-dir", "policy",           "endpoint",        "tcp", "key",
-      "authorized-keys", "pass-ms",   "checkpoint-every", "node-dead-after", "log"};
+  std::set<std::string> valued = {"nodes",
+                                  "state-dir",
+                                  "policy",
+                                  "endpoint",
+                                  "tcp",
+                                  "key",
+                                  "authorized-keys",
+                                  "pass-ms",
+                                  "checkpoint-every",
+                                  "node-dead-after",
+                                  "stop-parked-after",
+                                  "log"};
   std::set<std::string> boolean = {"help"};
   valued.merge(PolicyValuedFlags());
   boolean.merge(PolicyBooleanFlags());

@@ -90,6 +90,7 @@ StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(
   LiveClusterOptions copts;
   copts.checkpoint_root = o.state_dir + "/checkpoints";
   copts.checkpoint_every_s = o.checkpoint_every_s;
+  copts.stop_parked_after_s = o.stop_parked_after_s;
   copts.node_dead_after_s = o.node_dead_after_s;
   copts.pack_capacity = std::max(2, o.policy_options.gandiva_max_share);
   copts.wall_now = std::move(wall_now);
@@ -127,12 +128,13 @@ void SchedulerService::LogCounters() const {
   const LiveCluster::Counters& c = cluster_->counters();
   GD_LOG(kInfo,
          "actions: launches %lld resumes %lld suspends %lld migrations %lld assigns %lld "
-         "packs %lld unpacks %lld checkpoints %lld requeues %lld failed %lld",
+         "packs %lld unpacks %lld checkpoints %lld requeues %lld failed %lld stops %lld",
          static_cast<long long>(c.launches), static_cast<long long>(c.resumes),
          static_cast<long long>(c.suspends), static_cast<long long>(c.migrations),
          static_cast<long long>(c.assigns), static_cast<long long>(c.packs),
          static_cast<long long>(c.unpacks), static_cast<long long>(c.checkpoints),
-         static_cast<long long>(c.requeues), static_cast<long long>(c.failed_actions));
+         static_cast<long long>(c.requeues), static_cast<long long>(c.failed_actions),
+         static_cast<long long>(c.stops));
 }
 
 // The nodes are polled without the lock (Poll: a dead one takes its whole

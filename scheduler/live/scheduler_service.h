@@ -36,6 +36,7 @@ struct SchedulerOptions {
   std::optional<protocol::CurveKeyPair> keys;  // to call tcp:// nodes
   double pass_every_s = 0.5;                   // the loop's period
   double checkpoint_every_s = 0;               // restartable jobs; 0: never
+  double stop_parked_after_s = 0;              // see LiveClusterOptions; 0: never
   double node_dead_after_s = 5;
   int node_timeout_ms = 2000;
 };

@@ -247,3 +247,34 @@ def test_las_preempts_a_long_job_and_resumes_it_where_it_parked(tmp_path):
         assert node_job["parks"] >= 1
     finally:
         cluster.stop()
+
+
+def test_a_job_parked_too_long_is_checkpointed_stopped_and_restarted_from_it(tmp_path):
+    # As above, but with --stop-parked-after 1: the preempted restartable job,
+    # parked for a second, is checkpointed and stopped (its node gets its
+    # memory back); it later starts again from that checkpoint, a new launch,
+    # and ends with the weights of an uninterrupted run.
+    cluster = SchedCluster(tmp_path, names=("a",))
+    try:
+        cluster.start("--las-thresholds", "1,1000", "--stop-parked-after", "1", policy="las")
+        reference = reference_digest(tmp_path, 200)
+        long_job = cluster.submit_job(200, 20, tmp_path / "long.json", flags=("--restartable",))
+        nodes.wait_for(lambda: cluster.job(long_job)["attained_s"] > 1.5, 60, "a second of service")
+        short_job = cluster.submit_job(150, 20, tmp_path / "short.json")
+        stopped = nodes.wait_for(
+            lambda: (j := cluster.job(long_job))["state"] == "queued" and j["checkpoint_dir"] and j,
+            30, "the parked job to be stopped")
+        assert stopped["node"] == "" and stopped["attained_s"] > 1.5, stopped
+        first_run = [j for j in cluster.node("a").jobs() if j["name"].endswith(f".s{long_job}.a1")]
+        nodes.wait_for(lambda: cluster.node("a").job(first_run[0]["id"])["state"] in ("exited", "failed"),
+                       30, "the parked run to end")
+        jobs = cluster.wait_ended([long_job, short_job], timeout=120)
+        assert jobs[long_job]["state"] == jobs[short_job]["state"] == "finished", summary(jobs)
+        assert jobs[long_job]["attempt"] == 2, "launched again, from its checkpoint"
+        r = json.loads((tmp_path / "long.json").read_text())
+        assert r["resumed_at"] > 0, "restarted from its checkpoint, not from step 0"
+        assert r["weights_sha256"] == reference
+        cluster.kill(signal.SIGTERM)
+        assert "stops 1" in cluster.read_log()
+    finally:
+        cluster.stop()

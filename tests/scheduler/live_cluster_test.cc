@@ -40,6 +40,10 @@ class ScriptedNodes final : public NodeApi {
           return NotFound("no such command: " + f["command"][0].get<std::string>());
         jobs.push_back(Record(static_cast<int>(jobs.size()) + 1, f["name"], "running"));
         return Json{{"job", jobs.size()}};
+      case MessageType::kKill:  // ends at once (a node's kill ends it a moment later)
+        for (Json& j : jobs)
+          if (j["id"] == f["job"]) j = Record(j["id"], j["name"], "failed", -9);
+        return Json::object();
       default:
         return Json::object();
     }
@@ -91,10 +95,11 @@ class LiveClusterTest : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // A cluster over nodes a and b (one device each), clock `now_`.
-  std::unique_ptr<LiveCluster> MakeCluster() {
+  std::unique_ptr<LiveCluster> MakeCluster(double stop_parked_after_s = 0) {
     auto topo = DiscoverTopology(nodes_);
     EXPECT_TRUE(topo.ok());
     LiveClusterOptions o;
+    o.stop_parked_after_s = stop_parked_after_s;
     o.checkpoint_root = (dir_ / "checkpoints").string();
     o.node_dead_after_s = 5;
     o.wall_now = [this] { return now_; };
@@ -265,6 +270,74 @@ TEST_F(LiveClusterTest, JobsOfOneKindShareAJobType) {
   EXPECT_GE(c->info(mlp).job_type, 0);
   EXPECT_NE(c->info(mlp).job_type, c->info(cnn1).job_type);
   EXPECT_EQ(c->info(unknown).job_type, -1);
+}
+
+// A restartable job parked for stop_parked_after_s is checkpointed; once the
+// checkpoint is complete its parked run is killed and it waits in the queue,
+// to restart from that checkpoint on whichever device the policy picks.
+TEST_F(LiveClusterTest, AJobParkedTooLongIsCheckpointedStoppedAndRelaunchedFromIt) {
+  auto c = MakeCluster(/*stop_parked_after_s=*/10);
+  JobRecord r = Submitted("train");
+  r.restartable = true;
+  ASSERT_TRUE(store_->Update(r).ok());
+  const JobId j = c->Admit(r);
+  const GpuId a = 0, b = 1;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  c->Refresh();
+  ASSERT_TRUE(c->Suspend(j).ok());
+  nodes_.jobs_[0][0]["state"] = "suspended";
+  now_ += 5;
+  c->Refresh();
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 0) << "parked for less than the wait";
+  now_ += 6;
+  c->Refresh();
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1);
+  const std::string dir = nodes_.calls.back().fields["dir"];
+  c->Refresh();  // the checkpoint is still being written: the job stays parked there
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kKill), 0);
+  EXPECT_EQ(Stored(1).state, LiveJobState::kSuspended);
+
+  nodes_.jobs_[0][0]["operation"] = {{"kind", "checkpoint"}, {"target", dir}, {"state", "done"}};
+  c->Refresh();
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kKill), 1) << "the parked run, once";
+  EXPECT_EQ(nodes_.calls.back().fields["job"], 1);
+  const JobRecord stopped = Stored(1);
+  EXPECT_EQ(stopped.state, LiveJobState::kQueued);
+  EXPECT_EQ(stopped.node, "");
+  EXPECT_EQ(stopped.checkpoint_dir, dir);
+  EXPECT_DOUBLE_EQ(stopped.attained, 2.0) << "the parked run's service is kept";
+  EXPECT_EQ(c->state(j), JobState::kPending);
+  EXPECT_EQ(c->counters().stops, 1);
+
+  ASSERT_TRUE(c->Start(j, {&b, 1}).ok());
+  EXPECT_EQ(nodes_.calls.back().type, MessageType::kLaunch);
+  EXPECT_EQ(nodes_.calls.back().fields["restore"], dir);
+  EXPECT_EQ(nodes_.calls.back().fields["name"], "train.s1.a2");
+}
+
+// Resumed while its stop checkpoint is being written: it runs on, not stopped.
+TEST_F(LiveClusterTest, AParkedJobResumedDuringItsStopCheckpointIsNotStopped) {
+  auto c = MakeCluster(/*stop_parked_after_s=*/10);
+  JobRecord r = Submitted("train");
+  r.restartable = true;
+  ASSERT_TRUE(store_->Update(r).ok());
+  const JobId j = c->Admit(r);
+  const GpuId a = 0;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  ASSERT_TRUE(c->Suspend(j).ok());
+  nodes_.jobs_[0][0]["state"] = "suspended";
+  now_ += 11;
+  c->Refresh();
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1);
+  const std::string dir = nodes_.calls.back().fields["dir"];
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  EXPECT_EQ(nodes_.calls.back().type, MessageType::kResume);
+  nodes_.jobs_[0][0]["state"] = "running";
+  nodes_.jobs_[0][0]["operation"] = {{"kind", "checkpoint"}, {"target", dir}, {"state", "done"}};
+  c->Refresh();
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kKill), 0);
+  EXPECT_EQ(Stored(1).state, LiveJobState::kRunning);
+  EXPECT_EQ(Stored(1).checkpoint_dir, dir) << "a complete checkpoint is kept all the same";
 }
 
 TEST_F(LiveClusterTest, AJobThatFinishesWhileItsMigrationStartsEndsAndIsNotRunAgain) {
