@@ -18,7 +18,8 @@ using protocol::MessageType;
 namespace {
 
 bool LiveOnNode(const Json& nj) {
-  const std::string s = nj["state"].get<std::string>();
+  const std::string& s =
+      nj["state"].get_ref<const std::string&>();  // no copy: every job, every pass
   return s != "exited" && s != "failed" && s != "migrated";
 }
 
@@ -135,7 +136,7 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
   // StopParked just took off their node.
   for (const Json& nj : node_jobs) {
     if (!LiveOnNode(nj)) continue;
-    auto ours = ParseLaunchName(nj["name"].get<std::string>());
+    auto ours = ParseLaunchName(nj["name"].get_ref<const std::string&>());
     if (!ours || ours->first < 1 || ours->first > num_jobs()) continue;
     const Job& j = jobs_[ours->first - 1];
     const bool current =
@@ -153,7 +154,7 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
 
 void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
   Job& j = jobs_[id];
-  const std::string state = nj["state"].get<std::string>();
+  const std::string& state = nj["state"].get_ref<const std::string&>();
   // Ended once the node knows how (an ended job's exit status follows its end
   // by a moment: exit_reason is "none" until then).
   if ((state == "exited" || state == "failed" || state == "migrated") &&
