@@ -118,6 +118,18 @@ class LiveClusterTest : public ::testing::Test {
     return r;
   }
   JobRecord Stored(int64_t id) { return store_->Get(id).value(); }
+  // A restartable job started on node a's cpu0, then suspended: parked there.
+  JobId ParkRestartableJob(LiveCluster& c) {
+    JobRecord r = Submitted("train");
+    r.restartable = true;
+    EXPECT_TRUE(store_->Update(r).ok());
+    const JobId j = c.Admit(r);
+    const GpuId a = 0;
+    EXPECT_TRUE(c.Start(j, {&a, 1}).ok());
+    EXPECT_TRUE(c.Suspend(j).ok());
+    nodes_.jobs_[0][0]["state"] = "suspended";
+    return j;
+  }
   // A job the store says was placed (attempt 1, on `node`'s cpu0) by a
   // scheduler that is gone.
   void StoreAsPlaced(const std::string& name, LiveJobState state, const std::string& node,
@@ -277,15 +289,8 @@ TEST_F(LiveClusterTest, JobsOfOneKindShareAJobType) {
 // to restart from that checkpoint on whichever device the policy picks.
 TEST_F(LiveClusterTest, AJobParkedTooLongIsCheckpointedStoppedAndRelaunchedFromIt) {
   auto c = MakeCluster(/*stop_parked_after_s=*/10);
-  JobRecord r = Submitted("train");
-  r.restartable = true;
-  ASSERT_TRUE(store_->Update(r).ok());
-  const JobId j = c->Admit(r);
-  const GpuId a = 0, b = 1;
-  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
-  c->Refresh();
-  ASSERT_TRUE(c->Suspend(j).ok());
-  nodes_.jobs_[0][0]["state"] = "suspended";
+  const JobId j = ParkRestartableJob(*c);
+  const GpuId b = 1;
   now_ += 5;
   c->Refresh();
   EXPECT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 0) << "parked for less than the wait";
@@ -318,14 +323,8 @@ TEST_F(LiveClusterTest, AJobParkedTooLongIsCheckpointedStoppedAndRelaunchedFromI
 // Resumed while its stop checkpoint is being written: it runs on, not stopped.
 TEST_F(LiveClusterTest, AParkedJobResumedDuringItsStopCheckpointIsNotStopped) {
   auto c = MakeCluster(/*stop_parked_after_s=*/10);
-  JobRecord r = Submitted("train");
-  r.restartable = true;
-  ASSERT_TRUE(store_->Update(r).ok());
-  const JobId j = c->Admit(r);
+  const JobId j = ParkRestartableJob(*c);
   const GpuId a = 0;
-  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
-  ASSERT_TRUE(c->Suspend(j).ok());
-  nodes_.jobs_[0][0]["state"] = "suspended";
   now_ += 11;
   c->Refresh();
   ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1);
