@@ -17,7 +17,7 @@ for h in "$@"; do
   rm -rf "$work" && mkdir -p "$work/corpus"
   cp -r "fuzz/corpus/$h/." "$work/corpus/"
   if compgen -G "fuzz/regressions/$h/*" >/dev/null; then
-    if ! "$bin" -artifact_prefix="$work/" fuzz/regressions/"$h"/* >"$work/regressions.log" 2>&1; then
+    if ! "$bin" -timeout=25 -artifact_prefix="$work/" fuzz/regressions/"$h"/* >"$work/regressions.log" 2>&1; then
       echo "run_fuzzers: $h FAILED on a regression input (log: $work/regressions.log)"
       tail -30 "$work/regressions.log"
       status=1
