@@ -1,9 +1,10 @@
 # The two commands a newcomer types: `make demo` and `make test`.
 # Both install the Debian packages they need (idempotently) and build first.
-# CI (.ci/run) adds: format-check, warnings as errors, test-asan, test-tsan.
+# CI (.ci/run) adds: format-check, fuzz-smoke, warnings as errors, test-asan, test-tsan.
 BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 TSAN_DIR  ?= build-tsan
+FUZZ_DIR  ?= build-fuzz
 PYTHON    := /usr/bin/python3
 JOBS      ?= 2
 CMAKE_FLAGS ?=
@@ -11,7 +12,7 @@ CMAKE_FLAGS ?=
 WERROR ?= $(if $(filter true 1,$(CI)),ON,OFF)
 
 .PHONY: all deps configure build demo cluster-demo test test-unit bench clean \
-        format format-check test-asan test-tsan
+        format format-check test-asan test-tsan fuzz fuzz-build fuzz-smoke
 
 all: build
 
@@ -69,8 +70,31 @@ test-tsan: deps
 	cmake --build $(TSAN_DIR) -j$(JOBS) --target $(TSAN_TARGETS)
 	./scripts/test_sanitized.sh tsan $(TSAN_DIR)
 
+# libFuzzer harnesses (fuzz/README.md), in their own clang tree: every file with
+# libFuzzer's coverage hooks, ASan and UBSan; only the harnesses' targets are built.
+FUZZERS = fuzz_api_request fuzz_checkpoint_stream fuzz_trace_csv fuzz_key_files
+FUZZ_SECONDS ?= 60
+FUZZ_CFLAGS = -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+fuzz-build: deps
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_DIR) -DPython3_EXECUTABLE=$(PYTHON) \
+	  -DGANDIVA_WERROR=$(WERROR) -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+	  -DCMAKE_C_FLAGS="$(FUZZ_CFLAGS)" -DCMAKE_CXX_FLAGS="$(FUZZ_CFLAGS)" \
+	  -DGANDIVA_BUILD_FUZZERS=ON -DGANDIVA_BUILD_TESTS=OFF -DGANDIVA_BUILD_BENCH=OFF \
+	  -DGANDIVA_BUILD_TORCH_EXAMPLES=OFF -DGANDIVA_WITH_CUDA=OFF $(CMAKE_FLAGS)
+	cmake --build $(FUZZ_DIR) -j$(JOBS) --target $(FUZZERS)
+
+# Each harness for FUZZ_SECONDS on a copy of its seed corpus (in $(FUZZ_DIR)),
+# after replaying its regression inputs; prints each one's executions.
+fuzz: fuzz-build
+	./scripts/run_fuzzers.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZERS)
+
+# CI: the regressions and a few seconds each.
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=5
+
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) $(FUZZ_DIR)
 
 # The GPU suite (docs/gpu.md): one table + gpu_suite.json; exits 77 without a GPU.
 # GPU_SUITE_ARGS: e.g. --device cpu (the dry run), --bundle .gpu-bundle, --only ROW.

@@ -6,6 +6,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config
   clang-format git        # make format-check (CI)
+  clang-14 libclang-rt-14-dev  # make fuzz: libFuzzer and the sanitizers' runtimes
   libboost-dev            # Boost.Interprocess: the shared-memory control block
   libzmq3-dev cppzmq-dev  # ZeroMQ + cppzmq: controller API and migration streams
   libsodium-dev           # CURVE keys for authenticated TCP endpoints

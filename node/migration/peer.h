@@ -9,7 +9,6 @@
 #define GANDIVA_NODE_MIGRATION_PEER_H_
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -18,18 +17,9 @@
 #include "gandiva/protocol/curve.h"
 #include "gandiva/status.h"
 #include "jobs/job.h"
+#include "migration/peers_file.h"
 
 namespace gandiva::controller {
-
-// A node this one may migrate jobs to: its TCP endpoint and public key.
-struct PeerInfo {
-  std::string name;
-  std::string endpoint;
-  std::string public_key;
-};
-
-// Reads a peers file: one "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE" per line.
-StatusOr<std::map<std::string, PeerInfo>> ReadPeers(const std::string& file);
 
 class Peer {
  public:

@@ -21,6 +21,18 @@ std::string Trim(const std::string& s) {
   return s.substr(b, e - b);
 }
 
+// A key or key-list file opens for reading only when it is a regular file. A
+// directory opens fine as an ifstream, but libstdc++ then throws
+// std::ios_failure ("Is a directory") from the first read, which would end
+// gandivad on a mistyped path (found by fuzz/fuzz_key_files); and a device such
+// as /dev/zero would be read forever.
+bool OpenKeyFile(const std::string& path, std::ifstream* in) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
+  in->open(path);
+  return static_cast<bool>(*in);
+}
+
 }  // namespace
 
 bool IsZ85Key(const std::string& text) {
@@ -55,8 +67,8 @@ Status WriteCurveKeyPair(const std::string& dir, const std::string& name,
 }
 
 StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& key_file) {
-  std::ifstream in(key_file);
-  if (!in) return NotFound("cannot read key file " + key_file);
+  std::ifstream in;
+  if (!OpenKeyFile(key_file, &in)) return NotFound("cannot read key file " + key_file);
   CurveKeyPair keys;
   std::string line;
   while (std::getline(in, line)) {
@@ -73,8 +85,9 @@ StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& key_file) {
 
 StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file) {
   if (IsZ85Key(key_or_file)) return key_or_file;
-  std::ifstream in(key_or_file);
-  if (!in) return NotFound("'" + key_or_file + "' is neither a public key nor a readable file");
+  std::ifstream in;
+  if (!OpenKeyFile(key_or_file, &in))
+    return NotFound("'" + key_or_file + "' is neither a public key nor a readable file");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   text = Trim(text);
   if (text.rfind("public ", 0) == 0) text = Trim(text.substr(7, 41));  // a .key file
@@ -85,8 +98,8 @@ StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file) {
 Status ForEachKeyFileLine(
     const std::string& file, const std::string& what,
     const std::function<Status(const std::string& line, const std::string& where)>& fn) {
-  std::ifstream in(file);
-  if (!in) return NotFound("cannot read " + what + " " + file);
+  std::ifstream in;
+  if (!OpenKeyFile(file, &in)) return NotFound("cannot read " + what + " " + file);
   std::string line;
   for (int n = 1; std::getline(in, line); ++n) {
     // '#' is also a Z85 character: only a line that starts with it is a comment.

@@ -1,0 +1,128 @@
+// libFuzzer harness: the checkpoint stream reader (job/checkpoint/src/stream.h)
+// on arbitrary bytes, then every section read back as a load function would.
+//
+// The input is one flags byte, then the stream. Every frame carries CRC32Cs,
+// which random mutation almost never gets right, so that the parser behind
+// them is reached the harness can repair them first (kFixChecksums): it walks
+// the frames as the format lays them out and rewrites the preamble, header and
+// payload checksums, the section-end totals and the end frame's totals and
+// digest. Without the flag the bytes go in as they are (the checks themselves).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "crc32c.h"
+#include "format.h"
+#include "io.h"
+#include "stream.h"
+
+namespace ck = gandiva::checkpoint;
+
+namespace {
+
+enum Flags : uint8_t {
+  kFixChecksums = 1,  // repair checksums and totals before reading
+  kStreamed = 2,      // read through Source::Read (a socket), not in place (a file)
+  // bits 2..7: the streamed source's read size, (value + 1) * 7 bytes
+};
+
+// A source without a mapping that returns at most `step` bytes a read, as a
+// socket does: the reader's copying path and its slabs.
+class StreamedSource final : public ck::Source {
+ public:
+  StreamedSource(std::span<const uint8_t> bytes, size_t step) : bytes_(bytes), step_(step) {}
+  gandiva::StatusOr<size_t> Read(void* buf, size_t n) override {
+    const size_t got = std::min({n, step_, bytes_.size() - pos_});
+    if (got) std::memcpy(buf, bytes_.data() + pos_, got);  // an empty span's data() may be null
+    pos_ += got;
+    return got;
+  }
+  std::string Describe() const override { return "fuzz stream"; }
+
+ private:
+  std::span<const uint8_t> bytes_;
+  size_t step_;
+  size_t pos_ = 0;
+};
+
+void Put32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
+void Put64(uint8_t* p, uint64_t v) { std::memcpy(p, &v, 8); }
+
+// Rewrites what a writer computes (checksums, totals) so that the frames' other
+// bytes decide what the reader sees. Frames are walked as laid out; a frame cut
+// short by the end of the input is left as it is.
+void FixChecksums(std::vector<uint8_t>& s) {
+  if (s.size() < ck::kPreambleSize) return;
+  Put32(&s[12], ck::Crc32c(s.data(), 12));
+  uint64_t off = ck::kPreambleSize, chunks = 0, sections = 0, section_bytes = 0;
+  uint32_t digest = 0;
+  while (s.size() - off >= sizeof(ck::FrameHeader)) {
+    ck::FrameHeader h;
+    std::memcpy(&h, &s[off], sizeof(h));
+    const uint64_t at = off + sizeof(h);
+    if (s.size() - at < h.length) break;
+    uint8_t* payload = &s[at];
+    if (h.type == ck::kFrameSectionBegin) {
+      ++sections;
+      section_bytes = 0;
+    } else if (h.type == ck::kFrameChunk) {
+      ++chunks;
+      section_bytes += h.length;
+    } else if (h.type == ck::kFrameSectionEnd && h.length == sizeof(ck::SectionEndPayload)) {
+      Put64(payload, section_bytes);
+    } else if (h.type == ck::kFrameEnd && h.length == sizeof(ck::EndPayload)) {
+      Put64(payload, off);
+      Put64(payload + 8, chunks);
+      Put64(payload + 16, sections);
+      Put32(payload + 24, digest);
+    }
+    h.payload_crc = ck::Crc32c(payload, h.length);
+    h.header_crc = ck::Crc32c(&h, offsetof(ck::FrameHeader, header_crc));
+    std::memcpy(&s[off], &h, sizeof(h));
+    digest = ck::Crc32c(&h.header_crc, sizeof(h.header_crc), digest);
+    off = at + h.length;
+  }
+}
+
+// Reads a section to its end, alternating the two ways a load function reads,
+// and checks the reader's accounting.
+gandiva::Status ReadWhole(gandiva::checkpoint::SectionReader& reader) {
+  uint8_t buf[97];
+  uint64_t total = 0;
+  for (bool copy = true;; copy = !copy) {
+    const size_t n = copy ? reader.Read(buf, sizeof(buf)) : reader.Next(61).size();
+    if (n == 0) break;
+    total += n;
+  }
+  if (total != reader.size() || reader.remaining() != 0) std::abort();
+  return gandiva::Status::Ok();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  const uint8_t flags = data[0];
+  std::vector<uint8_t> stream(data + 1, data + size);
+  if (flags & kFixChecksums) FixChecksums(stream);
+
+  std::unique_ptr<ck::Source> source;
+  if (flags & kStreamed)
+    source = std::make_unique<StreamedSource>(stream, ((flags >> 2) + 1) * 7);
+  else
+    source = std::make_unique<ck::MemorySource>(stream);
+  auto verified = ck::ReadStream(source.get());
+  if (!verified.ok()) return 0;
+
+  // Load every section through an entry of its name, as a restoring job does.
+  std::vector<std::shared_ptr<const ck::StateEntry>> entries;
+  for (const auto& section : verified->sections)
+    entries.push_back(std::make_shared<ck::StateEntry>(ck::StateEntry{
+        section.name, nullptr, [](ck::SectionReader& r) { return ReadWhole(r); }, nullptr}));
+  if (!ck::LoadStream(*verified, entries).ok()) std::abort();  // every section has its entry
+  return 0;
+}
