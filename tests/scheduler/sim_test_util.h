@@ -4,6 +4,7 @@
 #define GANDIVA_TESTS_SCHED_SIM_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -61,8 +62,11 @@ inline SimResult Replay(const Topology& topo, const PerfModel& perf,
 // A co-location table with model types "A" and "B" (1 GPU): alone 10 steps/s
 // on every class; A+A packed run at 8 each (a pack pays), A+B at 3 each
 // (packing slows both down), B+B do not fit in memory (0).
+// One file per process: CTest runs each test in its own process, two at a
+// time, and a shared path let one test read the file while another rewrote it.
 inline std::string WriteTinyTable() {
-  std::string path = ::testing::TempDir() + "/tiny_colocation.json";
+  std::string path =
+      ::testing::TempDir() + "/tiny_colocation." + std::to_string(getpid()) + ".json";
   std::ofstream out(path);
   std::string cls = R"JSON({
     "('A', 1)": {"null": 10.0, "('A', 1)": [8.0, 8.0], "('B', 1)": [3.0, 3.0]},
