@@ -43,7 +43,7 @@ ap.add_argument("--jobs", type=int, default=32)
 ap.add_argument("--minutes", type=float, default=10.0)
 ap.add_argument("--devices", default="cpu:2")
 ap.add_argument("--slice-ms", type=int, default=50)
-ap.add_argument("--width", type=int, default=128, help="the job's MLP width (its step time)")
+ap.add_argument("--width", type=int, default=256, help="the job's MLP width (its step time)")
 ap.add_argument("--sample-s", type=float, default=30.0, help="RSS/fd sample period during the run")
 ap.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
 ARGS = ap.parse_args()
@@ -67,10 +67,15 @@ def percentile(values, q):
 
 
 def proc_sample(pid):
-    """gandivad's resident memory (kB) and open fds, from /proc."""
+    """gandivad's resident memory (kB) and open fds, from /proc. RSS split too:
+    RssShmem grows as gandivad first touches pages of the jobs' shared control
+    blocks (profile rings), which is not a leak; RssAnon is its own heap."""
     with open(f"/proc/{pid}/status") as f:
-        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-    return {"t": time.monotonic(), "rss_kb": rss, "fds": len(os.listdir(f"/proc/{pid}/fd"))}
+        fields = dict(line.split(":", 1) for line in f)
+    kb = {k: int(fields[k].split()[0]) for k in ("VmRSS", "RssAnon", "RssFile", "RssShmem")}
+    return {"t": time.monotonic(), "rss_kb": kb["VmRSS"], "anon_kb": kb["RssAnon"],
+            "file_kb": kb["RssFile"], "shmem_kb": kb["RssShmem"],
+            "fds": len(os.listdir(f"/proc/{pid}/fd"))}
 
 
 class Hammer(threading.Thread):
@@ -89,7 +94,7 @@ class Hammer(threading.Thread):
             for kind in self.latency:
                 t = time.perf_counter()
                 try:
-                    self.client.call(kind)  # list_switches: its default limit, 1000 per device
+                    self.client.call(kind)  # list_switches: its default, the last 1000 per device
                 except gandiva.GandivaError as e:
                     self.errors.append(f"{kind}: {e}")
                     continue
@@ -97,7 +102,7 @@ class Hammer(threading.Thread):
 
 
 def slices(switches, t0, t1):
-    """(device, job, length_ms) of every slice that started and ended in [t0, t1]:
+    """(device, job, length_ms, start_s) of every slice that started and ended in [t0, t1]:
     from switch a's job running (at_s + handover) to it parking (the next switch's
     at_s, whose `from` it is)."""
     out = []
@@ -109,7 +114,7 @@ def slices(switches, t0, t1):
         for a, b in zip(seq, seq[1:]):
             if a["to"] == 0 or b["from"] != a["to"] or a["at_s"] < t0 or b["at_s"] > t1:
                 continue
-            out.append((dev, a["to"], (b["at_s"] - a["at_s"]) * 1000 - a["handover_ms"]))
+            out.append((dev, a["to"], (b["at_s"] - a["at_s"]) * 1000 - a["handover_ms"], a["at_s"] - t0))
     return out
 
 
@@ -157,7 +162,8 @@ def soak(root):
             time.sleep(min(ARGS.sample_s, max(0.0, end_at - time.monotonic())))
             samples.append(proc_sample(gd_pid))
             s = samples[-1]
-            print(f"  {s['t'] - t0:6.0f} s  rss {s['rss_kb'] / 1024:.1f} MiB  fds {s['fds']}  "
+            print(f"  {s['t'] - t0:6.0f} s  rss {s['rss_kb'] / 1024:.1f} MiB (anon "
+                  f"{s['anon_kb'] / 1024:.1f})  fds {s['fds']}  "
                   f"calls {sum(len(v) for v in hammer.latency.values())}", flush=True)
         t1 = time.monotonic()
         hammer.stop.set()
@@ -201,8 +207,8 @@ def analyse(t0, t1, start, end, samples, load_before, load_after, hammer, switch
     slice_ms = ARGS.slice_ms
     lengths = slices(switches, t0, t1)
     iter_ms = {jid: j["p50_ms"] for jid, j in jobs_live.items()}
-    over = [(d, jid, ms) for d, jid, ms in lengths if ms > 2 * slice_ms]  # all weights are 1
-    over_iter = [(d, jid, ms) for d, jid, ms in over if ms > 2 * slice_ms + iter_ms.get(jid, 0)]
+    over = [x for x in lengths if x[2] > 2 * slice_ms]  # all weights are 1
+    over_iter = [x for x in over if x[2] > 2 * slice_ms + iter_ms.get(x[1], 0)]
     handover = [s["handover_ms"] for s in switches if t0 <= s["at_s"] <= t1]
     per_job = []
     for jid, (pid, result) in sorted(launched.items()):
@@ -218,7 +224,7 @@ def analyse(t0, t1, start, end, samples, load_before, load_after, hammer, switch
     calls = {k: {"calls": len(v), "per_s": len(v) / window, "p50_ms": percentile(v, 50),
                  "p99_ms": percentile(v, 99), "max_ms": max(v) if v else None}
              for k, v in hammer.latency.items()}
-    slice_lens = [ms for _, _, ms in lengths]
+    slice_lens = [x[2] for x in lengths]
     return {
         "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
         "cores": os.cpu_count(), "devices": ARGS.devices, "slice_ms": slice_ms,
@@ -232,6 +238,7 @@ def analyse(t0, t1, start, end, samples, load_before, load_after, hammer, switch
         "slice_p99_ms": percentile(slice_lens, 99),
         "slice_max_ms": max(slice_lens) if slice_lens else None,
         "slices_over_2x": len(over), "slices_over_2x_plus_iteration": len(over_iter),
+        # [device, job, length ms, seconds into the window] of the longest ones
         "worst_over": sorted(over_iter, key=lambda x: -x[2])[:10],
         "iteration_p50_ms_median": percentile(list(iter_ms.values()), 50),
         "gandivad_start": start, "gandivad_end": end, "samples": samples,
@@ -258,11 +265,16 @@ def print_table(r):
                                    f"p99 {c['p99_ms']:.2f} ms  max {c['max_ms']:.1f} ms"))
     rows.append(("API errors", str(r["api_error_count"])))
     s, e = r["gandivad_start"], r["gandivad_end"]
-    rows.append(("gandivad RSS start -> end", f"{s['rss_kb'] / 1024:.1f} -> {e['rss_kb'] / 1024:.1f} MiB"))
+    rows.append(("gandivad RSS start -> end", f"{s['rss_kb'] / 1024:.1f} -> {e['rss_kb'] / 1024:.1f} MiB "
+                                              f"(anon {s['anon_kb'] / 1024:.1f} -> {e['anon_kb'] / 1024:.1f}, "
+                                              f"shmem {s['shmem_kb'] / 1024:.1f} -> {e['shmem_kb'] / 1024:.1f})"))
     rows.append(("gandivad open fds start -> end", f"{s['fds']} -> {e['fds']}"))
     diffs = sorted({j["diff"] for j in r["per_job"]})
     rows.append(("iterations: gandivad = job's own", f"{r['iterations_match']} of {r['jobs']} jobs "
                                                      f"(gandivad - own: {diffs})"))
+    if r["worst_over"]:
+        rows.append(("longest slices (dev job ms @s)", ", ".join(
+            f"{d} {j} {ms:.0f} @{at:.0f}" for d, j, ms, at in r["worst_over"][:5])))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:{width}s}  {v}")
