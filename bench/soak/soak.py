@@ -51,7 +51,7 @@ ARGS = ap.parse_args()
 BUILD = os.path.abspath(ARGS.build_dir)
 os.environ["GANDIVA_BUILD_DIR"] = BUILD  # read by the integration helpers at import
 sys.path.insert(0, str(ROOT / "tests" / "integration"))
-from conftest import Daemon, pids_running  # noqa: E402  (needs GANDIVA_BUILD_DIR)
+from conftest import Daemon, pids_running, wait_for  # noqa: E402  (needs GANDIVA_BUILD_DIR)
 import gandiva  # noqa: E402  (conftest put build/python on sys.path)
 
 JOB = str(Path(__file__).resolve().parent / "soak_job.py")
@@ -116,16 +116,6 @@ def slices(switches, t0, t1):
                 continue
             out.append((dev, a["to"], (b["at_s"] - a["at_s"]) * 1000 - a["handover_ms"], a["at_s"] - t0))
     return out
-
-
-def wait_for(predicate, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise RuntimeError(f"timed out ({timeout} s) waiting for {what}")
 
 
 def soak(root):
