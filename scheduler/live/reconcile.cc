@@ -6,6 +6,8 @@
 // from before a requeue) is killed, so no job ever runs twice.
 #include <charconv>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "gandiva/common/log.h"
 #include "live/live_cluster.h"
@@ -39,12 +41,24 @@ std::optional<std::pair<int64_t, int>> ParseLaunchName(const std::string& name) 
   return std::make_pair(id, attempt);
 }
 
-// `jobs`: a list_jobs reply's array.
-const Json* FindNodeJob(const Json& jobs, int64_t id) {
-  for (const Json& j : jobs)
-    if (j["id"].get<int64_t>() == id) return &j;
-  return nullptr;
-}
+// A list_jobs reply's jobs by their id on the node, read once per refresh:
+// looking each of ours up in the JSON instead cost a key lookup per node job
+// per job of ours, the largest part of a pass at 10,000 jobs.
+class NodeJobIndex {
+ public:
+  explicit NodeJobIndex(const Json& jobs) {
+    ids_.reserve(jobs.size());
+    for (const Json& j : jobs) ids_.push_back({j["id"].get<int64_t>(), &j});
+  }
+  const Json* Find(int64_t id) const {
+    for (const auto& [job, record] : ids_)
+      if (job == id) return record;
+    return nullptr;
+  }
+
+ private:
+  std::vector<std::pair<int64_t, const Json*>> ids_;
+};
 
 }  // namespace
 
@@ -87,10 +101,11 @@ ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
 void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<JobId>& ours,
                               ClusterEvents& events) {
   const std::string& name = nodes_->address(n).name;
+  const NodeJobIndex index(node_jobs);
   for (JobId id : ours) {
     Job& j = jobs_[id];
     if (j.moving && j.moving_from == name) {
-      const Json* src = FindNodeJob(node_jobs, j.moving_from_job);
+      const Json* src = index.Find(j.moving_from_job);
       const Json* op = src ? &(*src)["operation"] : nullptr;
       if (op && !op->is_null() && (*op)["kind"] == "migrate" && (*op)["state"] == "done") {
         j.moving = false;
@@ -122,7 +137,7 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
     if (j.record.node != name || j.record.node_job == 0) continue;
     if (j.record.state != LiveJobState::kRunning && j.record.state != LiveJobState::kSuspended)
       continue;
-    const Json* nj = FindNodeJob(node_jobs, j.record.node_job);
+    const Json* nj = index.Find(j.record.node_job);
     if (!nj) {
       Requeue(id, name + " does not know its job " + std::to_string(j.record.node_job) +
                       " any more (gandivad restarted?)");
