@@ -189,6 +189,7 @@ class LiveCluster final : public Cluster {
   void StopParked(JobId job);         // its stop checkpoint is complete
   void AdoptOrRequeue(JobId job, const protocol::Json& node_jobs, bool node_answered);
   void Requeue(JobId job, const std::string& why);
+  void ToQueue(JobId job, const std::string& detail);  // Requeue's and StopParked's common part
   std::string LaunchName(const Job& job) const;
   double wall() const { return options_.wall_now(); }
 

@@ -152,16 +152,7 @@ void LiveCluster::StopParked(JobId job) {
   GD_LOG(kInfo, "job %d: parked on %s for %.0f s: stopped, restarts from %s", job + 1,
          j.record.node.c_str(), Now() - j.pending_since, j.record.checkpoint_dir.c_str());
   ++counters_.stops;
-  j.record.attained = Attained(job);
-  j.record.run_time = RunTime(job);
-  j.device_time_s = j.wall_time_s = 0;
-  j.rate.reset();
-  j.record.state = LiveJobState::kQueued;
-  j.record.node.clear();
-  j.record.device.clear();
-  j.record.node_job = 0;
-  j.record.detail = "stopped while parked; restarts from its checkpoint";
-  SaveBestEffort(job);
+  ToQueue(job, "stopped while parked; restarts from its checkpoint");
 }
 
 Status LiveCluster::Suspend(JobId job) {
@@ -272,6 +263,13 @@ void LiveCluster::Requeue(JobId job, const std::string& why) {
   GD_LOG(kWarn, "job %d goes back to the queue: %s (it restarts %s)", job + 1, why.c_str(),
          from.c_str());
   ++counters_.requeues;
+  j.pending_since = Now();
+  ToQueue(job, why);
+}
+
+// The job leaves its node (its service so far kept) and is queued; stored.
+void LiveCluster::ToQueue(JobId job, const std::string& detail) {
+  Job& j = jobs_[job];
   j.record.attained = Attained(job);
   j.record.run_time = RunTime(job);
   j.device_time_s = j.wall_time_s = 0;
@@ -282,8 +280,7 @@ void LiveCluster::Requeue(JobId job, const std::string& why) {
   j.record.node.clear();
   j.record.device.clear();
   j.record.node_job = 0;
-  j.record.detail = why;
-  j.pending_since = Now();
+  j.record.detail = detail;
   Unplace(job);
   SaveBestEffort(job);
 }
