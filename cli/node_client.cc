@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "gandiva/contract/environment.h"
 
@@ -34,14 +35,12 @@ bool NodeCommand::Parse(const Args& args, bool stop_at_positional) {
     return false;
   }
   if (flags_.Has("key")) {
-    auto mine = protocol::ReadCurveKeyPair(flags_.Get("key"));
-    auto theirs = protocol::ReadCurvePublicKey(flags_.Get("server-key"));
-    if (!mine.ok() || !theirs.ok()) {
-      std::fprintf(stderr, "%s: %s\n", name_.c_str(),
-                   (!mine.ok() ? mine.status() : theirs.status()).message().c_str());
+    auto keys = protocol::ReadCurveClientKeys(flags_.Get("key"), flags_.Get("server-key"));
+    if (!keys.ok()) {
+      std::fprintf(stderr, "%s: %s\n", name_.c_str(), keys.status().message().c_str());
       return false;
     }
-    client_->SetCurve({*mine, *theirs});
+    client_->SetCurve(std::move(keys).value());
   }
   return true;
 }

@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <utility>
 
 #include "gandiva/checkpoint/registry.h"
 #include "gandiva/checkpoint/state_transfer.h"
@@ -251,11 +252,9 @@ PYBIND11_MODULE(_gandiva, m) {
           "use_curve",
           [](gandiva::ApiClient& client, const std::string& key_file,
              const std::string& server_key) {
-            auto mine = gandiva::protocol::ReadCurveKeyPair(key_file);
-            if (!mine.ok()) throw py::value_error(mine.status().message());
-            auto theirs = gandiva::protocol::ReadCurvePublicKey(server_key);
-            if (!theirs.ok()) throw py::value_error(theirs.status().message());
-            client.SetCurve({*mine, *theirs});
+            auto keys = gandiva::protocol::ReadCurveClientKeys(key_file, server_key);
+            if (!keys.ok()) throw py::value_error(keys.status().message());
+            client.SetCurve(std::move(keys).value());
           },
           py::arg("key_file"), py::arg("server_key"))
       // Raw bytes in, raw reply out: for testing how the daemon treats malformed input,

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 namespace gandiva::protocol {
 namespace {
@@ -93,6 +94,13 @@ StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file) {
   if (text.rfind("public ", 0) == 0) text = Trim(text.substr(7, 41));  // a .key file
   if (!IsZ85Key(text)) return InvalidArgument(key_or_file + " holds no Z85 public key");
   return text;
+}
+
+StatusOr<CurveClientKeys> ReadCurveClientKeys(const std::string& key_file,
+                                              const std::string& server_key_or_file) {
+  GD_ASSIGN_OR_RETURN(CurveKeyPair mine, ReadCurveKeyPair(key_file));
+  GD_ASSIGN_OR_RETURN(std::string theirs, ReadCurvePublicKey(server_key_or_file));
+  return CurveClientKeys{std::move(mine), std::move(theirs)};
 }
 
 Status ForEachKeyFileLine(

@@ -35,6 +35,10 @@ Status WriteCurveKeyPair(const std::string& dir, const std::string& name, const 
 StatusOr<CurveKeyPair> ReadCurveKeyPair(const std::string& key_file);
 // A public key given either as 40 Z85 characters or as a file holding one.
 StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file);
+// A client's keys for a tcp:// endpoint: its own key pair file and the
+// server's public key (or a file holding it), as --key and --server-key give them.
+StatusOr<CurveClientKeys> ReadCurveClientKeys(const std::string& key_file,
+                                              const std::string& server_key_or_file);
 StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file);
 // Calls `fn(line, where)` for each line of a file that lists keys (authorized keys,
 // peers) and is not a comment; `where` is "FILE:N" for error messages. NotFound
