@@ -170,6 +170,11 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
 void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
   Job& j = jobs_[id];
   const std::string& state = nj["state"].get_ref<const std::string&>();
+  // Its service as the node measured it, read before an end is handled: a job
+  // that ran and ended between two passes is first seen ended, and its time
+  // counts all the same.
+  j.device_time_s = nj["device_time_s"].get<double>();
+  j.wall_time_s = nj["wall_time_s"].get<double>();
   // Ended once the node knows how (an ended job's exit status follows its end
   // by a moment: exit_reason is "none" until then).
   if ((state == "exited" || state == "failed" || state == "migrated") &&
@@ -190,8 +195,6 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
   // Cancelled while it was moving (no node id to signal then), or a kill that
   // did not arrive: signal it again until it ends.
   if (j.record.cancel_requested) KillBestEffort(NodeIndex(j.record.node), j.record.node_job);
-  j.device_time_s = nj["device_time_s"].get<double>();
-  j.wall_time_s = nj["wall_time_s"].get<double>();
   if (nj["rate_vs_alone"].is_null())
     j.rate.reset();
   else

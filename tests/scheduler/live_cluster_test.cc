@@ -269,6 +269,22 @@ TEST_F(LiveClusterTest, WhatThePolicyReadsIsWhatTheNodeMeasured) {
   EXPECT_FALSE(c->Resize(j, {&a, 1}).ok());
 }
 
+// A job that ran and ended between two passes is first seen ended: its
+// service is still what the node measured (CI once saw a finished job with 0).
+TEST_F(LiveClusterTest, AJobFirstSeenEndedKeepsTheServiceTheNodeMeasured) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  const GpuId a = 0;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  nodes_.jobs_[0][0] = ScriptedNodes::Record(1, "train.s1.a1", "exited", 0);
+  const ClusterEvents events = c->Refresh();
+  EXPECT_EQ(events.finished, std::vector<JobId>{j});
+  EXPECT_EQ(Stored(1).state, LiveJobState::kFinished);
+  EXPECT_DOUBLE_EQ(c->Attained(j), 2.0);
+  EXPECT_DOUBLE_EQ(Stored(1).attained, 2.0);
+  EXPECT_DOUBLE_EQ(Stored(1).run_time, 3.0);
+}
+
 // The policies pack by job_type: jobs of one kind share a type, other kinds
 // get others, and a job of no known kind (from an older store) has none.
 TEST_F(LiveClusterTest, JobsOfOneKindShareAJobType) {
