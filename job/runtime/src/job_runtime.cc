@@ -28,6 +28,7 @@ JobRuntime& JobRuntime::CreateInstance() {
     // Leaked on purpose: other threads (and atexit handlers) may still gate on it.
     auto* rt = new JobRuntime();
     rt->AttachFromEnvironment();
+    rt->InstallTermCheckpoint();
     instance_.store(rt, std::memory_order_release);
     std::atexit([] { instance_.load()->Detach(); });
   });
@@ -166,6 +167,8 @@ void JobRuntime::Park(uint64_t now) {
 
 bool JobRuntime::SleepUntilResumed() {
   for (;;) {
+    // A parked job saves at once (it is at a boundary); the handler woke us.
+    if (term_requested_.load(std::memory_order_acquire)) CheckpointAndEndOnTerm();
     // Gone first: a stopping controller also sets kRequestRun to wake us.
     if (cb_->controller_gone.load(std::memory_order_acquire)) {
       BecomeUnmanaged("the controller stopped");

@@ -28,6 +28,11 @@ inline constexpr const char* kCheckpointFileName = "state.gdck";
 // A gang's checkpoint: DIR/rank-<k>/<kCheckpointFileName> per rank, all taken at
 // the same iteration, and DIR/<kGangManifestName> ("ranks N\niteration I\n").
 inline constexpr const char* kRankDirPrefix = "rank-";
+// A directory (set by the Slurm plugin's --gandiva-checkpoint, or by hand): on
+// SIGTERM the job saves its registered state to DIR/<kCheckpointFileName> at its
+// next boundary (at once when parked), then ends by SIGTERM as it would have.
+// What a preempted or cancelled job needs to continue from where it stopped.
+inline constexpr const char* kEnvCheckpointOnTerm = "GANDIVA_CHECKPOINT_ON_TERM";
 inline constexpr const char* kGangManifestName = "gang";
 
 }  // namespace gandiva::checkpoint

@@ -49,6 +49,9 @@ class JobRuntime {
     } else {
       FirstBoundary();
     }
+    // SIGTERM with GANDIVA_CHECKPOINT_ON_TERM: save here and end (never returns).
+    if (term_requested_.load(std::memory_order_relaxed)) [[unlikely]]
+      CheckpointAndEndOnTerm();
     if (cb_->request.load(std::memory_order_acquire) != kRequestRun &&
         managed_.load(std::memory_order_relaxed) && ParkDueHere()) {
       Park(now);
@@ -101,8 +104,18 @@ class JobRuntime {
   // Checkpoint or restore while parked, as the controller asked.
   void Transfer(Request kind);
   void BecomeUnmanaged(const char* why);
+  // GANDIVA_CHECKPOINT_ON_TERM (term_checkpoint.cc): the SIGTERM handler only
+  // raises term_requested_ (and wakes a parked boundary thread); the boundary
+  // thread then saves the registered state and ends the process by SIGTERM.
+  void InstallTermCheckpoint();
+  [[noreturn]] void CheckpointAndEndOnTerm();
+  static void OnTerm(int sig);
 
   static std::atomic<JobRuntime*> instance_;
+  // Per copy of the runtime (libgandiva.so, the Python extension, the shim each
+  // carry one): each copy's handler chains to the one installed before it.
+  static std::atomic<bool> term_requested_;
+  std::string term_dir_;  // empty: SIGTERM is left as it was
   ControlBlock* cb_ = nullptr;
   std::unique_ptr<SharedControlBlock> shared_;
   std::unique_ptr<ControlBlock> private_block_;
