@@ -19,6 +19,7 @@ PACKAGES=(
   python3-matplotlib      # simulator plots
   iproute2                # network namespaces for multi-node tests
   prometheus              # promtool: tests check gandivad's metrics scrape
+  slurmctld slurmd slurm-client munge libslurm-dev  # the Slurm plugin (spank.h) and a real Slurm for its tests
 )
 
 missing=()
