@@ -54,8 +54,7 @@ void JobRuntime::InstallTermCheckpoint() {
   std::filesystem::create_directories(abs, ec);
   if (ec || access(abs.c_str(), W_OK) != 0) {
     GD_LOG(kError, "%s=%s: not a writable directory (%s); SIGTERM will not checkpoint",
-           checkpoint::kEnvCheckpointOnTerm, dir,
-           ec ? ec.message().c_str() : std::strerror(errno));
+           checkpoint::kEnvCheckpointOnTerm, dir, ec ? ec.message().c_str() : std::strerror(errno));
     return;
   }
   term_dir_ = abs.string();

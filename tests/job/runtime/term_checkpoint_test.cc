@@ -24,8 +24,8 @@ namespace fs = std::filesystem;
 
 // What the child reports through an anonymous shared mapping.
 struct Shared {
-  std::atomic<uint64_t> steps{0};          // the job's step counter after its last step
-  std::atomic<int64_t> restored_at{-1};    // its counter right after the first boundary
+  std::atomic<uint64_t> steps{0};        // the job's step counter after its last step
+  std::atomic<int64_t> restored_at{-1};  // its counter right after the first boundary
 };
 
 class TermCheckpointTest : public ::testing::Test {
@@ -59,7 +59,7 @@ class TermCheckpointTest : public ::testing::Test {
         "steps", [](checkpoint::SectionWriter& w) { return w.Write(&steps, sizeof(steps)); },
         [](checkpoint::SectionReader& r) {
           return r.Read(&steps, sizeof(steps)) == sizeof(steps) ? Status::Ok()
-                                                                 : DataLoss("short section");
+                                                                : DataLoss("short section");
         });
     JobRuntime& rt = JobRuntime::Get();
     for (;;) {
