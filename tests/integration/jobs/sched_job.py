@@ -4,7 +4,8 @@ fixed number of SGD steps on a small MLP, each at least --step-ms long, its
 model, optimizer and step count registered with gandiva so the scheduler can
 checkpoint it, and restart or migrate it. Batch k is drawn from a generator
 seeded with k, so a run restored from any checkpoint ends with the same
-weights as one never interrupted (--result holds their digest).
+weights and the same loss at every step as one never interrupted (--result
+holds the weights' digest and the loss history, as exact hex floats).
 
 usage: sched_job.py --steps N [--step-ms MS] [--result FILE]
 """
@@ -31,7 +32,8 @@ def main():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    state = gandiva.torch.register(model, optimizer, extra={"step": 0, "resumed_at": None})
+    state = gandiva.torch.register(model, optimizer,
+                                   extra={"step": 0, "resumed_at": None, "losses": []})
     gandiva.torch.attach(optimizer)  # a restoring process loads its state at the first boundary
     if state.restored:
         state.extra["resumed_at"] = state.extra["step"]
@@ -43,6 +45,7 @@ def main():
         optimizer.zero_grad()
         loss = (model(x) - x.sum(dim=1, keepdim=True)).pow(2).mean()
         loss.backward()
+        state.extra["losses"].append(loss.item())
         state.extra["step"] += 1
         while time.monotonic() - start < args.step_ms / 1000:
             time.sleep(0.001)
@@ -54,7 +57,8 @@ def main():
     if args.result:
         with open(args.result, "w") as f:
             json.dump({"steps": state.extra["step"], "weights_sha256": digest.hexdigest(),
-                       "resumed_at": state.extra["resumed_at"]}, f)
+                       "resumed_at": state.extra["resumed_at"],
+                       "losses": [float.hex(v) for v in state.extra["losses"]]}, f)
 
 
 if __name__ == "__main__":
