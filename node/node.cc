@@ -152,13 +152,14 @@ StatusOr<Job> Node::Register(NewJob n) {
   job.registered_ns = MonotonicNowNs();
   const std::string block_name =
       "/gandiva." + options_.node + "." + std::to_string(getpid()) + "." + std::to_string(job.id);
-  GD_ASSIGN_OR_RETURN(job.block, runtime::SharedControlBlock::Create(
-                                     block_name, job.id, options_.lease_ms * kMs, options_.node));
+  GD_ASSIGN_OR_RETURN(
+      job.block, runtime::SharedControlBlock::Create(block_name, job.id, options_.lease_ms * kMs,
+                                                     options_.node, n.owner_uid));
   runtime::Heartbeat(job.cb(), MonotonicNowNs());
   runtime::RequestSuspend(job.cb());  // it parks at its first boundary, then queues
   job.ranks = n.ranks;
   if (n.ranks > 1) {  // a gang: one block per rank, driven through this one
-    auto gang = Gang::Create(job.block, n.ranks, options_.rank_timeout_ms * kMs);
+    auto gang = Gang::Create(job.block, n.ranks, options_.rank_timeout_ms * kMs, n.owner_uid);
     if (!gang.ok()) {
       runtime::SharedControlBlock::Remove(block_name);
       return gang.status();

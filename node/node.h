@@ -79,7 +79,8 @@ struct NewJob {
   std::map<std::string, std::string> env;
   bool held = false;  // stays parked at its first boundary until released
   std::string migrated_from;
-  uint32_t ranks = 1;  // processes of a gang, each with its own control block
+  uint32_t ranks = 1;      // processes of a gang, each with its own control block
+  int64_t owner_uid = -1;  // the user its processes run as, when not gandivad's (-1)
 };
 
 // A job gandivad starts itself (launch): the job, and what only a launch has.

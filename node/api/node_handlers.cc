@@ -52,6 +52,9 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
   n.cwd = req.value("cwd", "");
   GD_ASSIGN_OR_RETURN(n.ranks, RanksFromRequest(req));
   GD_ASSIGN_OR_RETURN(n.env, protocol::EnvFromRequest(req));
+  n.owner_uid = req.value("uid", int64_t{-1});
+  if (req.contains("uid") && (n.owner_uid < 0 || n.owner_uid > 0xfffffffe))
+    return InvalidArgument("uid must be a user id, not " + req["uid"].dump());
   GD_ASSIGN_OR_RETURN(Job job, node.Register(std::move(n)));
   return Json{{"job", job.id},
               {"name", job.name},

@@ -57,12 +57,14 @@ int PidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)
 }  // namespace
 
 StatusOr<std::unique_ptr<Gang>> Gang::Create(std::shared_ptr<runtime::SharedControlBlock> leader,
-                                             uint32_t ranks, uint64_t register_timeout_ns) {
+                                             uint32_t ranks, uint64_t register_timeout_ns,
+                                             int64_t owner_uid) {
   ControlBlock* cb = leader->get();
   std::vector<std::unique_ptr<runtime::SharedControlBlock>> blocks;
   for (uint32_t k = 0; k < ranks; ++k) {
     const std::string name = leader->name() + runtime::kRankBlockSuffix + std::to_string(k);
-    auto block = runtime::SharedControlBlock::Create(name, cb->job_id, cb->lease_ns, cb->node);
+    auto block =
+        runtime::SharedControlBlock::Create(name, cb->job_id, cb->lease_ns, cb->node, owner_uid);
     if (!block.ok()) {
       for (auto& b : blocks) runtime::SharedControlBlock::Remove(b->name());
       return block.status();

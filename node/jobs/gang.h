@@ -42,7 +42,8 @@ class Gang {
  public:
   // Creates the ranks' blocks beside `leader` and marks it a gang's leader.
   static StatusOr<std::unique_ptr<Gang>> Create(std::shared_ptr<runtime::SharedControlBlock> leader,
-                                                uint32_t ranks, uint64_t register_timeout_ns);
+                                                uint32_t ranks, uint64_t register_timeout_ns,
+                                                int64_t owner_uid = -1);
   ~Gang();
   Gang(const Gang&) = delete;
   Gang& operator=(const Gang&) = delete;

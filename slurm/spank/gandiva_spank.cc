@@ -60,7 +60,7 @@ std::string g_checkpoint_dir;
 std::vector<std::string> g_notes;  // lines for the job's output (task 0's stderr)
 int64_t g_job = 0;                 // the step's gandiva job, 0 when unmanaged
 int g_ranks = 1;
-int g_task0_status = -1;  // wait status of local task 0, -1 until it ended
+int g_task0_status = -1;               // wait status of local task 0, -1 until it ended
 std::optional<NodeSession> g_session;  // the step's gandivad, once --gandiva registered it
 
 int OnGandivaOption(int, const char* optarg, int remote) {
@@ -157,6 +157,8 @@ StepJob DescribeStep(spank_t sp, uint32_t job_id, uint32_t step_id) {
   std::string gpus = JobEnv(sp, "SLURM_STEP_GPUS");
   if (gpus.empty()) gpus = JobEnv(sp, "SLURM_JOB_GPUS");
   step.device = DeviceOfSlurmGpus(gpus.c_str());
+  uid_t uid = 0;
+  if (spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS) step.uid = uid;
   return step;
 }
 
@@ -183,12 +185,12 @@ void RegisterStep(spank_t sp, StepJob step) {
       g_session.emplace(ExpandNodeName(g_args.endpoint, node), g_args.timeout_ms);
   auto registered = session.Register(step);
   if (!registered.ok()) {
-    g_notes.push_back("gandiva: " + std::string(registered.status().code() == StatusCode::kUnavailable
-                                                     ? "no gandivad answered"
-                                                     : "gandivad refused the step") +
+    g_notes.push_back("gandiva: " +
+                      std::string(registered.status().code() == StatusCode::kUnavailable
+                                      ? "no gandivad answered"
+                                      : "gandivad refused the step") +
                       " at " + session.endpoint() + " on " + node + " (" +
-                      registered.status().message() +
-                      "): it runs unmanaged, without time slicing");
+                      registered.status().message() + "): it runs unmanaged, without time slicing");
     return;
   }
   g_job = registered->job;
@@ -197,8 +199,9 @@ void RegisterStep(spank_t sp, StepJob step) {
   if (registered->gpu) {
     const std::string shim = g_args.shim.empty() ? DefaultShim() : g_args.shim;
     if (shim.empty()) {
-      g_notes.push_back("gandiva: the CUDA shim is not installed beside the plugin; the job runs "
-                        "without it (no swap, no inferred boundaries)");
+      g_notes.push_back(
+          "gandiva: the CUDA shim is not installed beside the plugin; the job runs "
+          "without it (no swap, no inferred boundaries)");
     } else {
       const std::string preload = JobEnv(sp, "LD_PRELOAD");
       SetJobEnv(sp, "LD_PRELOAD", preload.empty() ? shim : shim + ":" + preload);

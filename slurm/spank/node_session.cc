@@ -18,6 +18,7 @@ StatusOr<Registered> NodeSession::Register(const StepJob& step) const {
                  {"weight", step.weight}};
   if (step.ranks > 1) fields["ranks"] = step.ranks;
   if (step.device) fields["device"] = *step.device;
+  if (step.uid >= 0) fields["uid"] = step.uid;
   ApiClient client(endpoint_, timeout_ms_);
   GD_ASSIGN_OR_RETURN(Json reply, client.Call(MessageType::kRegisterJob, fields));
   Registered r;

@@ -19,13 +19,14 @@
 namespace gandiva::slurm {
 
 struct StepJob {
-  std::string name;                         // "slurm-<job>.<step>"
-  std::vector<std::string> command;         // the step's argv
-  std::string cwd;                          // where it runs
-  std::map<std::string, std::string> env;   // its environment
+  std::string name;                        // "slurm-<job>.<step>"
+  std::vector<std::string> command;        // the step's argv
+  std::string cwd;                         // where it runs
+  std::map<std::string, std::string> env;  // its environment
   double weight = 1;
-  int ranks = 1;                            // its tasks on this node
-  std::optional<std::string> device;        // the GPU Slurm gave it, else gandivad's choice
+  int ranks = 1;                      // its tasks on this node
+  std::optional<std::string> device;  // the GPU Slurm gave it, else gandivad's choice
+  int64_t uid = -1;                   // the user its tasks run as
 };
 
 // What gandivad answered: the job, its device, and the variables every task of

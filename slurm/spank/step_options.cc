@@ -90,7 +90,8 @@ double StepWeight(std::optional<double> given, const char* shards_on_node) {
   if (shards_on_node && *shards_on_node) {
     char* end = nullptr;
     const long shards = std::strtol(shards_on_node, &end, 10);
-    if (*end == '\0' && shards > 0) return std::min<double>(static_cast<double>(shards), kMaxWeight);
+    if (*end == '\0' && shards > 0)
+      return std::min<double>(static_cast<double>(shards), kMaxWeight);
   }
   return 1;
 }

@@ -20,8 +20,8 @@ TEST(PluginArgsTest, DefaultsAndEveryArgument) {
   auto none = ParsePluginArgs({});
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->endpoint, "ipc:///run/gandiva/gandivad.sock");
-  auto all = ParsePluginArgs({"endpoint=ipc:///tmp/x/%n/gd.sock", "shim=/opt/g/lib/s.so",
-                              "timeout_ms=500"});
+  auto all = ParsePluginArgs(
+      {"endpoint=ipc:///tmp/x/%n/gd.sock", "shim=/opt/g/lib/s.so", "timeout_ms=500"});
   ASSERT_TRUE(all.ok()) << all.status().ToString();
   EXPECT_EQ(all->endpoint, "ipc:///tmp/x/%n/gd.sock");
   EXPECT_EQ(all->shim, "/opt/g/lib/s.so");

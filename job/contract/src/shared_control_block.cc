@@ -1,8 +1,12 @@
 // Shared-memory control blocks with Boost.Interprocess; exceptions stay inside this file.
 #include "gandiva/contract/shared_control_block.h"
 
+#include <unistd.h>
+
 #include <boost/interprocess/mapped_region.hpp>
 #include <boost/interprocess/shared_memory_object.hpp>
+#include <cerrno>
+#include <cstring>
 
 namespace gandiva::runtime {
 
@@ -23,12 +27,23 @@ SharedControlBlock::~SharedControlBlock() = default;
 StatusOr<std::unique_ptr<SharedControlBlock>> SharedControlBlock::Create(const std::string& name,
                                                                          uint64_t job_id,
                                                                          uint64_t lease_ns,
-                                                                         const std::string& node) {
+                                                                         const std::string& node,
+                                                                         int64_t owner_uid) {
   try {
     bip::shared_memory_object::remove(name.c_str());
     bip::permissions owner_only(0600);
     auto m = std::make_unique<Mapping>();
     m->shm = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, owner_only);
+    if (owner_uid >= 0 && static_cast<uid_t>(owner_uid) != geteuid() &&
+        fchown(m->shm.get_mapping_handle().handle, static_cast<uid_t>(owner_uid), -1) != 0) {
+      const int err = errno;
+      bip::shared_memory_object::remove(name.c_str());
+      return PermissionDenied("cannot give control block " + name + " to uid " +
+                              std::to_string(owner_uid) + ": " + std::strerror(err) +
+                              (geteuid() != 0 ? " (only a controller running as root can run "
+                                                "jobs of other users)"
+                                              : ""));
+    }
     m->shm.truncate(sizeof(ControlBlock));
     m->region = bip::mapped_region(m->shm, bip::read_write);
     auto block = std::unique_ptr<SharedControlBlock>(new SharedControlBlock(name, std::move(m)));

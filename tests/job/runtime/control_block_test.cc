@@ -3,6 +3,7 @@
 #include "gandiva/contract/control_block.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <thread>
@@ -44,6 +45,30 @@ TEST(SharedControlBlockTest, OpenRejectsABlockWithBadMagicOrVersion) {
   EXPECT_EQ(SharedControlBlock::Open(name).status().code(), StatusCode::kFailedPrecondition);
   (*created)->get()->magic = 0xdeadbeef;
   EXPECT_EQ(SharedControlBlock::Open(name).status().code(), StatusCode::kDataLoss);
+  SharedControlBlock::Remove(name);
+}
+
+// A job running as another user (a Slurm job under a root gandivad) gets its
+// block; a controller that is not root cannot give it away and says why.
+TEST(SharedControlBlockTest, ABlockIsGivenToTheJobsUserOnlyByRoot) {
+  const std::string name = UniqueName("owner");
+  const uid_t nobody = 65534;
+  auto created = SharedControlBlock::Create(name, 1, 0, "n", nobody);
+  struct stat st {};
+  if (geteuid() == 0) {
+    ASSERT_TRUE(created.ok()) << created.status().ToString();
+    ASSERT_EQ(stat(("/dev/shm" + name).c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, nobody);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  } else {
+    ASSERT_EQ(created.status().code(), StatusCode::kPermissionDenied);
+    EXPECT_NE(created.status().message().find("root"), std::string::npos);
+    EXPECT_NE(stat(("/dev/shm" + name).c_str(), &st), 0) << "nothing left behind";
+  }
+  SharedControlBlock::Remove(name);
+  // Our own uid is no change at all, root or not.
+  auto own = SharedControlBlock::Create(name, 1, 0, "n", geteuid());
+  EXPECT_TRUE(own.ok()) << own.status().ToString();
   SharedControlBlock::Remove(name);
 }
 

@@ -14,10 +14,14 @@ namespace gandiva::runtime {
 
 class SharedControlBlock {
  public:
-  // Creates (or replaces) the named block, initialised for `job_id`. Owner-only (0600).
+  // Creates (or replaces) the named block, initialised for `job_id`. Owner-only
+  // (0600); owned by `owner_uid` when given (>= 0) and not ours: a job that runs
+  // as another user (a Slurm job under a gandivad running as root). Giving it
+  // away needs root: PermissionDenied otherwise, with nothing left behind.
   static StatusOr<std::unique_ptr<SharedControlBlock>> Create(const std::string& name,
                                                               uint64_t job_id, uint64_t lease_ns,
-                                                              const std::string& node);
+                                                              const std::string& node,
+                                                              int64_t owner_uid = -1);
   // Opens an existing block and checks its magic and version.
   static StatusOr<std::unique_ptr<SharedControlBlock>> Open(const std::string& name);
   // Unlinks the name; existing mappings stay valid until unmapped.
