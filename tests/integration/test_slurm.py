@@ -9,6 +9,7 @@ network and UTS namespaces), with the SPANK plugin gandiva_spank.so loaded:
   one: it saves at its next boundary on SIGTERM, is requeued, restarts on the
   other node from that checkpoint and ends with the loss history of an
   undisturbed run, bit for bit;
+- a job of another user (nobody) is managed by the root gandivad;
 - bad input: --gandiva on a node without gandivad (runs unmanaged, one line
   says so), an invalid weight, an unusable checkpoint directory.
 
@@ -17,8 +18,11 @@ Skipped only where Slurm cannot run (not root, no ip netns, no Slurm)."""
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -197,3 +201,52 @@ def test_bad_options_are_refused_at_submission_and_lose_nothing(cluster, tmp_pat
     # The cluster goes on: a good submission runs.
     job_id = cluster.sbatch("--gandiva=2", wrap="echo fine")
     assert cluster.wait_state(job_id, "COMPLETED", timeout=30)
+
+
+def test_a_job_of_another_user_is_managed_by_a_root_gandivad():
+    """Slurm jobs run as their users, gandivad as root: the plugin passes the
+    job's uid and gandivad gives that user the job's control block (owner-only,
+    so without it the job could not attach and would run unmanaged)."""
+    root = Path(tempfile.mkdtemp(prefix="gd-slurm-user."))  # nobody must reach slurm.conf, munge
+    try:
+        root.chmod(0o755)
+        out = root / "out"
+        out.mkdir(mode=0o1777)
+        out.chmod(0o1777)
+        with SlurmCluster(root, names=("n1",), plugstack_lines=[plugstack(root)]) as cluster:
+            cluster.munge_socket.parent.chmod(0o755)
+            script = root / "job.sh"
+            script.write_text(job_script(INTERVAL_JOB, "--iterations", 50, "--work-ms", 2,
+                                         "--out", out / "r.json"))
+            script.chmod(0o755)
+            r = subprocess.run(["runuser", "-u", "nobody", "--", "sbatch", "--parsable", "--gandiva",
+                                f"--chdir={out}", "-o", str(out / "slurm-%j.out"), str(script)],
+                               env=cluster.env, capture_output=True, text=True, timeout=30)
+            assert r.returncode == 0, r.stderr
+            job_id = int(r.stdout.strip())
+            assert cluster.wait_state(job_id, "COMPLETED", timeout=60)["UserId"] == "nobody(65534)"
+            assert json.loads((out / "r.json").read_text())["managed"], \
+                (out / f"slurm-{job_id}.out").read_text()
+            [job] = cluster.node_jobs("n1")
+            assert (job["name"], job["iterations"], job["state"]) == (f"slurm-{job_id}.batch", 50, "exited")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_step_of_several_tasks_is_one_gang_job(cluster, tmp_path):
+    """`srun --gandiva -n 2` inside a batch job: its two tasks are one gandiva
+    job, a gang of 2 (each task takes its rank's control block by LOCAL_RANK,
+    which the plugin sets from the task's local id)."""
+    script = ("#!/bin/sh\n"
+              f"export PYTHONPATH={BUILD}/python OMP_NUM_THREADS=1\n"
+              f"srun --gandiva -n 2 sh -c 'exec {PYTHON} {INTERVAL_JOB} --iterations 60 --work-ms 2 "
+              f"--out {tmp_path}/rank$SLURM_LOCALID.json'\n")
+    job_id = cluster.sbatch("-w", "n1", "-n", "2", script=script)
+    assert cluster.wait_state(job_id, "COMPLETED", timeout=60)["ExitCode"] == "0:0"
+    for rank in (0, 1):
+        r = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert r["managed"] and r["done"] and len(r["intervals"]) == 60, r
+    [job] = cluster.node_jobs("n1")
+    assert (job["name"], job["ranks"], job["state"], job["gang_error"]) == \
+        (f"slurm-{job_id}.0", 2, "exited", ""), job
+    assert f"is job {job['id']} on n1's cpu0 (weight 1, a gang of 2 tasks)" in cluster.output(job_id)
