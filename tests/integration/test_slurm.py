@@ -250,3 +250,39 @@ def test_a_step_of_several_tasks_is_one_gang_job(cluster, tmp_path):
     assert (job["name"], job["ranks"], job["state"], job["gang_error"]) == \
         (f"slurm-{job_id}.0", 2, "exited", ""), job
     assert f"is job {job['id']} on n1's cpu0 (weight 1, a gang of 2 tasks)" in cluster.output(job_id)
+
+
+def test_preempting_two_time_sliced_jobs_saves_both_the_parked_one_too(tmp_path):
+    """Two --gandiva-checkpoint jobs share n1's device, so at any moment one is
+    parked (and stopped by gandivad's freezer); a high job that needs all of n1
+    preempts both: each saves at once (the parked one where it is parked) and
+    both continue on n2 from where they stopped."""
+    steps = 300
+    reference = reference_run(tmp_path, steps)
+    with SlurmCluster(tmp_path, plugstack_lines=[plugstack(tmp_path)], cpus=2, grace_time=0) as cluster:
+        low = {}
+        for k in ("a", "b"):
+            low[k] = cluster.sbatch("-p", "low", "-c", "1", "--requeue", "--open-mode=append",
+                                    "--gandiva", f"--gandiva-checkpoint={tmp_path}/ckpt-{k}",
+                                    script=job_script(SCHED_JOB, "--steps", steps, "--step-ms", 10,
+                                                      "--result", tmp_path / f"{k}.json"))
+        for job_id in low.values():  # Slurm fills the first node
+            assert cluster.wait_state(job_id, "RUNNING")["NodeList"] == "n1"
+        names = {f"slurm-{i}.batch" for i in low.values()}
+        wait_for(lambda: len([j for j in cluster.node_jobs("n1")
+                              if j["name"] in names and j["iterations"] >= 30]) == 2, 60,
+                 "both jobs' first 30 steps on n1")
+        # They are time-sliced: wait for a moment where one is parked.
+        wait_for(lambda: any(j["state"] == "suspended" for j in cluster.node_jobs("n1")
+                             if j["name"] in names), 10, "one job parked")
+        high = cluster.sbatch("-p", "high", "-w", "n1", "-c", "2", wrap="sleep 300")
+        for k, job_id in low.items():
+            job = cluster.wait_state(job_id, "COMPLETED", timeout=120)
+            assert (job["NodeList"], job["Restarts"]) == ("n2", "1"), job
+            output = cluster.output(job_id)
+            saved = re.search(r"SIGTERM: saved the state after (\d+) iterations", output)
+            assert saved, output
+            assert [int(s) for s in re.findall(r"starts at step (\d+)", output)] == [0, int(saved.group(1))]
+            final = json.loads((tmp_path / f"{k}.json").read_text())
+            assert final["losses"] == reference["losses"][:steps]
+        cluster.slurm("scancel", str(high))
