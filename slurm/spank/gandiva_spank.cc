@@ -178,12 +178,32 @@ void SetUpCheckpoint(spank_t sp, int ranks) {
   if (!plan.message.empty()) g_notes.push_back(plan.message);
 }
 
+// Registers the step on the device of its Slurm GPU, else, where the node's
+// gandivad has no such device (one with CPU devices only, or fewer GPUs than
+// gres.conf names), on gandivad's choice, saying so: the step is still sliced
+// with the node's other jobs, rather than running unmanaged beside them.
+StatusOr<Registered> RegisterOnADevice(const NodeSession& session, const std::string& node,
+                                       StepJob& step) {
+  auto registered = session.Register(step);
+  if (registered.ok() || !step.device || registered.status().code() != StatusCode::kNotFound)
+    return registered;
+  const std::string slurm_device = *step.device;
+  step.device.reset();
+  registered = session.Register(step);
+  if (registered.ok())
+    g_notes.push_back("gandiva: " + node + "'s gandivad has no " + slurm_device +
+                      ", the GPU Slurm gave " + step.name +
+                      "; it is sliced on gandivad's choice, " + registered->device +
+                      (registered->gpu ? " (Slurm's gres.conf and gandivad's GPUs disagree)" : ""));
+  return registered;
+}
+
 // --gandiva: the step becomes a job of the node's gandivad.
 void RegisterStep(spank_t sp, StepJob step) {
   const std::string node = NodeName(sp);
   const NodeSession& session =
       g_session.emplace(ExpandNodeName(g_args.endpoint, node), g_args.timeout_ms);
-  auto registered = session.Register(step);
+  auto registered = RegisterOnADevice(session, node, step);
   if (!registered.ok()) {
     g_notes.push_back("gandiva: " +
                       std::string(registered.status().code() == StatusCode::kUnavailable

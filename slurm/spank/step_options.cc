@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 
@@ -75,7 +76,8 @@ StatusOr<PluginArgs> ParsePluginArgs(const std::vector<std::string>& args) {
 }
 
 StatusOr<std::optional<double>> ParseWeight(const char* text) {
-  if (!text || !*text) return std::optional<double>();
+  // "(null)": see the header; an srun in a `sbatch --gandiva` job would fail else.
+  if (!text || !*text || std::strcmp(text, "(null)") == 0) return std::optional<double>();
   char* end = nullptr;
   const double w = std::strtod(text, &end);
   if (*end != '\0' || !std::isfinite(w) || w <= 0 || w > kMaxWeight)

@@ -26,11 +26,15 @@ struct PluginArgs {
 // "endpoint=URL", "shim=PATH", "timeout_ms=N"; anything else is an error naming it.
 StatusOr<PluginArgs> ParsePluginArgs(const std::vector<std::string>& args);
 
-// --gandiva's WEIGHT: absent or empty means "not given"; else a number in (0, 16].
+// --gandiva's WEIGHT: absent, empty or "(null)" means "not given"; else a
+// number in (0, 16]. "(null)" is how Slurm 22.05 passes `sbatch --gandiva`
+// (no WEIGHT) on to an srun inside the job: through the job's environment
+// (SLURM_SPANK__SLURM_SPANK_OPTION_gandiva_gandiva), printed from a NULL.
 StatusOr<std::optional<double>> ParseWeight(const char* text);
 // The weight a step runs with: the one given, else its shards of the GPU
-// (SLURM_SHARDS_ON_NODE, Slurm's `shard` GRES: weights proportional to shard
-// counts, capped at 16), else 1.
+// (SLURM_SHARDS_ON_NODE, which Slurm 22.05's gres/shard sets for a job or step
+// holding `--gres=shard:N`, with SLURM_JOB_GPUS/SLURM_STEP_GPUS naming the GPU
+// they are of: weights proportional to shard counts, capped at 16), else 1.
 double StepWeight(std::optional<double> given, const char* shards_on_node);
 
 // --gandiva-checkpoint's DIR: absolute (the job may start again on another
@@ -42,7 +46,8 @@ std::string ExpandNodeName(const std::string& endpoint, const std::string& node)
 
 // The gandivad device of a step's GPUs (SLURM_STEP_GPUS or SLURM_JOB_GPUS,
 // "2" or "2,3"): the first one, "gpu2"; nullopt when unset or malformed (then
-// gandivad picks its least loaded device).
+// gandivad picks its least loaded device, as it does when it has no such
+// device: see RegisterStep in gandiva_spank.cc).
 std::optional<std::string> DeviceOfSlurmGpus(const char* gpus);
 
 // What a starting step does with its checkpoint directory: restore from it

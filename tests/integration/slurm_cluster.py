@@ -91,11 +91,15 @@ class SlurmCluster:
     deletes the namespaces and the bridge."""
 
     def __init__(self, tmp_path, names=("n1", "n2"), plugstack_lines=(), gandivad=True, cpus=1,
-                 grace_time=20, idle_timeout=30):
+                 grace_time=20, idle_timeout=30, gres=None):
+        """gres: None, or (gres_conf, node_gres): the text of gres.conf (written
+        beside slurm.conf, where Slurm looks for it) and every node's Gres=
+        ("gpu:1,shard:4"); GresTypes= lists the names in node_gres."""
         self.tmp = Path(tmp_path)
         self.names = tuple(names)
         self.cpus = cpus
         self.grace_time = grace_time
+        self.gres = gres
         self.procs = []  # (label, Popen, log file), in start order
         self.lan = None
         self.slurmctld = None
@@ -202,8 +206,15 @@ class SlurmCluster:
             (t / "spool" / name).mkdir(exist_ok=True)
         (t / "plugstack.conf").write_text("".join(f"{line}\n" for line in plugstack_lines))
         self.ctld_port, self.slurmd_port = nodes.free_port(), nodes.free_port()
-        node_lines = "".join(f"NodeName={name} NodeAddr={self.nodes[name][1]} CPUs={self.cpus} State=UNKNOWN\n"
-                             for name in self.names)
+        node_gres, gres_types = "", ""
+        if self.gres is not None:
+            gres_conf, gres_of_node = self.gres
+            (t / "gres.conf").write_text(gres_conf)
+            node_gres = f" Gres={gres_of_node}"
+            kinds = dict.fromkeys(g.split(":")[0] for g in gres_of_node.split(","))
+            gres_types = f"GresTypes={','.join(kinds)}\n"
+        node_lines = "".join(f"NodeName={name} NodeAddr={self.nodes[name][1]} CPUs={self.cpus}{node_gres}"
+                             " State=UNKNOWN\n" for name in self.names)
         self.conf.write_text(f"""\
 ClusterName=gd{self.tag}
 SlurmctldHost=ctl({self.host_addr})
@@ -242,7 +253,7 @@ SchedulerType=sched/backfill
 SchedulerParameters=batch_sched_delay=0,sched_interval=1,bf_interval=1
 PreemptType=preempt/partition_prio
 PreemptMode=REQUEUE
-{node_lines}\
+{gres_types}{node_lines}\
 PartitionName=low Nodes=ALL Default=YES PriorityTier=1 GraceTime={self.grace_time} OverSubscribe=NO MaxTime=INFINITE State=UP
 PartitionName=high Nodes=ALL PriorityTier=10 OverSubscribe=NO MaxTime=INFINITE State=UP
 """)

@@ -40,6 +40,8 @@ TEST(PluginArgsTest, AWrongArgumentIsNamed) {
 TEST(WeightTest, AbsentMeansNotGivenAndOnlyZeroToSixteenIsAccepted) {
   EXPECT_FALSE(ParseWeight(nullptr)->has_value());
   EXPECT_FALSE(ParseWeight("")->has_value());
+  EXPECT_FALSE(ParseWeight("(null)")->has_value())
+      << "sbatch --gandiva, seen by an srun in the job";
   EXPECT_DOUBLE_EQ(**ParseWeight("2.5"), 2.5);
   EXPECT_DOUBLE_EQ(**ParseWeight("16"), 16);
   for (const char* bad : {"0", "-1", "17", "two", "2x", "nan", "inf"}) {
