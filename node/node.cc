@@ -149,6 +149,7 @@ StatusOr<Job> Node::Register(NewJob n) {
   job.cwd = std::move(n.cwd);
   job.env = std::move(n.env);
   job.migrated_from = std::move(n.migrated_from);
+  job.managed_by = std::move(n.managed_by);
   job.registered_ns = MonotonicNowNs();
   const std::string block_name =
       "/gandiva." + options_.node + "." + std::to_string(getpid()) + "." + std::to_string(job.id);
@@ -329,8 +330,8 @@ DeviceUsage Node::UsageOf(const Job& job) const {
 
 StatusOr<MovableJob> Node::LiveJob(int64_t id) {
   GD_ASSIGN_OR_RETURN(Job job, jobs_.Live(id));
-  return MovableJob{job.id,  job.name,   job.command, job.cwd,
-                    job.env, job.weight, job.pid,     job.SharedCb()};
+  return MovableJob{job.id,     job.name, job.command,    job.cwd,       job.env,
+                    job.weight, job.pid,  job.SharedCb(), job.managed_by};
 }
 
 void Node::SetHeld(uint64_t id, bool held) {
@@ -357,8 +358,15 @@ void Node::EndMigrated(uint64_t id) {
 }
 
 StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
-  NewJob arriving{a.name, a.device, a.weight.value_or(1.0), a.command,
-                  a.cwd,  a.env,    /*held=*/true,          a.migrated_from};
+  NewJob arriving;
+  arriving.name = a.name;
+  arriving.device = a.device;
+  arriving.weight = a.weight.value_or(1.0);
+  arriving.command = a.command;
+  arriving.cwd = a.cwd;
+  arriving.env = a.env;
+  arriving.held = true;
+  arriving.migrated_from = a.migrated_from;
   // A gang arrives as its launcher, started again with the environment it ran
   // with (GANDIVA_RANKS among it); its state is one container for all ranks.
   if (auto r = a.env.find(runtime::kEnvRanks); r != a.env.end())

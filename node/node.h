@@ -81,6 +81,7 @@ struct NewJob {
   std::string migrated_from;
   uint32_t ranks = 1;      // processes of a gang, each with its own control block
   int64_t owner_uid = -1;  // the user its processes run as, when not gandivad's (-1)
+  std::string managed_by;  // who owns its processes, when not gandiva ("slurm")
 };
 
 // A job gandivad starts itself (launch): the job, and what only a launch has.

@@ -90,6 +90,7 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
               {"stderr_log", job.stderr_log},
               {"memory_limit", job.memory_limit},
               {"migrated_from", job.migrated_from},
+              {"managed_by", job.managed_by},
               {"operation", OperationToJson(operation)}};
 }
 

@@ -53,6 +53,7 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
   GD_ASSIGN_OR_RETURN(n.ranks, RanksFromRequest(req));
   GD_ASSIGN_OR_RETURN(n.env, protocol::EnvFromRequest(req));
   n.owner_uid = req.value("uid", int64_t{-1});
+  n.managed_by = req.value("managed_by", "");
   if (req.contains("uid") && (n.owner_uid < 0 || n.owner_uid > 0xfffffffe))
     return InvalidArgument("uid must be a user id, not " + req["uid"].dump());
   GD_ASSIGN_OR_RETURN(Job job, node.Register(std::move(n)));

@@ -88,6 +88,9 @@ struct Job {
 
   bool migrated = false;      // moved to another node; this copy is gone
   std::string migrated_from;  // "node/job" when it arrived by migration
+  // Who owns its processes when not gandiva ("slurm"): they start and end there,
+  // so gandiva never migrates the job (a second copy would run elsewhere).
+  std::string managed_by;
 
   runtime::ControlBlock* cb() const { return block ? block->get() : nullptr; }
   // The control block, kept mapped for as long as the returned pointer lives.

@@ -29,6 +29,7 @@ struct MovableJob {
   double weight = 1.0;
   int pid = 0;
   std::shared_ptr<runtime::ControlBlock> cb;  // stays mapped while this lives
+  std::string managed_by;                     // "" unless another system owns its processes
 };
 
 // A job arriving by migration, to be started here and held warm.

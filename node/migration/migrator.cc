@@ -144,6 +144,10 @@ void Migrator::RunCheckpoint(uint64_t id, std::string dir) {
 StatusOr<Json> Migrator::Migrate(const Json& req) {
   const std::string to = req.at("to").get<std::string>();
   GD_ASSIGN_OR_RETURN(MovableJob job, host_->LiveJob(req.at("job").get<int64_t>()));
+  if (!job.managed_by.empty())
+    return FailedPrecondition("job " + std::to_string(job.id) + " is managed by " + job.managed_by +
+                              ", which owns its processes: it cannot be migrated (preempt or "
+                              "requeue it there; with a checkpoint it continues where it stopped)");
   auto peer = options_.peers.find(to);
   if (peer == options_.peers.end()) return NotFound("no peer node '" + to + "' (see --peers)");
   if (!options_.has_key)

@@ -11,11 +11,8 @@ using protocol::Json;
 using protocol::MessageType;
 
 StatusOr<Registered> NodeSession::Register(const StepJob& step) const {
-  Json fields = {{"name", step.name},
-                 {"command", step.command},
-                 {"cwd", step.cwd},
-                 {"env", step.env},
-                 {"weight", step.weight}};
+  Json fields = {{"name", step.name}, {"command", step.command}, {"cwd", step.cwd},
+                 {"env", step.env},   {"weight", step.weight},   {"managed_by", "slurm"}};
   if (step.ranks > 1) fields["ranks"] = step.ranks;
   if (step.device) fields["device"] = *step.device;
   if (step.uid >= 0) fields["uid"] = step.uid;

@@ -141,8 +141,13 @@ def test_a_preempted_job_checkpoints_and_continues_on_the_other_node(tmp_path):
                                                "--result", result))
         assert cluster.wait_state(low, "RUNNING")["NodeList"] == "n1"
         name = f"slurm-{low}.batch"
-        wait_for(lambda: [j for j in cluster.node_jobs("n1") if j["name"] == name and j["iterations"] >= 40],
-                 60, "the low job's first 40 steps")
+        [running] = wait_for(lambda: [j for j in cluster.node_jobs("n1")
+                                      if j["name"] == name and j["iterations"] >= 40],
+                             60, "the low job's first 40 steps")
+        # Its processes are Slurm's: gandiva does not move it (Slurm requeues it).
+        assert running["managed_by"] == "slurm"
+        refused = cluster.node_cli("n1", "migrate", str(running["id"]), "--to", "n2", check=False)
+        assert refused.returncode != 0 and "is managed by slurm" in refused.stderr, refused.stderr
 
         t0 = time.monotonic()
         # It holds n1 until cancelled: the low job can only come back on n2.

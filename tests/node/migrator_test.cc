@@ -35,6 +35,7 @@ class FakeHost : public JobHost {
     std::shared_ptr<runtime::ControlBlock> cb;
     std::unique_ptr<FakeJob> job;
     bool held = false, migrated = false, ended = false, killed = false;
+    std::string managed_by;
   };
   FakeHost() { Add(1, Pattern(kStateBytes)); }
   void Add(uint64_t id, std::string state, std::chrono::milliseconds load_delay = {}) {
@@ -53,7 +54,8 @@ class FakeHost : public JobHost {
     if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
     if (it->second.ended) return FailedPrecondition("job " + std::to_string(id) + " has exited");
     return MovableJob{
-        static_cast<uint64_t>(id), "j", {"train"}, "/", {{"A", "1"}}, 1.0, 4242, it->second.cb};
+        static_cast<uint64_t>(id), "j", {"train"}, "/", {{"A", "1"}}, 1.0, 4242, it->second.cb,
+        it->second.managed_by};
   }
   void SetHeld(uint64_t id, bool held) override {
     std::lock_guard lock(mu_);
@@ -299,6 +301,19 @@ TEST_F(MigratorTest, RefusesToMoveAJobThatRegisteredNoState) {
   EXPECT_FALSE(m->Busy(1));
   EXPECT_FALSE(m->OperationOf(1).has_value()) << "nothing was started";
   EXPECT_TRUE(record_->chunks.empty());
+  ExpectSourceTrainsOn();
+}
+
+// A Slurm job's processes are Slurm's: a copy started elsewhere would run
+// beside the one Slurm still owns.
+TEST_F(MigratorTest, RefusesToMoveAJobAnotherSystemManages) {
+  auto m = MakeMigrator(PeerStep::kNone);
+  host_.at(1).managed_by = "slurm";
+  auto refused = m->Migrate({{"job", 1}, {"to", "b"}});
+  EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("job 1 is managed by slurm"), std::string::npos)
+      << refused.status().ToString();
+  EXPECT_FALSE(m->OperationOf(1).has_value()) << "nothing was started";
   ExpectSourceTrainsOn();
 }
 

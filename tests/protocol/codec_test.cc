@@ -125,6 +125,7 @@ Json JobReply() {
           {"fail_open", false},
           {"exit_code", -1},
           {"migrated_from", ""},
+          {"managed_by", ""},
           {"operation", nullptr},
           {"ranks", 1},
           {"gang_error", ""}};
