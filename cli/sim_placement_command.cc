@@ -53,9 +53,9 @@ Status ParseSeeds(const std::string& list, std::vector<int>* seeds) {
 }
 
 Status ParseArgs(const Args& args, sched::FractionalOptions* o, std::string* json_path) {
-  Flags f({"alibaba", "data-dir", "placement", "order", "seeds", "inflate", "mix", "json",
-           "threads"},
-          {});
+  Flags f(
+      {"alibaba", "data-dir", "placement", "order", "seeds", "inflate", "mix", "json", "threads"},
+      {});
   GD_RETURN_IF_ERROR(f.Parse(args));
   if (!f.positionals().empty())
     return InvalidArgument("unexpected argument '" + f.positionals()[0] +

@@ -94,6 +94,7 @@ FractionalRun RunOne(FractionalPolicy policy, const std::vector<TaskShape>& work
         run.first_failure = static_cast<long>(i);
         run.arrived_at_first_failure = static_cast<double>(arrived) / capacity;
         run.allocated_at_first_failure = static_cast<double>(cluster.gpu_allocated()) / capacity;
+        run.fragmented_gpus_at_first_failure = FragmentedMilli(cluster, trace_mix) / kGpuMilli;
       }
       unplaced += t.gpu_demand();
     } else {

@@ -58,15 +58,16 @@ std::string FormatFractionalTable(const FractionalReport& r) {
                 r.nodes, r.capacity_gpus, r.trace_tasks, r.trace_demand_gpus, r.order.c_str(),
                 r.inflate, r.mix.c_str());
   out += line;
-  std::snprintf(line, sizeof line, "%-10s %4s %8s %7s %22s %22s %9s %8s %8s %8s %6s %7s\n",
-                "policy", "runs", "placed", "failed", "arrived@1st-fail", "alloc@1st-fail",
-                "unplaced", "alloc", "unalloc", "frag", "frag%", "s/run");
+  std::snprintf(line, sizeof line, "%-10s %4s %8s %7s %22s %9s %9s %8s %8s %8s %6s %7s\n", "policy",
+                "runs", "placed", "failed", "alloc@1st-fail", "frag@1st", "unplaced", "alloc",
+                "unalloc", "frag", "frag%", "s/run");
   out += line;
   for (const auto& [policy, runs] : ByPolicy(r)) {
     auto get = [&](auto f) { return Over(runs, f); };
     const Spread placed = get([](const FractionalRun& x) { return double(x.placed); });
     const Spread failed = get([](const FractionalRun& x) { return double(x.failed); });
-    const Spread arrived = get([](const FractionalRun& x) { return x.arrived_at_first_failure; });
+    const Spread frag_first =
+        get([](const FractionalRun& x) { return x.fragmented_gpus_at_first_failure; });
     const Spread first = get([](const FractionalRun& x) { return x.allocated_at_first_failure; });
     const Spread unplaced = get([](const FractionalRun& x) { return x.unplaced_demand; });
     const Spread alloc = get([](const FractionalRun& x) { return x.allocated_at_end; });
@@ -74,18 +75,19 @@ std::string FormatFractionalTable(const FractionalReport& r) {
     const Spread frag = get([](const FractionalRun& x) { return x.fragmented_gpus; });
     const Spread secs = get([](const FractionalRun& x) { return x.seconds; });
     std::snprintf(line, sizeof line,
-                  "%-10s %4zu %8.0f %7.1f %22s %22s %9s %8s %8.1f %8.1f %5.1f%% %7.2f\n",
+                  "%-10s %4zu %8.0f %7.1f %22s %9.1f %9s %8s %8.1f %8.1f %5.1f%% %7.2f\n",
                   policy.c_str(), runs.size(), placed.mean, failed.mean,
-                  Percent(arrived, true).c_str(), Percent(first, true).c_str(),
-                  Percent(unplaced, false).c_str(), Percent(alloc, false).c_str(), unalloc.mean,
-                  frag.mean, unalloc.mean > 0 ? 100 * frag.mean / unalloc.mean : 0.0, secs.mean);
+                  Percent(first, true).c_str(), frag_first.mean, Percent(unplaced, false).c_str(),
+                  Percent(alloc, false).c_str(), unalloc.mean, frag.mean,
+                  unalloc.mean > 0 ? 100 * frag.mean / unalloc.mean : 0.0, secs.mean);
     out += line;
   }
   out +=
-      "(arrived/alloc@1st-fail: GPU demand arrived and GPU capacity allocated when the first "
-      "task could not be placed,\n as shares of capacity, mean (min-max) over seeds; unplaced: "
-      "share of the arrived GPU demand never placed;\n alloc, unalloc, frag: at the end, "
-      "allocated share, unallocated GPUs, and those fragmented for the trace's task mix)\n";
+      "(alloc@1st-fail: GPU capacity allocated when the first task could not be placed, mean "
+      "(min-max) over seeds;\n frag@1st: GPUs fragmented then; unplaced: share of the arrived GPU "
+      "demand never placed;\n alloc, unalloc, frag: at the end, allocated share, unallocated "
+      "GPUs, and those fragmented;\n fragmented: free GPU capacity the trace's GPU tasks could "
+      "not use where it is, expected over their mix)\n";
   return out;
 }
 
@@ -110,6 +112,7 @@ std::string FractionalReportToJson(const FractionalReport& r) {
                          {"first_failure", x.first_failure},
                          {"arrived_at_first_failure", x.arrived_at_first_failure},
                          {"allocated_at_first_failure", x.allocated_at_first_failure},
+                         {"fragmented_gpus_at_first_failure", x.fragmented_gpus_at_first_failure},
                          {"unplaced_demand", x.unplaced_demand},
                          {"allocated_at_end", x.allocated_at_end},
                          {"unallocated_gpus", x.unallocated_gpus},

@@ -38,9 +38,11 @@ struct FractionalRun {
   long tasks = 0, placed = 0, failed = 0;
   // When the first task could not be placed (all 0 if every task was placed):
   // GPU demand arrived so far and GPU capacity allocated, as shares of the
-  // cluster's capacity.
+  // cluster's capacity (equal: every task before it was placed), and the
+  // GPUs then fragmented for the trace's task mix.
   long first_failure = -1;  // index of that task in the arrival order
   double arrived_at_first_failure = 0, allocated_at_first_failure = 0;
+  double fragmented_gpus_at_first_failure = 0;
   // Over the whole run: unplaced GPU demand (share of the arrived demand), and
   // at its end the allocated share, the unallocated GPUs, and how many of them
   // are fragmented for the trace's task mix.
