@@ -95,6 +95,8 @@ FractionalRun RunOne(FractionalPolicy policy, const std::vector<TaskShape>& work
         run.arrived_at_first_failure = static_cast<double>(arrived) / capacity;
         run.allocated_at_first_failure = static_cast<double>(cluster.gpu_allocated()) / capacity;
         run.fragmented_gpus_at_first_failure = FragmentedMilli(cluster, trace_mix) / kGpuMilli;
+        run.first_failed_num_gpu = t.num_gpu;
+        run.first_failed_gpu_milli = t.gpu_milli;
       }
       unplaced += t.gpu_demand();
     } else {

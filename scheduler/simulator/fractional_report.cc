@@ -113,6 +113,8 @@ std::string FractionalReportToJson(const FractionalReport& r) {
                          {"arrived_at_first_failure", x.arrived_at_first_failure},
                          {"allocated_at_first_failure", x.allocated_at_first_failure},
                          {"fragmented_gpus_at_first_failure", x.fragmented_gpus_at_first_failure},
+                         {"first_failed_num_gpu", x.first_failed_num_gpu},
+                         {"first_failed_gpu_milli", x.first_failed_gpu_milli},
                          {"unplaced_demand", x.unplaced_demand},
                          {"allocated_at_end", x.allocated_at_end},
                          {"unallocated_gpus", x.unallocated_gpus},

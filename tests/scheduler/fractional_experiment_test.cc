@@ -56,6 +56,8 @@ TEST_F(FractionalExperimentTest, TraceOrderStrandsTwoRemaindersOfFourHundred) {
     EXPECT_DOUBLE_EQ(run.arrived_at_first_failure, 0.6);
     EXPECT_DOUBLE_EQ(run.allocated_at_first_failure, 0.6);
     EXPECT_DOUBLE_EQ(run.fragmented_gpus_at_first_failure, 0.8);
+    EXPECT_EQ(run.first_failed_num_gpu, 1);
+    EXPECT_EQ(run.first_failed_gpu_milli, 1000);
     EXPECT_DOUBLE_EQ(run.unplaced_demand, 1.0 / 2.2);
     EXPECT_DOUBLE_EQ(run.allocated_at_end, 0.6);
     EXPECT_DOUBLE_EQ(run.unallocated_gpus, 0.8);

@@ -43,6 +43,7 @@ struct FractionalRun {
   long first_failure = -1;  // index of that task in the arrival order
   double arrived_at_first_failure = 0, allocated_at_first_failure = 0;
   double fragmented_gpus_at_first_failure = 0;
+  int first_failed_num_gpu = 0, first_failed_gpu_milli = 0;  // what that task asked for
   // Over the whole run: unplaced GPU demand (share of the arrived demand), and
   // at its end the allocated share, the unallocated GPUs, and how many of them
   // are fragmented for the trace's task mix.
