@@ -14,14 +14,17 @@ int DaemonCommand(const Args& args);  // gandiva daemon ...   (controller/)
 int RunCommand(const Args& args);     // gandiva run ... -- CMD
 int PsCommand(const Args& args);      // gandiva ps
 int JobActionCommand(const std::string& action, const Args& args);  // suspend|resume|kill JOB
-int SliceCommand(const Args& args);       // gandiva slice --device D --ms N
-int WeightCommand(const Args& args);      // gandiva weight JOB W
-int ShareCommand(const Args& args);       // gandiva share DEVICE pack|slice|auto
-int AssignCommand(const Args& args);      // gandiva assign JOB --device D
-int TopCommand(const Args& args);         // gandiva top
-int SwitchesCommand(const Args& args);    // gandiva switches [--device D]
-int DevicesCommand(const Args& args);     // gandiva devices
-int SimCommand(const Args& args);         // gandiva sim ...  (scheduler simulator)
+int SliceCommand(const Args& args);     // gandiva slice --device D --ms N
+int WeightCommand(const Args& args);    // gandiva weight JOB W
+int ShareCommand(const Args& args);     // gandiva share DEVICE pack|slice|auto
+int AssignCommand(const Args& args);    // gandiva assign JOB --device D
+int TopCommand(const Args& args);       // gandiva top
+int SwitchesCommand(const Args& args);  // gandiva switches [--device D]
+int DevicesCommand(const Args& args);   // gandiva devices
+int SimCommand(const Args& args);       // gandiva sim ...  (scheduler simulator)
+// gandiva sim --alibaba DIR --placement ...: the fractional-GPU placement experiment.
+bool IsPlacementExperiment(const Args& args);
+int SimPlacementCommand(const Args& args);
 int KeygenCommand(const Args& args);      // gandiva keygen --out DIR [--name N]
 int CheckpointCommand(const Args& args);  // gandiva checkpoint JOB --to DIR
 int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]

@@ -53,6 +53,8 @@ Replays a job trace on a simulated GPU cluster (docs/simulator.md).
   --state-gb G          checkpoint size per GPU (default 4)
   --net-gbps B          migration bandwidth, GB/s (default 1.25)
   --check               verify allocation invariants at every step (slow)
+ fractional-GPU placement on the Alibaba 2023 trace (no time; its own options):
+  --alibaba DIR --placement first-fit,best-fit,fgd   see gandiva sim --placement --help
 )";
 
 // Where the default trace, machine lists and co-location table live, when
@@ -247,6 +249,8 @@ Status WriteOutputs(const std::vector<sched::Report>& reports, const sched::Load
 }  // namespace
 
 int SimCommand(const Args& args) {
+  // Placement without time (the fragmentation experiment) is its own mode.
+  if (IsPlacementExperiment(args)) return SimPlacementCommand(args);
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
     std::fputs(kUsage, stdout);
