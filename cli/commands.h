@@ -25,6 +25,9 @@ int SimCommand(const Args& args);       // gandiva sim ...  (scheduler simulator
 // gandiva sim --alibaba DIR --placement ...: the fractional-GPU placement experiment.
 bool IsPlacementExperiment(const Args& args);
 int SimPlacementCommand(const Args& args);
+// gandiva sim --pack-prediction: the pack predictor against always trying.
+bool IsPackPrediction(const Args& args);
+int SimPackCommand(const Args& args);
 int KeygenCommand(const Args& args);      // gandiva keygen --out DIR [--name N]
 int CheckpointCommand(const Args& args);  // gandiva checkpoint JOB --to DIR
 int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]

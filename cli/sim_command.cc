@@ -55,6 +55,8 @@ Replays a job trace on a simulated GPU cluster (docs/simulator.md).
   --check               verify allocation invariants at every step (slow)
  fractional-GPU placement on the Alibaba 2023 trace (no time; its own options):
   --alibaba DIR --placement first-fit,best-fit,fgd   see gandiva sim --placement --help
+ pack prediction on the co-location table (no time):
+  --pack-prediction [--neighbours K]                 see gandiva sim --pack-prediction --help
 )";
 
 // Where the default trace, machine lists and co-location table live, when
@@ -251,6 +253,7 @@ Status WriteOutputs(const std::vector<sched::Report>& reports, const sched::Load
 int SimCommand(const Args& args) {
   // Placement without time (the fragmentation experiment) is its own mode.
   if (IsPlacementExperiment(args)) return SimPlacementCommand(args);
+  if (IsPackPrediction(args)) return SimPackCommand(args);
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
     std::fputs(kUsage, stdout);

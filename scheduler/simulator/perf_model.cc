@@ -140,6 +140,13 @@ double PerfModel::PackedFactor(int cls, int type, int partner, int n) const {
   return std::min(1.0, packed / alone);
 }
 
+bool PerfModel::PairMeasured(int cls, int type, int partner, int n) const {
+  if (neutral_ || type < 0 || partner < 0 || cls < 0) return false;
+  const int b = Bucket(n);
+  return alone_[(cls * 4 + b) * names_.size() + type] > 0 &&
+         packed_[PairIndex(cls, b, type, partner)] >= 0;
+}
+
 double PerfModel::ClassSpeed(int cls, int ref_cls, int type, int n) const {
   double a = Alone(cls, type, n), r = Alone(ref_cls, type, n);
   if (a <= 0 || r <= 0) return 1.0;

@@ -37,6 +37,8 @@ class PerfModel {
   // Speed of `type` packed with `partner` on the same GPUs, relative to alone
   // (1 = no slowdown). 0 means the pair does not fit in memory.
   double PackedFactor(int cls, int type, int partner, int num_gpus) const;
+  // Whether the table measured `type` packed with `partner` (and `type` alone).
+  bool PairMeasured(int cls, int type, int partner, int num_gpus) const;
   // Speed of `type` on class `cls` relative to class `ref_cls` (1 if unmeasured).
   double ClassSpeed(int cls, int ref_cls, int type, int num_gpus) const;
   // Throughput at m GPUs relative to n GPUs, capped at linear; 1 if unmeasured.

@@ -1,0 +1,80 @@
+// `gandiva sim --pack-prediction`: how often the pack predictor
+// (gandiva/scheduler/pack_prediction.h) is right on the co-location table,
+// leaving each job type out in turn, against always trying; prints a table and
+// writes JSON.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "commands.h"
+#include "gandiva/common/flags.h"
+#include "gandiva/scheduler/pack_prediction.h"
+#include "gandiva/scheduler/perf_model.h"
+
+namespace gandiva::cli {
+namespace {
+
+constexpr const char* kUsage = R"(usage: gandiva sim --pack-prediction [options]
+Predicts, for every measured pair of job types in the co-location table,
+whether they pack well (their speeds packed, each relative to alone, sum above
+1) from their solo profiles only, learning from the pairs of the other types
+(leave-one-type-out), and compares with always trying the pack.
+
+  --colocation PATH     the table (default DATA/colocation/gavel_simulation_throughputs.json,
+                        DATA from --data-dir or $GANDIVA_DATA_DIR)
+  --neighbours K        nearest measured pairs averaged (default 7)
+  --json PATH           JSON report (default gandiva_sim_pack.json; '-' for stdout,
+                        'none' to skip)
+)";
+
+int Fail(const std::string& msg) {
+  std::fprintf(stderr, "gandiva sim: %s\n", msg.c_str());
+  return 2;
+}
+
+}  // namespace
+
+bool IsPackPrediction(const Args& args) {
+  return std::find(args.begin(), args.end(), "--pack-prediction") != args.end();
+}
+
+int SimPackCommand(const Args& args) {
+  Flags f({"colocation", "data-dir", "neighbours", "json"}, {"pack-prediction", "help"});
+  if (Status s = f.Parse(args); !s.ok()) return Fail(s.message());
+  if (f.Has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!f.positionals().empty()) return Fail("unexpected argument '" + f.positionals()[0] + "'");
+  std::string table = f.Get("colocation");
+  if (table.empty()) {
+    const char* env = std::getenv("GANDIVA_DATA_DIR");
+    const std::string data = f.Get("data-dir", env ? env : "");
+    if (data.empty())
+      return Fail("no table: pass --colocation PATH, or --data-dir DIR or GANDIVA_DATA_DIR");
+    table = data + "/colocation/gavel_simulation_throughputs.json";
+  }
+  double neighbours = 7;
+  if (Status s = FlagNumber(f, "neighbours", &neighbours, 1); !s.ok()) return Fail(s.message());
+  auto model = sched::PerfModel::Load(table);
+  if (!model.ok()) return Fail(model.status().ToString());
+  const int k = static_cast<int>(neighbours);
+  auto rows = sched::EvaluatePackPrediction(*model, k);
+  if (!rows.ok()) return Fail(rows.status().ToString());
+  std::fputs(sched::FormatPackPredictionTable(*rows, k).c_str(), stdout);
+  const std::string json_path = f.Get("json", "gandiva_sim_pack.json");
+  const std::string json = sched::PackPredictionToJson(*rows, k);
+  if (json_path == "-") {
+    std::fputs((json + "\n").c_str(), stdout);
+  } else if (json_path != "none") {
+    std::ofstream out(json_path);
+    out << json << "\n";
+    if (!out) return Fail("cannot write " + json_path);
+    std::fprintf(stderr, "wrote %s\n", json_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace gandiva::cli
