@@ -45,6 +45,12 @@ struct Allocation {
   bool host_pinned = false;
 };
 
+// What an allocation is charged against the job's memory cap (memory_cap.h): the
+// device memory it holds, resident or swapped out.
+inline uint64_t CapCharge(const Allocation& a) {
+  return a.mapped_size != 0 ? a.mapped_size : a.size;
+}
+
 struct MemoryTotals {
   uint64_t device_bytes = 0;  // resident: live allocations + app physical memory
   uint64_t allocations = 0;
