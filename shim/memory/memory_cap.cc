@@ -44,7 +44,10 @@ bool MemoryCap::TryCharge(uint64_t bytes) {
   uint64_t cur = charged_.load(std::memory_order_relaxed);
   do {
     // Written so that neither side can overflow: cur <= cap_ holds while capped.
-    if (cap_ != 0 && (bytes > cap_ || cur > cap_ - bytes)) return false;
+    if (cap_ != 0 && (bytes > cap_ || cur > cap_ - bytes)) {
+      refused_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
   } while (!charged_.compare_exchange_weak(cur, cur + bytes, std::memory_order_relaxed));
   return true;
 }

@@ -35,6 +35,8 @@ class MemoryCap {
   bool enabled() const { return cap_ != 0; }
   uint64_t cap() const { return cap_; }
   uint64_t charged() const { return charged_.load(std::memory_order_relaxed); }
+  // Charges refused so far (GANDIVA_SHIM_REPORT's memory_cap_refused).
+  uint64_t refused() const { return refused_.load(std::memory_order_relaxed); }
 
   // Adds `bytes` to the charge unless that takes it beyond the cap; false: refused,
   // nothing charged.
@@ -51,6 +53,7 @@ class MemoryCap {
  private:
   const uint64_t cap_;
   std::atomic<uint64_t> charged_{0};
+  std::atomic<uint64_t> refused_{0};
 };
 
 // Reads a cap from the variable's text: a positive decimal byte count. 0 when the

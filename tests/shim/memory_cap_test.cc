@@ -27,6 +27,7 @@ TEST(MemoryCapTest, RefusesTheChargeThatWouldPassTheCapAndTakesNothing) {
   EXPECT_FALSE(cap.TryCharge(256 * kMiB + 1));
   EXPECT_EQ(cap.charged(), 256 * kMiB);
   EXPECT_TRUE(cap.TryCharge(256 * kMiB));
+  EXPECT_EQ(cap.refused(), 2u);
 }
 
 TEST(MemoryCapTest, ChargesNearTheLimitOfTheTypeDoNotWrapAround) {

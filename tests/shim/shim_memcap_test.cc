@@ -38,6 +38,13 @@ TEST_F(ShimMemoryCap, AJobBeyondItsCapIsRefusedAndItsNeighbourKeepsItsShare) {
   ASSERT_NE(OtherControlBlock(), nullptr);
   StartProgram({GD_MEMCAP_APP, "--role", "hog"}, {CapEnv(kHogCap), DeviceEnv()}, true, other_name_);
   EXPECT_EQ(Wait(), 0) << "the hog was given memory beyond its cap or told a wrong total";
+  auto shim = ShimReport();  // the hog's (the keeper writes its own when it ends)
+  EXPECT_EQ(shim["memory_cap"], kHogCap);
+  EXPECT_EQ(shim["memory_cap_charged"], 0u);
+  // Five calls beyond the cap, then three beyond what was left of it (memcap_app).
+  EXPECT_EQ(shim["memory_cap_refused"], 8u);
+  EXPECT_EQ(shim["calls.cuDeviceTotalMem_v2"], 1u);  // reached through cuGetProcAddress
+  EXPECT_GT(shim["calls.cuMemGetInfo_v2"], 0u);
   // Everything the hog had is back, and none of the keeper's memory went anywhere.
   EXPECT_EQ(counters_->device_bytes.load(), 3 * kKeeperCap / 4);
 
