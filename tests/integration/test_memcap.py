@@ -41,6 +41,14 @@ def test_a_job_launched_with_a_cap_is_capped_too(daemon):
     job = r.stdout.strip()
     waited = daemon.cli("wait", job, "--timeout-s", "60", check=False, timeout=90)
     assert waited.returncode == 0, daemon.cli("logs", job, "--stderr").stdout
+    record = next(j for j in daemon.cli_json("ps", "--all") if str(j["id"]) == job)
+    assert record["gpu_memory_bytes"] == 256 << 20  # what gandivad packs by
+    assert "/256" in daemon.cli("ps", "--all").stdout  # DEV_MEM: held/cap
+
+
+def test_an_uncapped_job_has_no_cap_on_record(daemon):
+    daemon.cli("run", "--", "true")
+    assert [j["gpu_memory_bytes"] for j in daemon.cli_json("ps", "--all")] == [0]
 
 
 def test_the_shim_reads_a_cap_set_by_hand_and_only_the_shim_enforces_it(daemon):
