@@ -233,9 +233,9 @@ struct TrackRelease {
   }
 };
 
-// Mappings and reservations the program makes itself hold no bytes of their own
-// (the physical memory is counted at cuMemCreate); gated so the table stays still.
-struct TrackMap {
+// Reservations the program makes itself hold no bytes of their own (the physical
+// memory is counted at cuMemCreate); gated so the table stays still.
+struct TrackReserve {
   template <HookId Id, typename... A>
   static CUresult Run(A... a) {
     Gate();
@@ -243,9 +243,32 @@ struct TrackMap {
     return Real<Id>::Get()(a...);
   }
 };
-using TrackUnmap = TrackMap;
-using TrackReserve = TrackMap;
-using TrackAddressFree = TrackMap;
+using TrackAddressFree = TrackReserve;
+
+// The program's mappings of its own physical memory: that memory lives (and stays
+// charged against the cap) until released *and* unmapped.
+struct TrackMap {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr ptr, size_t size, size_t offset,
+                      CUmemGenericAllocationHandle handle, unsigned long long flags) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(ptr, size, offset, handle, flags);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackAppMap(ptr, size, handle);
+    return r;
+  }
+};
+
+struct TrackUnmap {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr ptr, size_t size) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(ptr, size);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackAppUnmap(ptr, size);
+    return r;
+  }
+};
 
 // What the job is told about its device's memory: the cap, when it has one. Not
 // gated: asking costs the device nothing.

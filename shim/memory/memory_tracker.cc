@@ -232,7 +232,7 @@ MemoryTracker::Drift MemoryTracker::DriftSinceFirstBoundary() {
 
 void MemoryTracker::TrackPhysical(CUmemGenericAllocationHandle handle, size_t size) {
   std::lock_guard<std::mutex> lock(mu_);
-  physical_[handle] = size;
+  physical_[handle] = Physical{size, 0, false};
   PublishLocked();
 }
 
@@ -240,7 +240,34 @@ void MemoryTracker::UntrackPhysical(CUmemGenericAllocationHandle handle) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = physical_.find(handle);
   if (it == physical_.end()) return;
-  MemoryCap::Process().Release(it->second);
+  it->second.released = true;
+  MaybeForgetPhysicalLocked(it);
+}
+
+void MemoryTracker::TrackAppMap(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = physical_.find(handle);
+  if (it == physical_.end()) return;  // not the program's own (or made before the shim)
+  ++it->second.mappings;
+  app_mappings_[va] = {size, handle};
+}
+
+void MemoryTracker::TrackAppUnmap(CUdeviceptr va, size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The range may cover several whole mappings.
+  for (auto m = app_mappings_.lower_bound(va); m != app_mappings_.end() && m->first < va + size;) {
+    if (auto it = physical_.find(m->second.second); it != physical_.end()) {
+      --it->second.mappings;
+      MaybeForgetPhysicalLocked(it);
+    }
+    m = app_mappings_.erase(m);
+  }
+}
+
+void MemoryTracker::MaybeForgetPhysicalLocked(
+    std::map<CUmemGenericAllocationHandle, Physical>::iterator it) {
+  if (!it->second.released || it->second.mappings > 0) return;
+  MemoryCap::Process().Release(it->second.size);
   physical_.erase(it);
   PublishLocked();
 }
@@ -253,7 +280,7 @@ MemoryTotals MemoryTracker::Totals() {
 uint64_t MemoryTracker::PhysicalBytes() {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t bytes = 0;
-  for (const auto& [handle, size] : physical_) bytes += size;
+  for (const auto& [handle, p] : physical_) bytes += p.size;
   return bytes;
 }
 
@@ -268,9 +295,9 @@ MemoryTotals MemoryTracker::TotalsLocked() const {
     }
     if (a.kind == AllocKind::kVmm) t.vmm_bytes += a.size;
   }
-  for (const auto& [handle, size] : physical_) {
+  for (const auto& [handle, p] : physical_) {
     ++t.allocations;
-    t.device_bytes += size;
+    t.device_bytes += p.size;
   }
   return t;
 }

@@ -10,7 +10,8 @@
 //       asks for more than its cap in every allocation call the shim caps (cuMemAlloc,
 //       cuMemAllocManaged, cuMemAllocPitch, cuMemAllocAsync, cuMemCreate) on a device
 //       with room for it: each must fail with CUDA_ERROR_OUT_OF_MEMORY; then fills its
-//       cap exactly, one of each kind, and one more byte is refused.
+//       cap exactly, one of each kind, and one more byte is refused; and physical
+//       memory released while still mapped stays charged until it is unmapped.
 // Exit: 0 every check held, 1 a check failed (it says which), 2 set-up failed.
 #ifndef __CUDA_API_VERSION_INTERNAL
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -45,6 +46,10 @@ namespace {
   X(cuStreamSynchronize, PFN_cuStreamSynchronize_v2000, 12000)           \
   X(cuMemCreate, PFN_cuMemCreate_v10020, 12000)                          \
   X(cuMemRelease, PFN_cuMemRelease_v10020, 12000)                        \
+  X(cuMemAddressReserve, PFN_cuMemAddressReserve_v10020, 12000)          \
+  X(cuMemAddressFree, PFN_cuMemAddressFree_v10020, 12000)                \
+  X(cuMemMap, PFN_cuMemMap_v10020, 12000)                                \
+  X(cuMemUnmap, PFN_cuMemUnmap_v10020, 12000)                            \
   X(cuMemsetD32, PFN_cuMemsetD32_v3020, 12000)                           \
   X(cuMemcpyDtoH, PFN_cuMemcpyDtoH_v3020, 12000)
 
@@ -207,6 +212,22 @@ int Hog(const Driver& d, CUdevice dev, size_t cap) {
   SETUP(d.cuMemFree(managed));
   SETUP(d.cuMemFree(half));
   EXPECT(FreeNow(d) == cap, "free %zu after freeing everything", FreeNow(d));
+
+  // Physical memory released right after it is mapped still holds the device: it
+  // stays charged until it is unmapped too.
+  CUdeviceptr va = 0;
+  CUmemGenericAllocationHandle mapped = 0;
+  SETUP(d.cuMemAddressReserve(&va, cap / 2, 0, 0, 0));
+  SETUP(d.cuMemCreate(&mapped, cap / 2, &prop, 0));
+  SETUP(d.cuMemMap(va, cap / 2, 0, mapped, 0));
+  SETUP(d.cuMemRelease(mapped));
+  EXPECT(FreeNow(d) == cap / 2, "free %zu with half the cap mapped, its handle released",
+         FreeNow(d));
+  EXPECT(d.cuMemAlloc(&more, cap / 2 + 2 * kMiB) == CUDA_ERROR_OUT_OF_MEMORY,
+         "memory released but still mapped was given again");
+  SETUP(d.cuMemUnmap(va, cap / 2));
+  SETUP(d.cuMemAddressFree(va, cap / 2));
+  EXPECT(FreeNow(d) == cap, "free %zu after unmapping it", FreeNow(d));
   return g_failures == 0 ? 0 : 1;
 }
 
