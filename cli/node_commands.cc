@@ -46,6 +46,13 @@ std::string OperationNote(const Json& j) {
   return note.empty() ? "-" : note;
 }
 
+// What the job holds on its device, and of what cap ("1.0 GiB/4.0 GiB") when it has one.
+std::string DeviceMemory(const Json& j) {
+  const std::string held = Bytes(j["device_bytes"].get<double>());
+  const uint64_t cap = j.value("gpu_memory_bytes", uint64_t{0});  // older daemons: none
+  return cap == 0 ? held : held + "/" + Bytes(static_cast<double>(cap));
+}
+
 std::string JobsTable(const Json& jobs, bool all) {
   Table t({"ID", "NAME", "DEVICE", "STATE", "W", "ITERS", "IT/S", "MEAN_MS", "P99_MS", "ALONE_MS",
            "VS_ALONE", "SLICES", "DEV_TIME_S", "DEV_MEM", "PID", "LAST_MOVE"});
@@ -60,8 +67,8 @@ std::string JobsTable(const Json& jobs, bool all) {
            j["iterations"].dump(), Fixed(j["iterations_per_s"].get<double>(), 1),
            Fixed(j["mean_ms"].get<double>(), 2), Fixed(j["p99_ms"].get<double>(), 2),
            maybe(j["alone_ms"], 2), maybe(j["rate_vs_alone"], 2), j["slices"].dump(),
-           Fixed(j["device_time_s"].get<double>(), 2), Bytes(j["device_bytes"].get<double>()),
-           j["pid"].dump(), OperationNote(j)});
+           Fixed(j["device_time_s"].get<double>(), 2), DeviceMemory(j), j["pid"].dump(),
+           OperationNote(j)});
   }
   return t.Render();
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "gandiva/common/byte_size.h"
 #include "gandiva/common/log.h"
 #include "gandiva/contract/checkpoint_layout.h"
 #include "gandiva/contract/environment.h"
@@ -71,6 +72,15 @@ std::optional<Json> RegisterFields(NodeCommand& c) {
     }
     fields["weight"] = *w;
   }
+  if (c.flags().Has("gpu-memory")) {
+    auto cap = ParseByteSize(c.flags().Get("gpu-memory"));
+    if (!cap.ok()) {
+      c.UsageError("--gpu-memory: " + cap.status().message());
+      return std::nullopt;
+    }
+    // The shim reads it from the job's environment (and a migration carries it along).
+    fields["env"][runtime::kEnvGpuMemoryBytes] = std::to_string(*cap);
+  }
   return fields;
 }
 
@@ -92,11 +102,19 @@ void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
       if (v.is_string()) setenv(k.c_str(), v.get<std::string>().c_str(), 1);
   const bool gpu =
       EnumFromJson<protocol::DeviceKind>(reg["device_kind"]) == protocol::DeviceKind::kGpu;
-  if (!c.flags().Has("shim") && (!gpu || c.flags().Has("no-shim"))) return;
+  const bool capped = c.flags().Has("gpu-memory");
+  if (!c.flags().Has("shim") && (!gpu || c.flags().Has("no-shim"))) {
+    if (capped)  // only the shim enforces it
+      std::fprintf(stderr,
+                   "gandiva run: job %lld runs without the CUDA shim: --gpu-memory is not "
+                   "enforced\n",
+                   static_cast<long long>(job));
+    return;
+  }
   const std::string shim = ShimPath();
   if (shim.empty()) {
-    std::fprintf(stderr, "gandiva run: the CUDA shim is not built; job %lld runs without it\n",
-                 static_cast<long long>(job));
+    std::fprintf(stderr, "gandiva run: the CUDA shim is not built; job %lld runs without it%s\n",
+                 static_cast<long long>(job), capped ? ", uncapped" : "");
     return;
   }
   PrependEnv("LD_PRELOAD", shim, ':');
@@ -163,6 +181,8 @@ int RunDetached(NodeCommand& c, Json fields) {
           EnumFromJson<protocol::DeviceKind>(d["kind"]) == protocol::DeviceKind::kGpu)
         shim = true;
   }
+  if (!shim && c.flags().Has("gpu-memory"))  // only the shim enforces it
+    std::fprintf(stderr, "gandiva run: no CUDA shim for this job: --gpu-memory is not enforced\n");
   if (shim) {
     const std::string path = ShimPath();
     if (path.empty()) return c.UsageError("the CUDA shim is not built");
@@ -175,16 +195,19 @@ int RunDetached(NodeCommand& c, Json fields) {
 }  // namespace
 
 int RunCommand(const Args& args) {
-  NodeCommand c("gandiva run", {"device", "weight", "name", "restore", "memory-mib", "ranks"},
+  NodeCommand c("gandiva run",
+                {"device", "weight", "name", "restore", "memory-mib", "ranks", "gpu-memory"},
                 {"shim", "no-shim", "detach"});
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
   if (cmd.empty())
     return c.UsageError(
         "usage: gandiva run [--detach [--memory-mib N]] [--device D] [--weight W] [--name N] "
-        "[--ranks N] [--restore DIR] -- CMD...");
+        "[--ranks N] [--gpu-memory SIZE] [--restore DIR] -- CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");
+  if (c.flags().Has("gpu-memory") && c.flags().Has("no-shim"))
+    return c.UsageError("--gpu-memory needs the CUDA shim, which enforces it (not --no-shim)");
   if (c.flags().Has("memory-mib") && !c.flags().Has("detach"))
     return c.UsageError("--memory-mib needs --detach (gandivad starts the job)");
 
@@ -204,6 +227,9 @@ int RunCommand(const Args& args) {
   auto fields = RegisterFields(c);
   if (!fields) return kExitUsage;
   if (c.flags().Has("detach")) return RunDetached(c, std::move(*fields));
+  if (c.flags().Has("gpu-memory"))  // the child inherits it
+    setenv(runtime::kEnvGpuMemoryBytes,
+           (*fields)["env"][runtime::kEnvGpuMemoryBytes].get<std::string>().c_str(), 1);
   auto reg = c.Call(MessageType::kRegisterJob, *fields);
   if (!reg) return kExitFailed;
   const int64_t job = (*reg)["job"].get<int64_t>();

@@ -170,6 +170,7 @@ StatusOr<Job> Node::Register(NewJob n) {
   }
   jobs_.Insert(job);
   dev->AddJob(job.id, job.SharedCb(), job.weight, n.held);
+  dev->SetMemoryCap(job.id, job.GpuMemoryCap());
   GD_LOG(kInfo, "job %llu (%s) registered on %s%s", static_cast<unsigned long long>(job.id),
          job.name.c_str(), device.c_str(),
          n.ranks > 1 ? (", a gang of " + std::to_string(n.ranks) + " ranks").c_str() : "");
@@ -290,6 +291,7 @@ Status Node::AssignDevice(uint64_t id, const std::string& device) {
   }));
   // On the new device it parks at its next boundary and queues there.
   to->AddJob(id, job.SharedCb(), job.weight, left.held, left.usage);
+  to->SetMemoryCap(id, job.GpuMemoryCap());
   to->SetProcess(id, job.pid);
   return Status::Ok();
 }

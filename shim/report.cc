@@ -1,5 +1,5 @@
 // At exit, when GANDIVA_SHIM_REPORT names a file: what the shim saw, one
-// "key value" per line (calls per hook, memory totals, inferred boundaries).
+// "key value" per line (calls per hook, memory totals and cap, inferred boundaries).
 // For tests and for debugging a job; costs nothing when unset.
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +8,7 @@
 #include "boundary/thread_state.h"
 #include "interpose/driver.h"
 #include "interpose/hook_table.h"
+#include "memory/memory_cap.h"
 #include "memory/memory_tracker.h"
 
 namespace gandiva::shim {
@@ -32,6 +33,11 @@ __attribute__((destructor)) void WriteReport() {
                  static_cast<unsigned long long>(t.allocations),
                  static_cast<unsigned long long>(t.swapped_bytes),
                  static_cast<unsigned long long>(t.vmm_bytes));
+    const MemoryCap& cap = MemoryCap::Process();
+    std::fprintf(f, "memory_cap %llu\nmemory_cap_charged %llu\nmemory_cap_refused %llu\n",
+                 static_cast<unsigned long long>(cap.cap()),
+                 static_cast<unsigned long long>(cap.charged()),
+                 static_cast<unsigned long long>(cap.refused()));
   }
   const BoundaryReport b = CurrentBoundaryReport();
   std::fprintf(f,

@@ -89,6 +89,7 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
               {"stdout_log", job.stdout_log},
               {"stderr_log", job.stderr_log},
               {"memory_limit", job.memory_limit},
+              {"gpu_memory_bytes", job.GpuMemoryCap()},
               {"migrated_from", job.migrated_from},
               {"managed_by", job.managed_by},
               {"operation", OperationToJson(operation)}};

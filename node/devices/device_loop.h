@@ -90,6 +90,9 @@ class DeviceLoop {
               DeviceUsage usage = {});
   // The job's process (its tree is what a park stops); 0 until known.
   void SetProcess(uint64_t job, int pid);
+  // The job's device-memory cap (0: none), counted when jobs are packed (see
+  // Slicer::SetMemoryCap).
+  void SetMemoryCap(uint64_t job, uint64_t bytes);
   // Asks the parked job to checkpoint to / restore from `target`, continuing
   // its processes first (see runtime::RequestTransfer); NotFound if the job is
   // not on this device.

@@ -22,6 +22,12 @@ void DeviceLoop::SetShareMode(ShareMode mode, int capacity, uint64_t window_ns) 
   wake_.notify_all();
 }
 
+void DeviceLoop::SetMemoryCap(uint64_t job, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  slicer_.SetMemoryCap(job, bytes);
+  wake_.notify_all();
+}
+
 void DeviceLoop::UpdateSharing(uint64_t now) {
   for (const auto& [id, m] : members_)
     slicer_.SetFootprint(id, m.cb->device_bytes.load() + m.cb->swapped_bytes.load());

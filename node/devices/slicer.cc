@@ -138,12 +138,17 @@ void Slicer::SetFootprint(uint64_t job, uint64_t bytes) {
   if (it != jobs_.end()) it->second.footprint = bytes;
 }
 
+void Slicer::SetMemoryCap(uint64_t job, uint64_t bytes) {
+  auto it = jobs_.find(job);
+  if (it != jobs_.end()) it->second.memory_cap = bytes;
+}
+
 bool Slicer::FitsBeside(uint64_t job) const {
   if (memory_limit_ == 0) return true;
-  uint64_t total = jobs_.at(job).footprint;
+  uint64_t total = Reserved(jobs_.at(job));
   for (const auto& [id, e] : jobs_)
     if (id != job && (e.state == JobState::kRunning || e.state == JobState::kStopping))
-      total += e.footprint;
+      total += Reserved(e);
   return total <= memory_limit_;
 }
 
@@ -151,7 +156,7 @@ bool Slicer::FitTogether(const std::vector<uint64_t>& jobs) const {
   if (memory_limit_ == 0) return true;
   uint64_t total = 0;
   for (uint64_t id : jobs)
-    if (auto it = jobs_.find(id); it != jobs_.end()) total += it->second.footprint;
+    if (auto it = jobs_.find(id); it != jobs_.end()) total += Reserved(it->second);
   return total <= memory_limit_;
 }
 

@@ -15,6 +15,7 @@
 #ifndef GANDIVA_NODE_DEVICES_SLICER_H_
 #define GANDIVA_NODE_DEVICES_SLICER_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -50,6 +51,10 @@ class Slicer {
   // it (resident plus swapped out): a job joins running ones only if it fits.
   void SetMemoryLimit(uint64_t bytes) { memory_limit_ = bytes; }
   void SetFootprint(uint64_t job, uint64_t bytes);
+  // The job's device-memory cap (`gandiva run --gpu-memory`; 0: none). The shim lets
+  // it grow up to the cap, so packing counts it at its cap at least: jobs whose caps
+  // sum above the device's memory take turns (and swap) instead of running at once.
+  void SetMemoryCap(uint64_t job, uint64_t bytes);
   // Whether these jobs' footprints fit in the device's memory together.
   bool FitTogether(const std::vector<uint64_t>& jobs) const;
   // The job running alone on the device (no other job running, stopping or
@@ -88,7 +93,11 @@ class Slicer {
     bool hold_on_park = false;  // kStopping: stay held when it parks
     uint64_t slice_start = 0;   // kRunning
     uint64_t footprint = 0;     // device bytes, see SetFootprint
+    uint64_t memory_cap = 0;    // see SetMemoryCap
   };
+  // What the job may hold on the device while it runs: its footprint, or its cap
+  // when it has one and has not reached it yet.
+  static uint64_t Reserved(const Entry& e) { return std::max(e.footprint, e.memory_cap); }
   // Whether `job` may join the running and stopping jobs (memory).
   bool FitsBeside(uint64_t job) const;
   // Capacity lowered: suspends running jobs over it, earliest slice first.

@@ -3,7 +3,10 @@
 
 #include <sys/wait.h>
 
+#include <charconv>
 #include <cstring>
+
+#include "gandiva/contract/environment.h"
 
 namespace gandiva::controller {
 
@@ -27,6 +30,17 @@ JobState Job::State() const {
   if (migrated) return JobState::kMigrated;
   if (ended) return failed ? JobState::kFailed : JobState::kExited;
   return LiveJobState(cb());
+}
+
+uint64_t Job::GpuMemoryCap() const {
+  auto it = env.find(runtime::kEnvGpuMemoryBytes);
+  if (it == env.end() || it->second.empty()) return 0;
+  // As the shim reads it: decimal digits and nothing else, or no cap.
+  const std::string& text = it->second;
+  uint64_t bytes = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (error != std::errc() || end != text.data() + text.size()) return 0;
+  return bytes;
 }
 
 ProcessEnd EndFromReport(int exit_code, int signal) {

@@ -64,6 +64,9 @@ struct Job {
   std::vector<std::string> command;
   std::string cwd;
   std::map<std::string, std::string> env;
+  // Its device-memory cap, from env (GANDIVA_GPU_MEMORY_BYTES, which the CUDA shim
+  // enforces); 0: none, or not a byte count (the shim then runs it uncapped too).
+  uint64_t GpuMemoryCap() const;
   bool spawned = false;  // started by this daemon (a migration's destination): we reap it
   int pid = 0;
   std::shared_ptr<runtime::SharedControlBlock> block;

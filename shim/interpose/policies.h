@@ -10,6 +10,7 @@
 #include "boundary/job_link.h"
 #include "boundary/thread_state.h"
 #include "interpose/driver.h"
+#include "memory/memory_cap.h"
 #include "memory/memory_tracker.h"
 
 namespace gandiva::shim {
@@ -143,25 +144,56 @@ struct MemFreeAsync {
   }
 };
 
+// The driver picks the pitch, so the least it can take (width x height) is charged
+// against the cap before it is asked, and the row padding after. Padding beyond the
+// cap gives the allocation back: the one case where a capped allocation reaches the
+// driver and still fails.
 struct TrackPitch {
   template <HookId Id>
   static CUresult Run(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
                       unsigned int elem) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
+    MemoryCap& cap = MemoryCap::Process();
+    uint64_t least = 0;
+    if (__builtin_mul_overflow(width, height, &least)) {
+      if (cap.enabled()) return CUDA_ERROR_OUT_OF_MEMORY;
+      least = 0;  // uncapped: the driver refuses it
+    }
+    if (!cap.TryCharge(least)) return CUDA_ERROR_OUT_OF_MEMORY;
     const CUresult r = Real<Id>::Get()(dptr, pitch, width, height, elem);
-    if (r == CUDA_SUCCESS)
-      MemoryTracker::Get().Track(*dptr, *pitch * height, AllocKind::kPitch, nullptr);
+    if (r != CUDA_SUCCESS) {
+      cap.Release(least);
+      return r;
+    }
+    const uint64_t bytes = static_cast<uint64_t>(*pitch) * height;
+    if (!cap.TryCharge(bytes - least)) {
+      Real<HookId::cuMemFree_v2>::Get()(*dptr);
+      cap.Release(least);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    MemoryTracker::Get().Track(*dptr, bytes, AllocKind::kPitch, nullptr);
     return r;
   }
 };
+
+// Charges `size` against the cap, then calls the driver; gives the charge back if
+// the driver fails. A refused charge never reaches the driver.
+template <typename Call>
+inline CUresult Charged(uint64_t size, Call&& call) {
+  MemoryCap& cap = MemoryCap::Process();
+  if (!cap.TryCharge(size)) return CUDA_ERROR_OUT_OF_MEMORY;
+  const CUresult r = call();
+  if (r != CUDA_SUCCESS) cap.Release(size);
+  return r;
+}
 
 struct TrackManaged {
   template <HookId Id>
   static CUresult Run(CUdeviceptr* dptr, size_t size, unsigned int flags) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(dptr, size, flags);
+    const CUresult r = Charged(size, [&] { return Real<Id>::Get()(dptr, size, flags); });
     if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, size, AllocKind::kManaged, nullptr);
     return r;
   }
@@ -172,7 +204,7 @@ struct TrackAsync {
   static CUresult Run(CUdeviceptr* dptr, size_t size, CUstream stream) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(dptr, size, stream);
+    const CUresult r = Charged(size, [&] { return Real<Id>::Get()(dptr, size, stream); });
     if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, size, AllocKind::kAsync, stream);
     return r;
   }
@@ -184,7 +216,7 @@ struct TrackCreate {
                       const CUmemAllocationProp* prop, unsigned long long flags) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(handle, size, prop, flags);
+    const CUresult r = Charged(size, [&] { return Real<Id>::Get()(handle, size, prop, flags); });
     if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackPhysical(*handle, size);
     return r;
   }
@@ -201,9 +233,9 @@ struct TrackRelease {
   }
 };
 
-// Mappings and reservations the program makes itself hold no bytes of their own
-// (the physical memory is counted at cuMemCreate); gated so the table stays still.
-struct TrackMap {
+// Reservations the program makes itself hold no bytes of their own (the physical
+// memory is counted at cuMemCreate); gated so the table stays still.
+struct TrackReserve {
   template <HookId Id, typename... A>
   static CUresult Run(A... a) {
     Gate();
@@ -211,9 +243,54 @@ struct TrackMap {
     return Real<Id>::Get()(a...);
   }
 };
-using TrackUnmap = TrackMap;
-using TrackReserve = TrackMap;
-using TrackAddressFree = TrackMap;
+using TrackAddressFree = TrackReserve;
+
+// The program's mappings of its own physical memory: that memory lives (and stays
+// charged against the cap) until released *and* unmapped.
+struct TrackMap {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr ptr, size_t size, size_t offset,
+                      CUmemGenericAllocationHandle handle, unsigned long long flags) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(ptr, size, offset, handle, flags);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackAppMap(ptr, size, handle);
+    return r;
+  }
+};
+
+struct TrackUnmap {
+  template <HookId Id>
+  static CUresult Run(CUdeviceptr ptr, size_t size) {
+    Gate();
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(ptr, size);
+    if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackAppUnmap(ptr, size);
+    return r;
+  }
+};
+
+// What the job is told about its device's memory: the cap, when it has one. Not
+// gated: asking costs the device nothing.
+struct MemInfo {
+  template <HookId Id>
+  static CUresult Run(size_t* free_bytes, size_t* total_bytes) {
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(free_bytes, total_bytes);
+    if (r == CUDA_SUCCESS) MemoryCap::Process().Report(free_bytes, total_bytes);
+    return r;
+  }
+};
+
+struct DeviceTotalMem {
+  template <HookId Id>
+  static CUresult Run(size_t* bytes, CUdevice device) {
+    CountCall(CurrentThreadSlot(), Id);
+    const CUresult r = Real<Id>::Get()(bytes, device);
+    if (r == CUDA_SUCCESS && bytes) *bytes = MemoryCap::Process().Total(*bytes);
+    return r;
+  }
+};
 
 }  // namespace policy
 

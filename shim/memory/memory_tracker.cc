@@ -7,6 +7,7 @@
 #include "boundary/job_link.h"
 #include "gandiva/common/log.h"
 #include "interpose/driver.h"
+#include "memory/memory_cap.h"
 #include "memory/swap.h"
 
 namespace gandiva::shim {
@@ -96,8 +97,13 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
     std::lock_guard<std::mutex> lock(mu_);
     gran = Granularity(device);
   }
+  // The cap is charged for what the device gives (the mapped size when VMM-backed)
+  // before the driver is asked, so a refused allocation touches no neighbour's memory.
+  MemoryCap& cap = MemoryCap::Process();
+  const size_t charge = gran != 0 ? RoundUp(size, gran) : size;
+  if (dptr && !cap.TryCharge(charge)) return CUDA_ERROR_OUT_OF_MEMORY;
   if (gran != 0) {
-    const size_t mapped = RoundUp(size, gran);
+    const size_t mapped = charge;
     CUdeviceptr va = 0;
     if (Real<HookId::cuMemAddressReserve>::Get()(&va, mapped, gran, 0, 0) == CUDA_SUCCESS) {
       if (MapPhysical(va, mapped, device) == CUDA_SUCCESS) {
@@ -107,10 +113,16 @@ CUresult MemoryTracker::Alloc(CUdeviceptr* dptr, size_t size) {
       }
       Real<HookId::cuMemAddressFree>::Get()(va, mapped);
     }
-    // Out of memory or VMM trouble: the driver's own allocator decides.
+    // Out of memory or VMM trouble: the driver's own allocator decides, charged for
+    // the size it is asked for.
+    cap.Release(charge - size);
   }
   const CUresult r = Real<HookId::cuMemAlloc_v2>::Get()(dptr, size);
-  if (r == CUDA_SUCCESS) Record(*dptr, size, 0, ctx, device, AllocKind::kPlain);
+  if (r == CUDA_SUCCESS) {
+    Record(*dptr, size, 0, ctx, device, AllocKind::kPlain);
+  } else if (dptr) {
+    cap.Release(size);
+  }
   return r;
 }
 
@@ -200,6 +212,7 @@ void MemoryTracker::InsertLocked(Allocation a) {
 
 void MemoryTracker::EraseLocked(std::map<CUdeviceptr, Allocation>::iterator it) {
   if (!it->second.after_first_boundary && PastFirstBoundary()) ++freed_after_first_boundary_;
+  MemoryCap::Process().Release(CapCharge(it->second));
   live_.erase(it);
   PublishLocked();
 }
@@ -219,13 +232,44 @@ MemoryTracker::Drift MemoryTracker::DriftSinceFirstBoundary() {
 
 void MemoryTracker::TrackPhysical(CUmemGenericAllocationHandle handle, size_t size) {
   std::lock_guard<std::mutex> lock(mu_);
-  physical_[handle] = size;
+  physical_[handle] = Physical{size, 0, false};
   PublishLocked();
 }
 
 void MemoryTracker::UntrackPhysical(CUmemGenericAllocationHandle handle) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (physical_.erase(handle)) PublishLocked();
+  auto it = physical_.find(handle);
+  if (it == physical_.end()) return;
+  it->second.released = true;
+  MaybeForgetPhysicalLocked(it);
+}
+
+void MemoryTracker::TrackAppMap(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle handle) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = physical_.find(handle);
+  if (it == physical_.end()) return;  // not the program's own (or made before the shim)
+  ++it->second.mappings;
+  app_mappings_[va] = {size, handle};
+}
+
+void MemoryTracker::TrackAppUnmap(CUdeviceptr va, size_t size) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // The range may cover several whole mappings.
+  for (auto m = app_mappings_.lower_bound(va); m != app_mappings_.end() && m->first < va + size;) {
+    if (auto it = physical_.find(m->second.second); it != physical_.end()) {
+      --it->second.mappings;
+      MaybeForgetPhysicalLocked(it);
+    }
+    m = app_mappings_.erase(m);
+  }
+}
+
+void MemoryTracker::MaybeForgetPhysicalLocked(
+    std::map<CUmemGenericAllocationHandle, Physical>::iterator it) {
+  if (!it->second.released || it->second.mappings > 0) return;
+  MemoryCap::Process().Release(it->second.size);
+  physical_.erase(it);
+  PublishLocked();
 }
 
 MemoryTotals MemoryTracker::Totals() {
@@ -236,7 +280,7 @@ MemoryTotals MemoryTracker::Totals() {
 uint64_t MemoryTracker::PhysicalBytes() {
   std::lock_guard<std::mutex> lock(mu_);
   uint64_t bytes = 0;
-  for (const auto& [handle, size] : physical_) bytes += size;
+  for (const auto& [handle, p] : physical_) bytes += p.size;
   return bytes;
 }
 
@@ -251,9 +295,9 @@ MemoryTotals MemoryTracker::TotalsLocked() const {
     }
     if (a.kind == AllocKind::kVmm) t.vmm_bytes += a.size;
   }
-  for (const auto& [handle, size] : physical_) {
+  for (const auto& [handle, p] : physical_) {
     ++t.allocations;
-    t.device_bytes += size;
+    t.device_bytes += p.size;
   }
   return t;
 }

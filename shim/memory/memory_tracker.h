@@ -45,6 +45,12 @@ struct Allocation {
   bool host_pinned = false;
 };
 
+// What an allocation is charged against the job's memory cap (memory_cap.h): the
+// device memory it holds, resident or swapped out.
+inline uint64_t CapCharge(const Allocation& a) {
+  return a.mapped_size != 0 ? a.mapped_size : a.size;
+}
+
 struct MemoryTotals {
   uint64_t device_bytes = 0;  // resident: live allocations + app physical memory
   uint64_t allocations = 0;
@@ -64,9 +70,13 @@ class MemoryTracker {
 
   void Track(CUdeviceptr ptr, size_t size, AllocKind kind, CUstream stream);
   void Untrack(CUdeviceptr ptr);
-  // Physical memory and reservations the program makes with the VMM API itself.
+  // Physical memory the program makes with the VMM API itself. As on the device, it
+  // lives (counted, and charged against the cap) until it is released and every
+  // mapping of it is gone: a program may release a handle right after mapping it.
   void TrackPhysical(CUmemGenericAllocationHandle handle, size_t size);
-  void UntrackPhysical(CUmemGenericAllocationHandle handle);
+  void UntrackPhysical(CUmemGenericAllocationHandle handle);  // cuMemRelease
+  void TrackAppMap(CUdeviceptr va, size_t size, CUmemGenericAllocationHandle handle);
+  void TrackAppUnmap(CUdeviceptr va, size_t size);
 
   MemoryTotals Totals();
   // Bytes of physical memory the program made itself with cuMemCreate.
@@ -109,7 +119,16 @@ class MemoryTracker {
 
   std::mutex mu_;
   std::map<CUdeviceptr, Allocation> live_;
-  std::map<CUmemGenericAllocationHandle, size_t> physical_;
+  struct Physical {
+    size_t size = 0;
+    int mappings = 0;
+    bool released = false;
+  };
+  // Forgets the piece (and gives back its charge) once released and unmapped.
+  void MaybeForgetPhysicalLocked(std::map<CUmemGenericAllocationHandle, Physical>::iterator it);
+  std::map<CUmemGenericAllocationHandle, Physical> physical_;
+  // The program's own mappings of tracked physical memory: address -> (size, handle).
+  std::map<CUdeviceptr, std::pair<size_t, CUmemGenericAllocationHandle>> app_mappings_;
   uint64_t next_seq_ = 0;
   uint64_t freed_after_first_boundary_ = 0;
   bool vmm_enabled_ = true;

@@ -19,6 +19,19 @@ Job MakeJob(JobTable& table, const std::string& name) {
   return job;
 }
 
+// The cap gandivad packs by is the one the shim enforces: decimal bytes in the
+// job's environment, anything else none (the shim then runs the job uncapped).
+TEST(JobTableTest, TheGpuMemoryCapIsReadFromTheJobsEnvironmentAsTheShimReadsIt) {
+  Job job;
+  EXPECT_EQ(job.GpuMemoryCap(), 0u);
+  job.env["GANDIVA_GPU_MEMORY_BYTES"] = "4294967296";
+  EXPECT_EQ(job.GpuMemoryCap(), 4294967296u);
+  for (const char* text : {"", "4GiB", "-1", "+5", "12 ", "99999999999999999999999"}) {
+    job.env["GANDIVA_GPU_MEMORY_BYTES"] = text;
+    EXPECT_EQ(job.GpuMemoryCap(), 0u) << text;
+  }
+}
+
 TEST(JobTableTest, IdsStartAtOneAndAreNeverReused) {
   JobTable table;
   EXPECT_EQ(MakeJob(table, "a").id, 1u);

@@ -91,6 +91,54 @@ TEST(PackTest, JobsWhoseMemoryDoesNotFitTogetherTakeTurns) {
   EXPECT_EQ(s.Running().size(), 2u);
 }
 
+// Capped jobs (`gandiva run --gpu-memory`) may grow to their caps, so packing counts
+// each at its cap, however little it holds yet: caps summing above the device's
+// memory take turns; caps that fit run together.
+TEST(PackTest, JobsWhoseCapsDoNotFitTogetherTakeTurnsThoughTheyHoldLittleYet) {
+  Slicer s(100 * kMs, 2);
+  s.SetMemoryLimit(10 << 20);
+  s.AddJob(1, 1.0);
+  s.AddJob(2, 1.0);
+  s.SetFootprint(1, 1 << 20);
+  s.SetFootprint(2, 1 << 20);
+  s.SetMemoryCap(1, 6 << 20);
+  s.SetMemoryCap(2, 6 << 20);
+  EXPECT_FALSE(s.FitTogether({1, 2}));  // 2 MiB held, 12 MiB of caps in 10
+  s.Tick(0);
+  s.OnParked(1, 0);
+  s.OnParked(2, 0);
+  s.Tick(0);
+  EXPECT_EQ(s.Running().size(), 1u);
+  const uint64_t first = s.Running().front();
+  auto actions = s.Tick(100 * kMs);  // slice up: the other's turn
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].job, first);
+  s.OnParked(first, 101 * kMs);
+  s.Tick(101 * kMs);
+  ASSERT_EQ(s.Running().size(), 1u);
+  EXPECT_NE(s.Running().front(), first);
+  // A smaller cap for one: 6 + 4 MiB fit in 10, and both run.
+  s.SetMemoryCap(first, 4 << 20);
+  EXPECT_TRUE(s.FitTogether({1, 2}));
+  s.Tick(102 * kMs);
+  EXPECT_EQ(s.Running().size(), 2u);
+}
+
+TEST(PackTest, AJobBeyondItsCapCountsAtWhatItHolds) {
+  Slicer s(100 * kMs, 2);
+  s.SetMemoryLimit(10 << 20);
+  s.AddJob(1, 1.0);
+  s.AddJob(2, 1.0);
+  s.SetMemoryCap(1, 2 << 20);
+  s.SetFootprint(1, 7 << 20);  // no shim enforcing it (a CPU job, --no-shim): what it holds
+  s.SetFootprint(2, 4 << 20);
+  EXPECT_FALSE(s.FitTogether({1, 2}));
+  s.SetMemoryCap(1, 0);  // an uncapped job counts at its footprint, as before
+  EXPECT_FALSE(s.FitTogether({1, 2}));
+  s.SetFootprint(1, 5 << 20);
+  EXPECT_TRUE(s.FitTogether({1, 2}));
+}
+
 TEST(PackTest, AHeldJobIsNeverPackedBackIn) {
   Slicer s(100 * kMs, 2);
   StartTwo(s, 0);

@@ -122,6 +122,7 @@ Json JobReply() {
           {"stdout_log", "/run/gandiva/job-1.stdout"},
           {"stderr_log", "/run/gandiva/job-1.stderr"},
           {"memory_limit", ""},
+          {"gpu_memory_bytes", 0},
           {"fail_open", false},
           {"exit_code", -1},
           {"migrated_from", ""},

@@ -126,7 +126,9 @@ GD_STANDIN_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice d) {
 }
 
 GD_STANDIN_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice d) {
-  if (!bytes || d != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
   const char* v = std::getenv("GD_STANDIN_DEVICE_MEM");
   *bytes = v ? std::strtoull(v, nullptr, 0) : (8ull << 30);
   return CUDA_SUCCESS;

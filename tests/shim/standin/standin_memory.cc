@@ -101,15 +101,20 @@ using namespace gandiva::standin;
 
 #define GD_STANDIN_EXPORT extern "C" __attribute__((visibility("default")))
 
+// As the driver: the memory of the current context's device, so a context is needed.
 GD_STANDIN_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
+  if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
   const size_t t = DeviceMemory(), used = GetCounters().device_bytes.load();
-  if (free_bytes) *free_bytes = t - used;
-  if (total) *total = t;
+  *free_bytes = used >= t ? 0 : t - used;
+  *total = t;
   return CUDA_SUCCESS;
 }
 
 GD_STANDIN_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;  // memory belongs to a context
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   const size_t size = PageRound(bytes);
   if (!Reserve(size)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -131,6 +136,13 @@ GD_STANDIN_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, 
     return CUDA_ERROR_INVALID_VALUE;
   *pitch = (width + 511) & ~size_t{511};
   return cuMemAlloc_v2(dptr, *pitch * height);
+}
+
+// Managed memory is modelled as device memory the host can touch (what it is while
+// resident on the device); the driver takes exactly one attach flag.
+GD_STANDIN_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
+  return cuMemAlloc_v2(dptr, bytes);
 }
 
 GD_STANDIN_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {

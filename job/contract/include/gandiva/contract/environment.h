@@ -16,6 +16,9 @@ inline constexpr const char* kEnvRanks = "GANDIVA_RANKS";
 inline constexpr const char* kEnvLocalRank = "LOCAL_RANK";
 inline constexpr const char* kEnvRank = "RANK";
 inline constexpr const char* kRankBlockSuffix = ".r";
+// The job's device-memory cap in bytes (`gandiva run --gpu-memory SIZE`): the CUDA
+// shim reports it as the device's memory and refuses allocations beyond it.
+inline constexpr const char* kEnvGpuMemoryBytes = "GANDIVA_GPU_MEMORY_BYTES";
 
 }  // namespace gandiva::runtime
 
