@@ -28,9 +28,8 @@ void BestNumericSplit(int f, const std::vector<std::vector<double>>& x,
                       const std::vector<double>& y, std::vector<int> rows, double sum, int min_leaf,
                       Split* best) {
   // Ties in value broken by row index so the order, and the tree, is fixed.
-  std::sort(rows.begin(), rows.end(), [&](int a, int b) {
-    return x[a][f] != x[b][f] ? x[a][f] < x[b][f] : a < b;
-  });
+  std::sort(rows.begin(), rows.end(),
+            [&](int a, int b) { return x[a][f] != x[b][f] ? x[a][f] < x[b][f] : a < b; });
   const double n = static_cast<double>(rows.size());
   double sl = 0;
   for (size_t i = 0; i + 1 < rows.size(); ++i) {

@@ -233,6 +233,12 @@ std::string FormatTable(const std::vector<Report>& reports) {
                 "med ratio", "RMSLE", "avg JCT");
   out += line;
   for (const auto& r : reports) {
+    if (r.policy == "srtf") {  // the bound a perfect predictor points at
+      std::snprintf(line, sizeof line, "%-14s %8lld %12s %12s %8s %9s\n", r.policy.c_str(),
+                    static_cast<long long>(r.jobs), "0 (oracle)", "1.00x", "0",
+                    Human(r.avg_jct).c_str());
+      out += line;
+    }
     if (r.predicted_jobs == 0) continue;
     std::snprintf(line, sizeof line, "%-14s %8lld %12s %11.2fx %8.3f %9s\n", r.policy.c_str(),
                   static_cast<long long>(r.predicted_jobs), Human(r.pred_median_abs_error).c_str(),

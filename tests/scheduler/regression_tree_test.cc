@@ -1,12 +1,13 @@
 // The CART tree and the tree duration predictor: the tree recovers a known
 // piecewise rule, answers an unseen category with the mean of the node that
 // cannot place it, and the same data always give the same tree.
+#include "gandiva/scheduler/regression_tree.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 
-#include "gandiva/scheduler/regression_tree.h"
 #include "gandiva/scheduler/tree_duration_predictor.h"
 
 namespace gandiva::sched {
@@ -99,8 +100,8 @@ TEST(RegressionTreeTest, UnseenCategoryGetsTheMeanOfTheNodeThatCannotPlaceIt) {
     x.push_back({static_cast<double>(category), gpus});
     y.push_back(gpus == 1 ? (category ? 2 : 0) : 100);
   }
-  tree = RegressionTree::Fit({FeatureKind::kCategorical, FeatureKind::kNumeric}, x, y,
-                             {4, 5, 1e-9});
+  tree =
+      RegressionTree::Fit({FeatureKind::kCategorical, FeatureKind::kNumeric}, x, y, {4, 5, 1e-9});
   ASSERT_TRUE(tree.ok());
   EXPECT_DOUBLE_EQ(tree->Predict({9, 1}), 1);    // mean of the 1-GPU child
   EXPECT_DOUBLE_EQ(tree->Predict({9, 8}), 100);  // the 8-GPU side never split on it

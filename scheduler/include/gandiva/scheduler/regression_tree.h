@@ -16,8 +16,8 @@ enum class FeatureKind {
 
 struct TreeOptions {
   int max_depth = 8;
-  int min_leaf = 20;        // samples on each side of a split
-  double min_gain = 1e-9;   // SSE reduction a split must bring
+  int min_leaf = 20;       // samples on each side of a split
+  double min_gain = 1e-9;  // SSE reduction a split must bring
 };
 
 class RegressionTree {
@@ -40,8 +40,8 @@ class RegressionTree {
  private:
   struct Node {
     double mean = 0;
-    int feature = -1;  // -1: a leaf
-    double threshold = 0;  // numeric: x <= threshold goes left
+    int feature = -1;                      // -1: a leaf
+    double threshold = 0;                  // numeric: x <= threshold goes left
     std::vector<int> left_ids, right_ids;  // categorical, sorted
     int left = -1, right = -1;
   };

@@ -17,9 +17,9 @@
 namespace gandiva::sched {
 
 struct TreePredictorOptions {
-  int retrain_every = 500;   // finished jobs between refits
-  int window = 20000;        // most recent finished jobs a fit sees
-  int min_train = 200;       // below this, use the back-off predictor
+  int retrain_every = 500;  // finished jobs between refits
+  int window = 20000;       // most recent finished jobs a fit sees
+  int min_train = 200;      // below this, use the back-off predictor
   TreeOptions tree{/*max_depth=*/10, /*min_leaf=*/30, /*min_gain=*/1e-9};
 };
 
