@@ -29,7 +29,7 @@ Replays a job trace on a simulated GPU cluster (docs/simulator.md).
                         defaults below are read from (default $GANDIVA_DATA_DIR)
   --trace PATH          trace CSV (default DIR/philly/philly_jobs.csv)
   --format F            auto|philly|tiresias|generic (default auto, from the header)
-  --policy NAME         fifo|srtf|las|gandiva|reserve-pack|sjf-predicted|philly (default gandiva)
+  --policy NAME         fifo|srtf|las|gandiva|reserve-pack|sjf-predicted|sjf-tree|philly (default gandiva)
   --compare A,B,...     run several policies side by side, with ratios against fifo
   --cluster C           philly|pai|uniform:MxG (default philly)
   --machines PATH       machine list (default DIR/philly/cluster_machine_list.csv,

@@ -15,6 +15,8 @@ std::unique_ptr<Policy> MakeLasPolicy(const PolicyOptions& o);
 std::unique_ptr<Policy> MakeGandivaPolicy(const PolicyOptions& o);
 std::unique_ptr<Policy> MakeReservePackPolicy(const PolicyOptions& o);
 std::unique_ptr<Policy> MakeSjfPredictedPolicy(const PolicyOptions& o);
+// The same SJF on a CART regression tree of log run time (TreeDurationPredictor).
+std::unique_ptr<Policy> MakeSjfTreePolicy(const PolicyOptions& o);
 
 }  // namespace gandiva::sched
 

@@ -6,7 +6,7 @@ namespace gandiva::sched {
 
 const std::vector<std::string>& PolicyNames() {
   static const std::vector<std::string> kNames = {
-      "fifo", "srtf", "las", "gandiva", "reserve-pack", "sjf-predicted", "philly"};
+      "fifo", "srtf", "las", "gandiva", "reserve-pack", "sjf-predicted", "sjf-tree", "philly"};
   return kNames;
 }
 
@@ -18,6 +18,7 @@ StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const Poli
   if (name == "gandiva") return MakeGandivaPolicy(o);
   if (name == "reserve-pack") return MakeReservePackPolicy(o);
   if (name == "sjf-predicted") return MakeSjfPredictedPolicy(o);
+  if (name == "sjf-tree") return MakeSjfTreePolicy(o);
   std::string all;
   for (const auto& n : PolicyNames()) all += (all.empty() ? "" : ", ") + n;
   return InvalidArgument("unknown policy '" + name + "' (known: " + all + ")");

@@ -36,6 +36,30 @@ std::string Human(double seconds) {
 
 }  // namespace
 
+namespace {
+
+// Prediction error over every finished job that was predicted.
+void SummarisePredictions(const std::vector<PredictionRecord>& records, Report* rep) {
+  rep->predicted_jobs = static_cast<int64_t>(records.size());
+  if (records.empty()) return;
+  std::vector<double> abs_error, ratio;
+  double sum_sq = 0;
+  for (const auto& p : records) {
+    double predicted = std::max(p.predicted, 1.0), actual = std::max(p.actual, 1.0);
+    abs_error.push_back(std::abs(p.predicted - p.actual));
+    ratio.push_back(std::max(predicted / actual, actual / predicted));
+    double d = std::log(predicted) - std::log(actual);
+    sum_sq += d * d;
+  }
+  std::sort(abs_error.begin(), abs_error.end());
+  std::sort(ratio.begin(), ratio.end());
+  rep->pred_median_abs_error = Quantile(abs_error, 0.5);
+  rep->pred_median_ratio = Quantile(ratio, 0.5);
+  rep->pred_rmsle = std::sqrt(sum_sq / static_cast<double>(records.size()));
+}
+
+}  // namespace
+
 Report MakeReport(const std::string& policy, SimResult r) {
   Report rep;
   rep.policy = policy;
@@ -86,6 +110,7 @@ Report MakeReport(const std::string& policy, SimResult r) {
   rep.packs = r.policy.packs;
   rep.unpacks = r.policy.unpacks;
   rep.time_slices = r.policy.time_slices;
+  SummarisePredictions(r.policy.predictions, &rep);
   rep.events = r.events;
   rep.result = std::move(r);
   return rep;
@@ -124,6 +149,11 @@ std::string ReportsToJson(const std::vector<Report>& reports, const std::string&
     j["ftf_p99"] = r.ftf_p99;
     j["ftf_max"] = r.ftf_max;
     j["frac_ftf_over_2"] = r.frac_ftf_over_2;
+    if (r.predicted_jobs > 0)
+      j["prediction"] = {{"jobs", r.predicted_jobs},
+                         {"median_abs_error_s", r.pred_median_abs_error},
+                         {"median_ratio", r.pred_median_ratio},
+                         {"rmsle", r.pred_rmsle}};
     j["events"] = r.events;
     j["sim_wall_s"] = r.sim_seconds;
     if (fifo && fifo->avg_jct > 0) j["avg_jct_vs_fifo"] = r.avg_jct / fifo->avg_jct;
@@ -194,6 +224,26 @@ std::string FormatTable(const std::vector<Report>& reports) {
       out += line;
     }
     out += "\n";
+  }
+  bool any_prediction = false;
+  for (const auto& r : reports) any_prediction |= r.predicted_jobs > 0;
+  if (!any_prediction) return out;
+  out += "\nduration prediction (each job's prediction at submission vs its run time):\n";
+  std::snprintf(line, sizeof line, "%-14s %8s %12s %12s %8s %9s\n", "policy", "jobs", "med |err|",
+                "med ratio", "RMSLE", "avg JCT");
+  out += line;
+  for (const auto& r : reports) {
+    if (r.policy == "srtf") {  // the bound a perfect predictor points at
+      std::snprintf(line, sizeof line, "%-14s %8lld %12s %12s %8s %9s\n", r.policy.c_str(),
+                    static_cast<long long>(r.jobs), "0 (oracle)", "1.00x", "0",
+                    Human(r.avg_jct).c_str());
+      out += line;
+    }
+    if (r.predicted_jobs == 0) continue;
+    std::snprintf(line, sizeof line, "%-14s %8lld %12s %11.2fx %8.3f %9s\n", r.policy.c_str(),
+                  static_cast<long long>(r.predicted_jobs), Human(r.pred_median_abs_error).c_str(),
+                  r.pred_median_ratio, r.pred_rmsle, Human(r.avg_jct).c_str());
+    out += line;
   }
   return out;
 }

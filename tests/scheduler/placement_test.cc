@@ -49,7 +49,8 @@ TEST(PlacementTest, GangNeverSplitsWhenAPackedPlacementExists) {
   auto jobs = Jobs({{0, 100, 1}, {1, 100, 4}, {2, 100, 2}});
   PolicyOptions no_grow;  // a grow trial would restart the job (a stall)
   no_grow.gandiva_grow = false;
-  for (const char* policy : {"fifo", "srtf", "las", "sjf-predicted", "gandiva", "reserve-pack"}) {
+  for (const char* policy :
+       {"fifo", "srtf", "las", "sjf-predicted", "sjf-tree", "gandiva", "reserve-pack"}) {
     SimResult r = testing::Replay(topo, perf, jobs, policy, testing::ExactConfig(), no_grow);
     ASSERT_EQ(r.jobs.size(), 3u);
     for (const auto& j : r.jobs) EXPECT_DOUBLE_EQ(j.finish - j.first_start, 100) << policy;

@@ -218,6 +218,20 @@ TEST(SjfPredictedTest, JobPredictedShortOvertakesJobPredictedLong) {
   EXPECT_DOUBLE_EQ(fifo.jobs[7].first_start, 2100);
 }
 
+TEST(SjfPredictedTest, BothPredictorsRecordEachJobsPredictionBesideItsRunTime) {
+  Topology topo = Topology::Uniform(1, 1);
+  PerfModel perf = PerfModel::Neutral();
+  std::vector<SimJobSpec> jobs = Jobs({{0, 500}, {1, 500}, {2, 500}, {3, 500}});
+  for (const char* policy : {"sjf-predicted", "sjf-tree"}) {
+    SimResult r = Replay(topo, perf, jobs, policy);
+    ASSERT_EQ(r.policy.predictions.size(), jobs.size()) << policy;
+    for (const auto& p : r.policy.predictions) EXPECT_DOUBLE_EQ(p.actual, 500) << policy;
+    // All four arrive before any finishes: each gets the 1 h prior.
+    for (const auto& p : r.policy.predictions) EXPECT_DOUBLE_EQ(p.predicted, 3600) << policy;
+  }
+  EXPECT_TRUE(Replay(topo, perf, jobs, "fifo").policy.predictions.empty());
+}
+
 TEST(PolicyFactoryTest, UnknownNameIsInvalidArgument) {
   auto p = MakePolicy("random", {});
   ASSERT_FALSE(p.ok());

@@ -15,6 +15,13 @@
 
 namespace gandiva::sched {
 
+// A duration predicted for a job when it was queued, beside the run time it
+// then had; policies that predict keep one per finished job.
+struct PredictionRecord {
+  double predicted = 0;  // seconds
+  double actual = 0;     // seconds the job ran (what the predictor learns from)
+};
+
 // Counters a policy keeps about its own decisions (the cluster counts the rest).
 struct PolicyStats {
   int64_t packs = 0;        // groups switched to (or started in) pack mode
@@ -22,6 +29,7 @@ struct PolicyStats {
   int64_t time_slices = 0;  // jobs started onto busy GPUs in slice mode
   int64_t grows = 0;
   int64_t shrinks = 0;
+  std::vector<PredictionRecord> predictions;  // sjf-predicted, sjf-tree
 };
 
 class Policy {
@@ -87,7 +95,7 @@ struct PolicyOptions {
   int reserve_min_gpus = 4;
 };
 
-// Names: fifo, srtf, las, gandiva, reserve-pack, sjf-predicted, philly.
+// Names: fifo, srtf, las, gandiva, reserve-pack, sjf-predicted, sjf-tree, philly.
 // Errors: invalid_argument for an unknown name.
 StatusOr<std::unique_ptr<Policy>> MakePolicy(const std::string& name, const PolicyOptions& options);
 const std::vector<std::string>& PolicyNames();

@@ -29,6 +29,12 @@ struct Report {
   double ftf_mean = 0, ftf_p99 = 0, ftf_max = 0;
   double frac_ftf_over_2 = 0;  // share of jobs finishing more than 2x later than alone
   std::vector<SizeClass> by_size;
+  // Duration prediction (policies that predict; predicted_jobs 0 otherwise),
+  // each job's prediction at submission against the time it ran.
+  int64_t predicted_jobs = 0;
+  double pred_median_abs_error = 0;  // seconds
+  double pred_median_ratio = 0;      // median of max(p/a, a/p): 1 = exact
+  double pred_rmsle = 0;             // sqrt(mean((ln p - ln a)^2)), times floored at 1 s
   int64_t events = 0;
   double sim_seconds = 0;  // wall time of the run; filled by the caller, 0 in tests
   SimResult result;        // raw per-job records and the utilisation series
