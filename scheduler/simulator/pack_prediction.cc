@@ -40,9 +40,9 @@ std::optional<double> PackPredictor::PredictCombined(const SoloProfile& a,
   std::vector<std::pair<double, double>> by_distance;  // (distance², combined)
   by_distance.reserve(seen_.size());
   for (const Seen& s : seen_)
-    by_distance.emplace_back(std::min(Distance2(fa, s.a) + Distance2(fb, s.b),
-                                      Distance2(fa, s.b) + Distance2(fb, s.a)),
-                             s.combined);
+    by_distance.emplace_back(
+        std::min(Distance2(fa, s.a) + Distance2(fb, s.b), Distance2(fa, s.b) + Distance2(fb, s.a)),
+        s.combined);
   const size_t k = std::min(by_distance.size(), static_cast<size_t>(std::max(1, neighbours_)));
   std::partial_sort(by_distance.begin(), by_distance.begin() + k, by_distance.end());
   double sum = 0;
@@ -79,8 +79,8 @@ StatusOr<std::vector<PackPredictionRow>> EvaluatePackPrediction(const PerfModel&
         const auto pa = profile(cls, a), pb = profile(cls, b);
         if (!pa || !pb || !model.PairMeasured(cls, a, b, 1) || !model.PairMeasured(cls, b, a, 1))
           continue;
-        pairs.push_back({a, b, *pa, *pb,
-                         model.PackedFactor(cls, a, b, 1) + model.PackedFactor(cls, b, a, 1)});
+        pairs.push_back(
+            {a, b, *pa, *pb, model.PackedFactor(cls, a, b, 1) + model.PackedFactor(cls, b, a, 1)});
       }
     PackPredictionRow row;
     row.gpu_class = kClassNames[cls];
@@ -108,8 +108,7 @@ StatusOr<std::vector<PackPredictionRow>> EvaluatePackPrediction(const PerfModel&
   return rows;
 }
 
-std::string FormatPackPredictionTable(const std::vector<PackPredictionRow>& rows,
-                                      int neighbours) {
+std::string FormatPackPredictionTable(const std::vector<PackPredictionRow>& rows, int neighbours) {
   std::string out;
   char line[256];
   std::snprintf(line, sizeof(line), "%-6s %6s %9s %12s %9s %6s %6s %6s %6s\n", "class", "pairs",

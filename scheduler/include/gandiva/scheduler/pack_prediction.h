@@ -52,8 +52,8 @@ class PackPredictor {
 // One GPU class of the co-location table, jobs of one GPU, leave-one-type-out.
 struct PackPredictionRow {
   std::string gpu_class;
-  int pairs = 0;           // measured pairs (both orders of two types count once each)
-  int pack_well = 0;       // of them, combined > 1
+  int pairs = 0;      // measured pairs (both orders of two types count once each)
+  int pack_well = 0;  // of them, combined > 1
   int true_pos = 0, false_pos = 0, true_neg = 0, false_neg = 0;
   double accuracy = 0;             // predicted right / pairs
   double always_try_accuracy = 0;  // pack_well / pairs
