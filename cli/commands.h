@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "gandiva/status.h"
+
 namespace gandiva::cli {
 
 using Args = std::vector<std::string>;
@@ -25,6 +27,8 @@ int SimCommand(const Args& args);       // gandiva sim ...  (scheduler simulator
 // gandiva sim --alibaba DIR --placement ...: the fractional-GPU placement experiment.
 bool IsPlacementExperiment(const Args& args);
 int SimPlacementCommand(const Args& args);
+// A JSON report to `path`: '-' is stdout, 'none' nothing; "wrote PATH" on stderr.
+Status WriteJsonReport(const std::string& json, const std::string& path);
 // gandiva sim --pack-prediction: the pack predictor against always trying.
 bool IsPackPrediction(const Args& args);
 int SimPackCommand(const Args& args);

@@ -226,14 +226,7 @@ Status WriteOutputs(const std::vector<sched::Report>& reports, const sched::Load
   std::string trace_name = s.trace_path.substr(s.trace_path.find_last_of('/') + 1);
   if (s.trace.load != 1) trace_name += " at load x" + std::to_string(s.trace.load).substr(0, 4);
   std::string json = sched::ReportsToJson(reports, trace_name, loaded.cluster_name);
-  if (o.json_path == "-") {
-    std::fputs(json.c_str(), stdout);
-  } else if (o.json_path != "none") {
-    std::ofstream out(o.json_path);
-    out << json << "\n";
-    if (!out) return Unavailable("cannot write " + o.json_path);
-    std::fprintf(stderr, "wrote %s\n", o.json_path.c_str());
-  }
+  GD_RETURN_IF_ERROR(WriteJsonReport(json, o.json_path));
   if (!o.plot) return Status::Ok();
   std::string src = o.json_path;
   if (o.json_path == "-" || o.json_path == "none") {

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "commands.h"
@@ -66,14 +65,7 @@ int SimPackCommand(const Args& args) {
   std::fputs(sched::FormatPackPredictionTable(*rows, k).c_str(), stdout);
   const std::string json_path = f.Get("json", "gandiva_sim_pack.json");
   const std::string json = sched::PackPredictionToJson(*rows, k);
-  if (json_path == "-") {
-    std::fputs((json + "\n").c_str(), stdout);
-  } else if (json_path != "none") {
-    std::ofstream out(json_path);
-    out << json << "\n";
-    if (!out) return Fail("cannot write " + json_path);
-    std::fprintf(stderr, "wrote %s\n", json_path.c_str());
-  }
+  if (Status s = WriteJsonReport(json, json_path); !s.ok()) return Fail(s.message());
   return 0;
 }
 

@@ -3,7 +3,6 @@
 // only, no time); prints a table and writes JSON.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "commands.h"
@@ -105,14 +104,7 @@ int SimPlacementCommand(const Args& args) {
   if (!report.ok()) return Fail(report.status().ToString());
   std::fputs(sched::FormatFractionalTable(*report).c_str(), stdout);
   const std::string json = sched::FractionalReportToJson(*report);
-  if (json_path == "-") {
-    std::fputs((json + "\n").c_str(), stdout);
-  } else if (json_path != "none") {
-    std::ofstream out(json_path);
-    out << json << "\n";
-    if (!out) return Fail("cannot write " + json_path);
-    std::fprintf(stderr, "wrote %s\n", json_path.c_str());
-  }
+  if (Status s = WriteJsonReport(json, json_path); !s.ok()) return Fail(s.message());
   return 0;
 }
 
