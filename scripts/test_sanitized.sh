@@ -11,7 +11,7 @@
 #            such as pgrep hang under it, so the tests read /proc instead); leak
 #            checking is off in this pass, as CPython and PyTorch free little at exit.
 #         Left out: the tests that run programs under the preloaded CUDA shim
-#         (shim.*: its integration tests and the stand-in's; integration_swap;
+#         (shim.*: its integration tests, the stand-in's, memcap_cli; integration_swap;
 #         the GPU suite, gpu.*). The shim exports
 #         its own dlsym, and ASan's start-up resolves its interceptors through
 #         dlsym before its shadow memory exists: an instrumented shim crashes
@@ -50,8 +50,8 @@ case "$mode" in
     # libstdc++ is preloaded too: python3 does not link it, and without it the
     # ASan runtime finds no __cxa_throw to forward to (a CHECK failure at the
     # first C++ exception, e.g. Boost's when a job opens its control block).
-    skip='^(shim\.cuda_checkpoint_migration|integration_swap|integration_slurm.*|gpu\..*)$'
-    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] || skip='^(shim\.cuda_checkpoint_migration|integration_swap|integration_slurm.*|gpu\..*|integration_migration)$'
+    skip='^(shim\..*|integration_swap|integration_slurm.*|gpu\..*)$'
+    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] || skip='^(shim\..*|integration_swap|integration_slurm.*|gpu\..*|integration_migration)$'
     cxx=${CXX:-g++}
     preload="$($cxx -print-file-name=libasan.so) $($cxx -print-file-name=libstdc++.so.6)"
     (cd "$build" && LD_PRELOAD="$preload" ASAN_OPTIONS="$asan:detect_leaks=0" \
