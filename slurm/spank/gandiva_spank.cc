@@ -201,6 +201,17 @@ StatusOr<Registered> RegisterOnADevice(const NodeSession& session, const std::st
 // --gandiva: the step becomes a job of the node's gandivad.
 void RegisterStep(spank_t sp, StepJob step) {
   const std::string node = NodeName(sp);
+  if (step.ranks > 1) {
+    // gandivad ends a gang when its one reported process ends (its launcher,
+    // for torchrun); a Slurm step has no such process, and reporting task 0
+    // would kill the other ranks when it ends first. Until gandivad can watch
+    // a gang's ranks without a launcher, such a step runs unmanaged.
+    g_notes.push_back("gandiva: " + step.name + " has " + std::to_string(step.ranks) +
+                      " tasks on " + node +
+                      "; a gang without a launcher process is not supported yet: it runs "
+                      "unmanaged (one task per node, or torchrun as the one task, is managed)");
+    return;
+  }
   const NodeSession& session =
       g_session.emplace(ExpandNodeName(g_args.endpoint, node), g_args.timeout_ms);
   auto registered = RegisterOnADevice(session, node, step);

@@ -238,10 +238,11 @@ def test_a_job_of_another_user_is_managed_by_a_root_gandivad():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_a_step_of_several_tasks_is_one_gang_job(cluster, tmp_path):
-    """`srun --gandiva -n 2` inside a batch job: its two tasks are one gandiva
-    job, a gang of 2 (each task takes its rank's control block by LOCAL_RANK,
-    which the plugin sets from the task's local id)."""
+def test_a_step_of_several_tasks_runs_unmanaged_saying_why(cluster, tmp_path):
+    """`srun --gandiva -n 2`: gandivad ends a gang when its one reported process
+    (a launcher such as torchrun) ends, and a Slurm step has none (reporting task
+    0 killed task 1 when task 0 finished first, seen in CI), so the plugin runs
+    such a step unmanaged and says so, rather than kill ranks."""
     script = ("#!/bin/sh\n"
               f"export PYTHONPATH={BUILD}/python OMP_NUM_THREADS=1\n"
               f"srun --gandiva -n 2 sh -c 'exec {PYTHON} {INTERVAL_JOB} --iterations 60 --work-ms 2 "
@@ -250,11 +251,12 @@ def test_a_step_of_several_tasks_is_one_gang_job(cluster, tmp_path):
     assert cluster.wait_state(job_id, "COMPLETED", timeout=60)["ExitCode"] == "0:0"
     for rank in (0, 1):
         r = json.loads((tmp_path / f"rank{rank}.json").read_text())
-        assert r["managed"] and r["done"] and len(r["intervals"]) == 60, r
-    [job] = cluster.node_jobs("n1")
-    assert (job["name"], job["ranks"], job["state"], job["gang_error"]) == \
-        (f"slurm-{job_id}.0", 2, "exited", ""), job
-    assert f"is job {job['id']} on n1's cpu0 (weight 1, a gang of 2 tasks)" in cluster.output(job_id)
+        assert r["done"] and len(r["intervals"]) == 60 and not r["managed"], r
+    assert cluster.node_jobs("n1") == []
+    lines = gandiva_lines(cluster.output(job_id))
+    assert lines == [f"gandiva: slurm-{job_id}.0 has 2 tasks on n1; a gang without a launcher "
+                     "process is not supported yet: it runs unmanaged (one task per node, or "
+                     "torchrun as the one task, is managed)"], lines
 
 
 def test_preempting_two_time_sliced_jobs_saves_both_the_parked_one_too(tmp_path):
