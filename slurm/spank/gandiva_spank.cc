@@ -2,10 +2,11 @@
 // gandivad. Glue only: the rules are in step_options.*, the calls to gandivad
 // in node_session.*; docs/slurm.md has the operator's set-up.
 //
-//   srun/sbatch --gandiva[=WEIGHT]        the step's tasks are one gandiva job on
-//                                         the node (a gang of its local tasks),
-//                                         time-sliced with the other jobs on its
-//                                         device at iteration boundaries
+//   srun/sbatch --gandiva[=WEIGHT]        the step's task is a gandiva job on the
+//                                         node, time-sliced with the other jobs on
+//                                         its device at iteration boundaries (a
+//                                         step of several tasks per node runs
+//                                         unmanaged, saying why)
 //   srun/sbatch --gandiva-checkpoint=DIR  on SIGTERM (preemption, scancel) the job
 //                                         saves its state to DIR at its next
 //                                         boundary; a restarted job restores it
@@ -57,9 +58,8 @@ std::string g_config_error;  // plugstack.conf's arguments were wrong: --gandiva
 bool g_gandiva = false;
 std::optional<double> g_weight;
 std::string g_checkpoint_dir;
-std::vector<std::string> g_notes;  // lines for the job's output (task 0's stderr)
-int64_t g_job = 0;                 // the step's gandiva job, 0 when unmanaged
-int g_ranks = 1;
+std::vector<std::string> g_notes;      // lines for the job's output (task 0's stderr)
+int64_t g_job = 0;                     // the step's gandiva job, 0 when unmanaged
 int g_task0_status = -1;               // wait status of local task 0, -1 until it ended
 std::optional<NodeSession> g_session;  // the step's gandivad, once --gandiva registered it
 
@@ -225,7 +225,6 @@ void RegisterStep(spank_t sp, StepJob step) {
     return;
   }
   g_job = registered->job;
-  g_ranks = step.ranks;
   for (const auto& [k, v] : registered->env) SetJobEnv(sp, k, v);
   if (registered->gpu) {
     const std::string shim = g_args.shim.empty() ? DefaultShim() : g_args.shim;
@@ -241,9 +240,7 @@ void RegisterStep(spank_t sp, StepJob step) {
   char weight[32];
   std::snprintf(weight, sizeof(weight), "%g", step.weight);
   g_notes.push_back("gandiva: " + step.name + " is job " + std::to_string(g_job) + " on " + node +
-                    "'s " + registered->device + " (weight " + weight +
-                    (step.ranks > 1 ? ", a gang of " + std::to_string(step.ranks) + " tasks" : "") +
-                    ")");
+                    "'s " + registered->device + " (weight " + weight + ")");
 }
 
 int TaskId(spank_t sp) {
@@ -290,9 +287,6 @@ GANDIVA_SPANK_EXPORT int slurm_spank_task_init(spank_t sp, int, char**) {
   if (task == 0)
     for (const std::string& note : g_notes) std::fprintf(stderr, "%s\n", note.c_str());
   std::fflush(stderr);
-  // A gang's ranks take their control blocks by LOCAL_RANK (a launcher's own wins).
-  if (g_job && g_ranks > 1 && task >= 0)
-    spank_setenv(sp, gandiva::runtime::kEnvLocalRank, std::to_string(task).c_str(), 0);
   return 0;
 }
 
