@@ -21,6 +21,7 @@
 #include "gandiva/protocol/api_server.h"
 #include "gandiva/protocol/client.h"
 #include "gandiva/protocol/server_flags.h"
+#include "migration/bulk_channel.h"
 #include "node.h"
 
 namespace gandiva::controller {
@@ -102,6 +103,8 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   api->local_endpoint = opts->endpoint;
   GD_RETURN_IF_ERROR(protocol::ApplyServerTcpFlags(flags, api));
   if (flags.Has("key")) opts->node_keys = api->server_keys;  // it authenticates to peers too
+  // Arriving state comes in on a port of the same address the API serves TCP on.
+  if (!api->tcp_endpoint.empty()) opts->bulk_host = HostOfTcpEndpoint(api->tcp_endpoint);
   if (flags.Has("peers")) {
     GD_ASSIGN_OR_RETURN(opts->peers, ReadPeers(flags.Get("peers")));
   }

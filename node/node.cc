@@ -19,12 +19,13 @@ MigratorOptions MigratorOptionsFor(const NodeOptions& o) {
   m.node = o.node;
   m.state_dir = o.state_dir;
   m.peers = o.peers;
+  m.bulk_host = o.bulk_host;
   m.has_key = !o.node_keys.secret_key.empty();
   m.timeouts = o.timeouts;
   m.connect = [keys = o.node_keys, timeout = o.peer_timeout_ms,
                fault = o.fault](const PeerInfo& info) -> std::unique_ptr<Peer> {
-    auto peer = ConnectPeer(info, keys, timeout);
-    if (fault == PeerFault::kNone) return peer;
+    auto peer = ConnectPeer(info, keys, timeout, fault);
+    if (fault != PeerFault::kCorruptChunk) return peer;
     return std::make_unique<FaultInjectionPeer>(std::move(peer), fault);
   };
   return m;

@@ -56,6 +56,7 @@ struct NodeOptions {
   uint64_t job_log_cap_bytes = kDefaultLogCapBytes;  // per output stream of a launched job
   protocol::CurveKeyPair node_keys;                  // this node's identity towards peers
   std::map<std::string, PeerInfo> peers;             // nodes jobs may migrate to
+  std::string bulk_host = "127.0.0.1";               // arriving state: --tcp's address
   PeerFault fault = PeerFault::kNone;                // test-only fault injection (--fault)
   int peer_timeout_ms = 20000;                       // a peer silent this long has failed
   MigrationTimeouts timeouts;

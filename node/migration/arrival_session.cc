@@ -15,8 +15,12 @@ namespace gandiva::controller {
 using protocol::MessageType;
 
 ArrivalSession::ArrivalSession(JobHost* host, const MigrationTimeouts& timeouts,
+                               std::string bulk_host,
                                std::function<std::string(uint64_t job)> socket_path)
-    : host_(host), timeouts_(timeouts), socket_path_(std::move(socket_path)) {
+    : host_(host),
+      timeouts_(timeouts),
+      bulk_host_(std::move(bulk_host)),
+      socket_path_(std::move(socket_path)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -82,6 +86,7 @@ void ArrivalSession::Loop() {
     }
     if (step) {
       step->reply(RunStep(step->call));
+      if (bulk_) received_ = Receive();  // the source sends right after Begin's reply
     } else if (job_ != 0 && !host_->LiveJob(static_cast<int64_t>(job_)).ok()) {
       SetState(State::kFailed);  // the copy died, or was killed by an abort
     }
@@ -103,9 +108,7 @@ StatusOr<Json> ArrivalSession::RunStep(const Call& call) {
   GD_RETURN_IF_ERROR(host_->LiveJob(static_cast<int64_t>(job_)).status());
   switch (call.request.type) {
     case MessageType::kMigrateBegin:
-      return Begin();
-    case MessageType::kMigrateChunk:
-      return Chunk(call.body(), call.request.payload);
+      return Begin(call.body());
     case MessageType::kMigrateCommit:
       return Commit();
     case MessageType::kMigrateStart:
@@ -137,34 +140,50 @@ StatusOr<Json> ArrivalSession::Prepare(const Json& req) {
   return Json{{"job", job_}, {"log", arrival->log}};
 }
 
-StatusOr<Json> ArrivalSession::Begin() {
+StatusOr<Json> ArrivalSession::Begin(const Json& req) {
   if (state() == State::kReceiving) return FailedPrecondition("job is already receiving state");
   if (state() != State::kWarm || !host_->IsHeld(job_))
     return FailedPrecondition("job is not arriving by migration");
   if (cb_->phase.load() != runtime::kPhaseParked) return FailedPrecondition("job is not warm yet");
+  GD_ASSIGN_OR_RETURN(BulkKey key, BulkKeyFromHex(req.at("bulk_key").get<std::string>()));
+  GD_ASSIGN_OR_RETURN(auto bulk, BulkListener::Listen(bulk_host_));
   GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(socket_path_(job_)));
   const std::string target = "unix:" + listener->path();
   GD_RETURN_IF_ERROR(host_->RequestTransfer(job_, runtime::kRequestRestore, target));
   GD_ASSIGN_OR_RETURN(incoming_, listener->Accept(timeouts_.receive_accept_ms));
-  next_seq_ = 0;
+  bulk_ = std::move(bulk);
+  bulk_key_ = key;
   SetState(State::kReceiving);
-  return Json::object();
+  return Json{{"bulk_port", bulk_->port()}};
 }
 
-StatusOr<Json> ArrivalSession::Chunk(const Json& req, std::string_view payload) {
-  GD_RETURN_IF_ERROR(Expect(State::kReceiving, "job is not receiving state"));
-  const uint64_t seq = req.at("seq").get<uint64_t>();
-  if (seq != next_seq_)
-    return InvalidArgument("chunk " + std::to_string(seq) + " out of order; expected " +
-                           std::to_string(next_seq_));
-  ++next_seq_;
-  GD_RETURN_IF_ERROR(
-      WriteAll(incoming_.get(), payload.data(), payload.size(), timeouts_.receive_write_ms));
-  return Json::object();
+Status ArrivalSession::Receive() {
+  const std::unique_ptr<BulkListener> listener = std::move(bulk_);
+  auto cancelled = [this] {
+    std::lock_guard lock(mu_);
+    return cancelled_;
+  };
+  Status received = [&]() -> Status {
+    GD_ASSIGN_OR_RETURN(auto source,
+                        listener->Accept(bulk_key_, job_, timeouts_.receive_accept_ms, cancelled));
+    for (;;) {
+      GD_ASSIGN_OR_RETURN(auto bytes, source->Next(timeouts_.stream_ms, cancelled));
+      if (source->done()) return Status::Ok();
+      GD_RETURN_IF_ERROR(WriteAll(incoming_.get(), reinterpret_cast<const char*>(bytes.data()),
+                                  bytes.size(), timeouts_.receive_write_ms));
+    }
+  }();
+  if (!received.ok()) {
+    GD_LOG(kWarn, "job %llu: receiving its state failed: %s", (unsigned long long)job_,
+           received.ToString().c_str());
+    incoming_.Reset();  // the job sees a stream cut short and loads nothing
+  }
+  return received;
 }
 
 StatusOr<Json> ArrivalSession::Commit() {
   GD_RETURN_IF_ERROR(Expect(State::kReceiving, "job is not receiving state"));
+  GD_RETURN_IF_ERROR(received_);
   shutdown(incoming_.get(), SHUT_WR);  // end of stream
   incoming_.Reset();
   SetState(State::kLoading);

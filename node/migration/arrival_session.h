@@ -4,14 +4,14 @@
 //                  (any) -> failed | aborted
 //
 // preparing: start the job's command here, held at its first boundary
-// (migrate_prepare); receiving: the warm job reads the stream from a Unix
-// socket we write each chunk into (migrate_begin, migrate_chunk); loading: end
-// of stream, the job verifies and loads it (migrate_commit); running: released
-// (migrate_start). The source sends the steps one after another, chunks
-// pipelined; they run in order on the session's own thread and each request's
-// reply goes out when its step is done. So the source's flow control (a window
-// of chunks, each acknowledged once written) is unchanged, and the API thread
-// never waits for the job.
+// (migrate_prepare); receiving: migrate_begin opens the bulk channel
+// (bulk_channel.h) and the session, right after replying, takes the state in
+// from it, opening each sealed frame and writing it into a Unix socket the
+// warm job reads; loading: the job verifies and loads it (migrate_commit);
+// running: released (migrate_start). The steps run in order on the session's
+// own thread and each request's reply goes out when its step is done, so the
+// API thread never waits for the job or the stream. The stream's flow control
+// is the TCP connection's.
 //
 // Thread-safety: Post and Cancel from any thread; mu_ guards the queue and the
 // state; the steps (and the socket to the job) belong to the session thread.
@@ -28,6 +28,7 @@
 
 #include "gandiva/common/unique_fd.h"
 #include "gandiva/protocol/dispatcher.h"
+#include "migration/bulk_channel.h"
 #include "migration/job_host.h"
 #include "migration/migrator.h"
 
@@ -50,12 +51,13 @@ class ArrivalSession {
     kAborted
   };
 
-  // socket_path: a fresh path for the Unix socket the job reads its state from.
-  ArrivalSession(JobHost* host, const MigrationTimeouts& timeouts,
+  // bulk_host: the address to receive the state on; socket_path: a fresh path
+  // for the Unix socket the job reads its state from.
+  ArrivalSession(JobHost* host, const MigrationTimeouts& timeouts, std::string bulk_host,
                  std::function<std::string(uint64_t job)> socket_path);
   ~ArrivalSession();  // cancels and joins
 
-  // Queues one step (a migrate_prepare, _begin, _chunk, _commit or _start
+  // Queues one step (a migrate_prepare, _begin, _commit or _start
   // request); `reply` is completed when it has run.
   void Post(Call call, Reply reply);
   // The source gave up: steps not yet run fail, the session ends.
@@ -72,8 +74,9 @@ class ArrivalSession {
   void Loop();
   StatusOr<Json> RunStep(const Call& call);
   StatusOr<Json> Prepare(const Json& req);
-  StatusOr<Json> Begin();
-  StatusOr<Json> Chunk(const Json& req, std::string_view payload);
+  StatusOr<Json> Begin(const Json& req);
+  // Takes the whole stream in from the bulk channel (after Begin's reply).
+  Status Receive();
   StatusOr<Json> Commit();
   StatusOr<Json> Start();
   // Whether the session is in `state`; FailedPrecondition with `why` if not.
@@ -82,6 +85,7 @@ class ArrivalSession {
 
   JobHost* host_;
   const MigrationTimeouts timeouts_;
+  const std::string bulk_host_;
   std::function<std::string(uint64_t)> socket_path_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
@@ -92,8 +96,10 @@ class ArrivalSession {
   // Session thread only.
   uint64_t job_ = 0;
   std::shared_ptr<runtime::ControlBlock> cb_;
-  UniqueFd incoming_;  // the socket the job reads its state from
-  uint64_t next_seq_ = 0;
+  UniqueFd incoming_;                   // the socket the job reads its state from
+  std::unique_ptr<BulkListener> bulk_;  // open from Begin until the stream is in
+  BulkKey bulk_key_{};
+  Status received_;  // how the stream's reception ended
   std::thread thread_;
 };
 

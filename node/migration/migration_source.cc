@@ -16,7 +16,6 @@ using runtime::ControlBlock;
 
 namespace {
 constexpr size_t kChunkBytes = 4 << 20;  // one frame on the wire
-constexpr int kWindow = 4;               // chunks in flight to the destination
 
 // The operation's step while the source is in each state (kDone: none).
 OperationStep StepOf(MigrationSource::State state) {
@@ -159,7 +158,7 @@ StatusOr<MigrationSource::State> MigrationSource::Stream() {
   for (uint64_t seq = 0;; ++seq) {
     GD_RETURN_IF_ERROR(ReadChunk(conn.get(), buf));
     if (buf.empty()) break;
-    GD_RETURN_IF_ERROR(ctx_.peer->SendChunk(remote_job_, seq, buf, kWindow));
+    GD_RETURN_IF_ERROR(ctx_.peer->SendChunk(remote_job_, seq, buf));
     bytes += buf.size();
   }
   GD_RETURN_IF_ERROR(ctx_.peer->Flush());

@@ -20,8 +20,8 @@ void Migrator::RegisterHandlers(Dispatcher& d) {
   d.OnSync(MessageType::kCheckpoint, [this](const Call& c) { return Checkpoint(c.body()); });
   d.OnSync(MessageType::kMigrate, [this](const Call& c) { return Migrate(c.body()); });
   d.On(MessageType::kMigratePrepare, [this](Call c, Reply r) { MigratePrepare(std::move(c), r); });
-  for (auto type : {MessageType::kMigrateBegin, MessageType::kMigrateChunk,
-                    MessageType::kMigrateCommit, MessageType::kMigrateStart})
+  for (auto type :
+       {MessageType::kMigrateBegin, MessageType::kMigrateCommit, MessageType::kMigrateStart})
     d.On(type, [this](Call c, Reply r) { MigrateStep(std::move(c), r); });
   d.OnSync(MessageType::kMigrateAbort, [this](const Call& c) { return MigrateAbort(c.body()); });
 }
@@ -202,7 +202,8 @@ std::shared_ptr<ArrivalSession> Migrator::FindArrival(uint64_t job) const {
 
 void Migrator::MigratePrepare(Call call, Reply reply) {
   auto session = std::make_shared<ArrivalSession>(
-      host_, options_.timeouts, [this](uint64_t job) { return TransferSocketPath("in", job); });
+      host_, options_.timeouts, options_.bulk_host,
+      [this](uint64_t job) { return TransferSocketPath("in", job); });
   std::vector<std::shared_ptr<ArrivalSession>> finished;
   {
     std::lock_guard lock(mu_);

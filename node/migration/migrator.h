@@ -53,6 +53,8 @@ struct MigratorOptions {
   std::string node;
   std::string state_dir;  // transfer sockets
   std::map<std::string, PeerInfo> peers;
+  // Where arriving state is received: the address the API serves TCP on.
+  std::string bulk_host = "127.0.0.1";
   bool has_key = false;  // the node can authenticate to peers
   // Connects to a peer (ConnectPeer, wrapped in a FaultInjectionPeer in fault tests).
   std::function<std::unique_ptr<Peer>(const PeerInfo&)> connect;
@@ -81,7 +83,7 @@ class Migrator {
   StatusOr<Json> Migrate(const Json& req);
   // The destination's steps; each replies when its work is done.
   void MigratePrepare(Call call, Reply reply);
-  void MigrateStep(Call call, Reply reply);  // begin, chunk, commit, start
+  void MigrateStep(Call call, Reply reply);  // begin, commit, start
   StatusOr<Json> MigrateAbort(const Json& req);
 
  private:

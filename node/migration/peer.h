@@ -1,8 +1,10 @@
 // The node a job migrates to, as the migration's source sees it: a small
 // interface over the steps of the wire protocol, so that the source's state
-// machine can be tested against a fake peer. LinkPeer is the real one, over an
-// authenticated, pipelined PeerLink; FaultInjectionPeer wraps any peer to make
-// test-only faults happen on the way (like leveldb's FaultInjectionTestEnv).
+// machine can be tested against a fake peer. LinkPeer is the real one: its
+// steps go over an authenticated PeerLink (CURVE), the state over a sealed bulk
+// channel (bulk_channel.h) whose key that link carries; FaultInjectionPeer
+// wraps any peer to make test-only faults happen on the way (like leveldb's
+// FaultInjectionTestEnv).
 //
 // Thread-safety: a Peer is used by one migration worker at a time.
 #ifndef GANDIVA_NODE_MIGRATION_PEER_H_
@@ -29,10 +31,11 @@ class Peer {
   virtual StatusOr<uint64_t> Prepare(const protocol::Json& fields) = 0;
   // The state of the peer's job (list_jobs).
   virtual StatusOr<JobState> JobStateOf(uint64_t job) = 0;
+  // migrate_begin: the peer's job starts reading state; the bulk channel opens.
   virtual Status Begin(uint64_t job) = 0;
-  // Sends chunk `seq`, then waits until at most `window` chunks are unacknowledged.
-  virtual Status SendChunk(uint64_t job, uint64_t seq, std::string_view bytes, int window) = 0;
-  // Waits until every chunk sent is acknowledged.
+  // Sends chunk `seq` of the state (flow control is the connection's).
+  virtual Status SendChunk(uint64_t job, uint64_t seq, std::string_view bytes) = 0;
+  // Ends the stream: every chunk has been sent.
   virtual Status Flush() = 0;
   // migrate_commit: the job verified and loaded the stream; returns the bytes it loaded.
   virtual StatusOr<uint64_t> Commit(uint64_t job) = 0;
@@ -42,16 +45,19 @@ class Peer {
   virtual Status Abort(uint64_t job) = 0;
 };
 
-// The real peer, over ZeroMQ with CURVE; a peer silent for timeout_ms has failed.
-std::unique_ptr<Peer> ConnectPeer(const PeerInfo& info, const protocol::CurveKeyPair& node_keys,
-                                  int timeout_ms);
-
-// Test-only faults, named by gandivad's --fault flag.
-enum class PeerFault { kNone, kCorruptChunk };
+// Test-only faults, named by gandivad's --fault flag: kCorruptChunk flips a bit
+// in the middle of the first chunk before it is sealed (the job's checksums
+// catch it); kFlipWireBit flips one after it is sealed, as a device on the
+// path could (the bulk channel's authentication catches it).
+enum class PeerFault { kNone, kCorruptChunk, kFlipWireBit };
 StatusOr<PeerFault> ParsePeerFault(const std::string& name);
 
-// Passes every step on to `base`, and makes `fault` happen on the way:
-// kCorruptChunk flips a bit in the middle of the first chunk.
+// The real peer, over ZeroMQ with CURVE and the sealed bulk channel; a peer
+// silent for timeout_ms has failed. `wire_fault` may be kFlipWireBit.
+std::unique_ptr<Peer> ConnectPeer(const PeerInfo& info, const protocol::CurveKeyPair& node_keys,
+                                  int timeout_ms, PeerFault wire_fault = PeerFault::kNone);
+
+// Passes every step on to `base`, and makes kCorruptChunk happen on the way.
 class FaultInjectionPeer final : public Peer {
  public:
   FaultInjectionPeer(std::unique_ptr<Peer> base, PeerFault fault)
@@ -62,7 +68,7 @@ class FaultInjectionPeer final : public Peer {
   }
   StatusOr<JobState> JobStateOf(uint64_t job) override { return base_->JobStateOf(job); }
   Status Begin(uint64_t job) override { return base_->Begin(job); }
-  Status SendChunk(uint64_t job, uint64_t seq, std::string_view bytes, int window) override;
+  Status SendChunk(uint64_t job, uint64_t seq, std::string_view bytes) override;
   Status Flush() override { return base_->Flush(); }
   StatusOr<uint64_t> Commit(uint64_t job) override { return base_->Commit(job); }
   Status Start(uint64_t job) override { return base_->Start(job); }

@@ -213,10 +213,10 @@ def test_thousands_of_mangled_requests_never_kill_the_daemon(daemon_factory, tmp
     rng = random.Random(7)
     types = ["hello", "list_devices", "list_jobs", "register_job", "job_started", "job_exited", "suspend",
              "resume", "kill", "set_slice", "set_weight", "set_share_mode", "assign_device", "list_switches", "checkpoint",
-             "migrate", "migrate_prepare", "migrate_begin", "migrate_chunk", "migrate_commit",
+             "migrate", "migrate_prepare", "migrate_begin", "migrate_commit",
              "migrate_start", "migrate_abort"]
     fields = ["job", "device", "ms", "weight", "command", "name", "pid", "exit_code", "signal", "dir", "to",
-              "limit", "env", "cwd", "seq", "source_node", "source_job", "mode", "capacity", "window_ms"]
+              "limit", "env", "cwd", "bulk_key", "source_node", "source_job", "mode", "capacity", "window_ms"]
     values = [None, True, -1, 0, 1, 2**63, -2**63, 1.5, 1e308, "", "x" * 5000,
               "../../etc", [], ["a"], [1, 2], {}, {"a": 1}, {"PATH": "/bin"}]
     replies = 0

@@ -12,6 +12,7 @@
 
 #include "fake_job.h"
 #include "gandiva/common/clock.h"
+#include "migration/bulk_channel.h"
 
 namespace gandiva::controller {
 namespace {
@@ -122,8 +123,7 @@ class FakePeer : public Peer {
     return ++polls_ < 3 ? JobState::kStarting : JobState::kSuspended;
   }
   Status Begin(uint64_t) override { return Fails(PeerStep::kBegin); }
-  Status SendChunk(uint64_t, uint64_t seq, std::string_view bytes, int window) override {
-    EXPECT_EQ(window, 4);
+  Status SendChunk(uint64_t, uint64_t seq, std::string_view bytes) override {
     std::lock_guard lock(record_->mu);
     EXPECT_EQ(seq, record_->chunks.size());
     record_->chunks.emplace_back(bytes);
@@ -394,14 +394,19 @@ class ArrivalTest : public MigratorTest {
 TEST_F(ArrivalTest, StepsRunOnAWorkerAndReplyWhenDone) {
   host_.load_delay = std::chrono::milliseconds(300);  // the job takes its time to load
   Prepare();
-  ASSERT_TRUE(Call(MessageType::kMigrateBegin, {{"job", 2}}).ok());
+  const BulkKey key = *NewBulkKey();
+  auto begun = Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", BulkKeyToHex(key)}});
+  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
   const std::string state = Pattern(kStateBytes);
-  std::vector<std::future<StatusOr<Json>>> acks;
-  for (uint64_t seq = 0, off = 0; off < state.size(); ++seq, off += 4 << 20)
-    acks.push_back(
-        Send(MessageType::kMigrateChunk, {{"job", 2}, {"seq", seq}}, state.substr(off, 4 << 20))
-            .second);
-  for (auto& ack : acks) EXPECT_TRUE(ack.get().ok());
+  {
+    auto sender = BulkSender::Connect("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
+    ASSERT_TRUE(sender.ok()) << sender.status().ToString();
+    for (size_t off = 0; off < state.size(); off += 4 << 20) {
+      const size_t n = std::min<size_t>(4 << 20, state.size() - off);
+      ASSERT_TRUE((*sender)->Send({reinterpret_cast<const uint8_t*>(state.data()) + off, n}).ok());
+    }
+    ASSERT_TRUE((*sender)->Finish().ok());
+  }
   auto [dispatch_ms, committed] = Send(MessageType::kMigrateCommit, {{"job", 2}});
   EXPECT_LT(dispatch_ms, 100) << "the handler waited for the job to load";
   EXPECT_EQ(committed.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
@@ -415,27 +420,50 @@ TEST_F(ArrivalTest, StepsRunOnAWorkerAndReplyWhenDone) {
   EXPECT_FALSE(host_.at(2).held);
 }
 
-TEST_F(ArrivalTest, OutOfOrderChunksAndUnknownJobsGetClearErrors) {
+TEST_F(ArrivalTest, ATamperedStreamFailsTheCommitWithTheReason) {
   Prepare();
-  auto early = Call(MessageType::kMigrateChunk, {{"job", 2}, {"seq", 0}}, "x");
+  const BulkKey key = *NewBulkKey();
+  auto begun = Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", BulkKeyToHex(key)}});
+  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+  {
+    auto sender = BulkSender::Connect("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
+    ASSERT_TRUE(sender.ok()) << sender.status().ToString();
+    (*sender)->TamperWithNextFrame();
+    (void)(*sender)->Send({reinterpret_cast<const uint8_t*>("state"), 5});
+    (void)(*sender)->Finish();
+  }
+  auto committed = Call(MessageType::kMigrateCommit, {{"job", 2}});
+  EXPECT_EQ(committed.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(committed.status().message().find("failed authentication"), std::string::npos)
+      << committed.status().ToString();
+  EXPECT_TRUE(host_.at(2).held) << "the copy stays parked until its source aborts it";
+}
+
+TEST_F(ArrivalTest, BadKeysAndUnknownJobsGetClearErrors) {
+  Prepare();
+  auto early = Call(MessageType::kMigrateCommit, {{"job", 2}});
   EXPECT_EQ(early.status().message(), "job is not receiving state");
-  ASSERT_TRUE(Call(MessageType::kMigrateBegin, {{"job", 2}}).ok());
-  auto skipped = Call(MessageType::kMigrateChunk, {{"job", 2}, {"seq", 1}}, "x");
-  EXPECT_EQ(skipped.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(skipped.status().message(), "chunk 1 out of order; expected 0");
-  EXPECT_EQ(Call(MessageType::kMigrateBegin, {{"job", 9}}).status().code(), StatusCode::kNotFound);
+  auto bad_key = Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", "xyz"}});
+  EXPECT_EQ(bad_key.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad_key.status().message(), "bulk_key must be 64 hex digits");
+  EXPECT_EQ(Call(MessageType::kMigrateBegin, {{"job", 9}, {"bulk_key", std::string(64, 'a')}})
+                .status()
+                .code(),
+            StatusCode::kNotFound);
   EXPECT_EQ(Call(MessageType::kMigrateStart, {{"job", 1}}).status().message(),
             "job did not arrive by migration");
 }
 
 TEST_F(ArrivalTest, AbortKillsTheCopyAndFailsLaterSteps) {
   Prepare();
-  ASSERT_TRUE(Call(MessageType::kMigrateBegin, {{"job", 2}}).ok());
+  auto begun = Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", std::string(64, 'a')}});
+  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+  // The session now waits for the bulk connection; the abort must not wait for it.
   auto [ms, aborted] = Send(MessageType::kMigrateAbort, {{"job", 2}});
   EXPECT_TRUE(aborted.get().ok());
   EXPECT_TRUE(host_.at(2).killed);
-  auto chunk = Call(MessageType::kMigrateChunk, {{"job", 2}, {"seq", 0}}, "x");
-  EXPECT_FALSE(chunk.ok());
+  auto commit = Call(MessageType::kMigrateCommit, {{"job", 2}});
+  EXPECT_FALSE(commit.ok());
   EXPECT_EQ(Call(MessageType::kMigrateAbort, {{"job", 9}}).status().code(), StatusCode::kNotFound);
 }
 
