@@ -24,8 +24,8 @@ MigratorOptions MigratorOptionsFor(const NodeOptions& o) {
   m.timeouts = o.timeouts;
   m.connect = [keys = o.node_keys, timeout = o.peer_timeout_ms,
                fault = o.fault](const PeerInfo& info) -> std::unique_ptr<Peer> {
-    auto peer = ConnectPeer(info, keys, timeout, fault);
-    if (fault != PeerFault::kCorruptChunk) return peer;
+    auto peer = ConnectPeer(info, keys, timeout);
+    if (fault == PeerFault::kNone) return peer;
     return std::make_unique<FaultInjectionPeer>(std::move(peer), fault);
   };
   return m;

@@ -1,7 +1,12 @@
 // The copy floor under a migration of N MiB: a memcpy of the bytes, a Unix
-// socket hop (each migration makes two), and a raw ZeroMQ transfer over
-// tcp://127.0.0.1 in 4 MiB messages between two contexts (as between two
-// gandivad), without and with CURVE. Prints a table; --json prints one object.
+// socket hop (each migration makes two), a plain TCP transfer over 127.0.0.1
+// (the floor the migration is measured against), the same bytes over
+// gandivad's sealed bulk channel (AES-256-GCM, node/migration/bulk_channel),
+// and raw ZeroMQ transfers in 4 MiB messages between two contexts (as between
+// two gandivad), without and with CURVE (what carried the state before the
+// bulk channel). Prints a table; --json prints one object.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,11 +22,13 @@
 #include <thread>
 #include <vector>
 
+#include "migration/bulk_channel.h"
+
 namespace {
 
 struct Options {
   uint64_t mib = 1024;
-  uint64_t chunk_mib = 4;
+  uint64_t chunk_kib = 4096;
   int window = 4;  // messages queued ahead of the receiver (as MigrateOut's window)
   int repeat = 3;
   bool json = false;
@@ -39,7 +46,9 @@ bool Parse(int argc, char** argv, Options* o) {
     if (a == "--mib")
       o->mib = std::strtoull(v, nullptr, 10);
     else if (a == "--chunk-mib")
-      o->chunk_mib = std::strtoull(v, nullptr, 10);
+      o->chunk_kib = std::strtoull(v, nullptr, 10) << 10;
+    else if (a == "--chunk-kib")
+      o->chunk_kib = std::strtoull(v, nullptr, 10);
     else if (a == "--window")
       o->window = std::atoi(v);
     else if (a == "--repeat")
@@ -47,7 +56,8 @@ bool Parse(int argc, char** argv, Options* o) {
     else
       return false;
   }
-  return o->mib > 0 && o->chunk_mib > 0 && o->window > 0 && o->repeat > 0;
+  return o->mib > 0 && o->chunk_kib > 0 && o->chunk_kib <= (8 << 10) && o->window > 0 &&
+         o->repeat > 0;
 }
 
 double Now() {
@@ -127,6 +137,76 @@ double UnixHop(const char* src, char* dst, size_t n, size_t chunk) {
   return t;
 }
 
+// src written in chunk-sized writes over one loopback TCP connection (made
+// before the clock starts), read by the receiver straight into dst.
+double TcpPlain(const char* src, char* dst, size_t n, size_t chunk) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      listen(listener, 1) != 0 ||
+      getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    std::perror("tcp listen");
+    std::exit(1);
+  }
+  const int out = socket(AF_INET, SOCK_STREAM, 0);
+  if (connect(out, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) std::exit(1);
+  const int in = accept(listener, nullptr, nullptr);
+  const double t0 = Now();
+  std::thread writer([&] {
+    for (size_t off = 0; off < n;) {
+      ssize_t w = write(out, src + off, std::min(chunk, n - off));
+      if (w <= 0) std::exit(1);
+      off += static_cast<size_t>(w);
+    }
+    close(out);
+  });
+  for (size_t off = 0; off < n;) {
+    ssize_t r = read(in, dst + off, std::min(chunk, n - off));
+    if (r <= 0) std::exit(1);
+    off += static_cast<size_t>(r);
+  }
+  const double t = Now() - t0;
+  writer.join();
+  close(in);
+  close(listener);
+  return t;
+}
+
+// The same over a migration's sealed bulk connection (AES-256-GCM frames),
+// opened as two gandivad open it and written and read as the two jobs do:
+// the writer seals the bytes in 1 MiB frames, the reader opens them into dst.
+double TcpSealed(const char* src, char* dst, size_t n, size_t chunk) {
+  using namespace gandiva::controller;
+  auto listener = BulkListener::Listen("127.0.0.1");
+  auto key = gandiva::sealed::NewBulkKey();
+  if (!listener.ok() || !key.ok()) std::exit(1);
+  const double t0 = Now();
+  std::thread writer([&] {
+    auto sender = ConnectBulk("127.0.0.1", (*listener)->port(), *key, 1, 30000);
+    if (!sender.ok()) std::exit(1);
+    for (size_t off = 0; off < n; off += chunk)
+      if (!(*sender)->Write(src + off, std::min(chunk, n - off)).ok()) std::exit(1);
+    if (!(*sender)->Finish().ok()) std::exit(1);
+  });
+  auto receiver = (*listener)->Accept(*key, 1, 30000, nullptr);
+  if (!receiver.ok()) std::exit(1);
+  for (size_t off = 0;;) {
+    auto got = (*receiver)->Read(dst + off, std::max<size_t>(n - off, 1), 30000);
+    if (!got.ok()) {
+      std::fprintf(stderr, "transfer_floor: %s\n", got.status().ToString().c_str());
+      std::exit(1);
+    }
+    if (*got == 0) break;
+    off += *got;
+  }
+  const double t = Now() - t0;
+  writer.join();
+  return t;
+}
+
 // src sent in chunk-sized messages PUSH -> PULL over loopback TCP, each side
 // with its own context (one I/O thread each, as two gandivad); the receiver
 // copies each message into dst. The connection (and CURVE handshake) is made
@@ -197,10 +277,11 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, &opt)) {
     std::fprintf(
         stderr,
-        "usage: transfer_floor [--mib N] [--chunk-mib N] [--window N] [--repeat N] [--json]\n");
+        "usage: transfer_floor [--mib N] [--chunk-mib N | --chunk-kib N] [--window N] [--repeat N] "
+        "[--json]\n");
     return 2;
   }
-  const size_t n = opt.mib << 20, chunk = opt.chunk_mib << 20;
+  const size_t n = opt.mib << 20, chunk = opt.chunk_kib << 10;
   char* src = Map(n, true);
   for (size_t i = 0; i < n; i += 8) {
     const uint64_t v = i * 0x9e3779b97f4a7c15ull;  // not compressible, not all zero pages
@@ -212,17 +293,17 @@ int main(int argc, char** argv) {
     const char* name;
     Result r;
   };
-  std::vector<Row> rows = {{"memcpy_warm", {}},
-                           {"memcpy_fresh", {}},
-                           {"unix_socket", {}},
-                           {"zmq_tcp", {}},
+  std::vector<Row> rows = {{"memcpy_warm", {}},  {"memcpy_fresh", {}}, {"unix_socket", {}},
+                           {"tcp_plain", {}},    {"tcp_sealed", {}},   {"zmq_tcp", {}},
                            {"zmq_tcp_curve", {}}};
   for (int k = 0; k < opt.repeat; ++k) {
     rows[0].r.Add(Memcpy(src, n, true));
     rows[1].r.Add(Memcpy(src, n, false));
     rows[2].r.Add(UnixHop(src, dst, n, chunk));
-    rows[3].r.Add(Zmq(src, dst, n, chunk, opt.window, false));
-    rows[4].r.Add(Zmq(src, dst, n, chunk, opt.window, true));
+    rows[3].r.Add(TcpPlain(src, dst, n, chunk));
+    rows[4].r.Add(TcpSealed(src, dst, n, chunk));
+    rows[5].r.Add(Zmq(src, dst, n, chunk, opt.window, false));
+    rows[6].r.Add(Zmq(src, dst, n, chunk, opt.window, true));
   }
   if (std::memcmp(src, dst, n) != 0) {
     std::fprintf(stderr, "transfer_floor: received bytes differ from the sent ones\n");
@@ -237,9 +318,9 @@ int main(int argc, char** argv) {
                   row.name, row.r.best_s * 1e3, row.r.median_s * 1e3, n / row.r.best_s / 1e9);
     std::printf("}\n");
   } else {
-    std::printf("%llu MiB in %llu MiB pieces, best of %d (median)\n",
+    std::printf("%llu MiB in %llu KiB pieces, best of %d (median)\n",
                 static_cast<unsigned long long>(opt.mib),
-                static_cast<unsigned long long>(opt.chunk_mib), opt.repeat);
+                static_cast<unsigned long long>(opt.chunk_kib), opt.repeat);
     std::printf("%-14s %12s %12s %9s\n", "path", "best ms", "median ms", "GB/s");
     for (const Row& row : rows)
       std::printf("%-14s %12.1f %12.1f %9.2f\n", row.name, row.r.best_s * 1e3, row.r.median_s * 1e3,

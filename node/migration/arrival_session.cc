@@ -100,6 +100,8 @@ void ArrivalSession::Loop() {
   }
   for (Step& s : left) s.reply(FailedPrecondition("the migration of this job has ended"));
   incoming_.Reset();
+  if (connection_.valid()) shutdown(connection_.get(), SHUT_RDWR);
+  connection_.Reset();
 }
 
 StatusOr<Json> ArrivalSession::RunStep(const Call& call) {
@@ -145,10 +147,10 @@ StatusOr<Json> ArrivalSession::Begin(const Json& req) {
   if (state() != State::kWarm || !host_->IsHeld(job_))
     return FailedPrecondition("job is not arriving by migration");
   if (cb_->phase.load() != runtime::kPhaseParked) return FailedPrecondition("job is not warm yet");
-  GD_ASSIGN_OR_RETURN(BulkKey key, BulkKeyFromHex(req.at("bulk_key").get<std::string>()));
+  GD_ASSIGN_OR_RETURN(BulkKey key, sealed::BulkKeyFromHex(req.at("bulk_key").get<std::string>()));
   GD_ASSIGN_OR_RETURN(auto bulk, BulkListener::Listen(bulk_host_));
   GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(socket_path_(job_)));
-  const std::string target = "unix:" + listener->path();
+  const std::string target = "sealed:" + listener->path();
   GD_RETURN_IF_ERROR(host_->RequestTransfer(job_, runtime::kRequestRestore, target));
   GD_ASSIGN_OR_RETURN(incoming_, listener->Accept(timeouts_.receive_accept_ms));
   bulk_ = std::move(bulk);
@@ -157,6 +159,7 @@ StatusOr<Json> ArrivalSession::Begin(const Json& req) {
   return Json{{"bulk_port", bulk_->port()}};
 }
 
+// Right after Begin's reply: the source connects; its connection goes to the job.
 Status ArrivalSession::Receive() {
   const std::unique_ptr<BulkListener> listener = std::move(bulk_);
   auto cancelled = [this] {
@@ -166,26 +169,21 @@ Status ArrivalSession::Receive() {
   Status received = [&]() -> Status {
     GD_ASSIGN_OR_RETURN(auto source,
                         listener->Accept(bulk_key_, job_, timeouts_.receive_accept_ms, cancelled));
-    for (;;) {
-      GD_ASSIGN_OR_RETURN(auto bytes, source->Next(timeouts_.stream_ms, cancelled));
-      if (source->done()) return Status::Ok();
-      GD_RETURN_IF_ERROR(WriteAll(incoming_.get(), reinterpret_cast<const char*>(bytes.data()),
-                                  bytes.size(), timeouts_.receive_write_ms));
-    }
+    GD_RETURN_IF_ERROR(
+        sealed::SendHandoff(incoming_.get(), source->fd(), bulk_key_, source->next_seq(), 0));
+    connection_ = source->Release();  // kept to shut it down should the migration end early
+    return Status::Ok();
   }();
-  if (!received.ok()) {
-    GD_LOG(kWarn, "job %llu: receiving its state failed: %s", (unsigned long long)job_,
+  if (!received.ok())
+    GD_LOG(kWarn, "job %llu: its state did not arrive: %s", (unsigned long long)job_,
            received.ToString().c_str());
-    incoming_.Reset();  // the job sees a stream cut short and loads nothing
-  }
+  incoming_.Reset();  // the job has the connection, or sees none and loads nothing
   return received;
 }
 
 StatusOr<Json> ArrivalSession::Commit() {
   GD_RETURN_IF_ERROR(Expect(State::kReceiving, "job is not receiving state"));
   GD_RETURN_IF_ERROR(received_);
-  shutdown(incoming_.get(), SHUT_WR);  // end of stream
-  incoming_.Reset();
   SetState(State::kLoading);
   runtime::ControlBlock* cb = cb_.get();
   auto transfer = runtime::kTransferBusy;
@@ -194,7 +192,10 @@ StatusOr<Json> ArrivalSession::Commit() {
     if (transfer == runtime::kTransferDone || transfer == runtime::kTransferFailed) break;
     {
       std::lock_guard lock(mu_);
-      if (cancelled_) return Unavailable("the migration was aborted");
+      if (cancelled_) {
+        shutdown(connection_.get(), SHUT_RDWR);  // the job stops reading at once
+        return Unavailable("the migration was aborted");
+      }
     }
     if (MonotonicNowNs() >= deadline) break;
   }

@@ -4,14 +4,13 @@
 //                  (any) -> failed | aborted
 //
 // preparing: start the job's command here, held at its first boundary
-// (migrate_prepare); receiving: migrate_begin opens the bulk channel
-// (bulk_channel.h) and the session, right after replying, takes the state in
-// from it, opening each sealed frame and writing it into a Unix socket the
-// warm job reads; loading: the job verifies and loads it (migrate_commit);
-// running: released (migrate_start). The steps run in order on the session's
-// own thread and each request's reply goes out when its step is done, so the
-// API thread never waits for the job or the stream. The stream's flow control
-// is the TCP connection's.
+// (migrate_prepare); receiving: migrate_begin listens for the bulk connection
+// (bulk_channel.h) and the session, right after replying, accepts the
+// source's and hands it to the warm job, which reads and opens the sealed
+// frames itself; loading: the job verifies and loads the state
+// (migrate_commit); running: released (migrate_start). The steps run in order
+// on the session's own thread and each request's reply goes out when its step
+// is done, so the API thread never waits for the job or the stream.
 //
 // Thread-safety: Post and Cancel from any thread; mu_ guards the queue and the
 // state; the steps (and the socket to the job) belong to the session thread.
@@ -75,7 +74,7 @@ class ArrivalSession {
   StatusOr<Json> RunStep(const Call& call);
   StatusOr<Json> Prepare(const Json& req);
   StatusOr<Json> Begin(const Json& req);
-  // Takes the whole stream in from the bulk channel (after Begin's reply).
+  // Accepts the source's bulk connection and hands it to the job (after Begin's reply).
   Status Receive();
   StatusOr<Json> Commit();
   StatusOr<Json> Start();
@@ -96,8 +95,9 @@ class ArrivalSession {
   // Session thread only.
   uint64_t job_ = 0;
   std::shared_ptr<runtime::ControlBlock> cb_;
-  UniqueFd incoming_;                   // the socket the job reads its state from
-  std::unique_ptr<BulkListener> bulk_;  // open from Begin until the stream is in
+  UniqueFd incoming_;  // the Unix connection on which the job takes the bulk connection
+  std::unique_ptr<BulkListener> bulk_;  // open from Begin until the source connects
+  UniqueFd connection_;                 // the bulk connection, also the job's
   BulkKey bulk_key_{};
   Status received_;  // how the stream's reception ended
   std::thread thread_;

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -40,44 +41,6 @@ StatusOr<bool> WaitFor(int fd, short events, uint64_t deadline_ns, const Cancell
   }
 }
 
-// Reads exactly n bytes; DataLoss if the peer ends the stream first.
-Status ReadExact(int fd, uint8_t* buf, size_t n, int timeout_ms, const CancelledFn& cancelled) {
-  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
-  while (n > 0) {
-    const ssize_t r = recv(fd, buf, n, MSG_DONTWAIT);
-    if (r > 0) {
-      buf += r;
-      n -= static_cast<size_t>(r);
-      continue;
-    }
-    if (r == 0) return DataLoss("the source closed the bulk connection before the last frame");
-    if (errno != EAGAIN && errno != EINTR) return DataLoss(Errno("bulk connection"));
-    GD_ASSIGN_OR_RETURN(bool ready, WaitFor(fd, POLLIN, deadline, cancelled));
-    if (!ready)
-      return DeadlineExceeded("no state from the source for " + std::to_string(timeout_ms) + " ms");
-  }
-  return Status::Ok();
-}
-
-Status SendAll(int fd, const uint8_t* buf, size_t n, int timeout_ms) {
-  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
-  while (n > 0) {
-    const ssize_t w = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w > 0) {
-      buf += w;
-      n -= static_cast<size_t>(w);
-      continue;
-    }
-    if (w < 0 && errno != EAGAIN && errno != EINTR)
-      return Unavailable(Errno("the destination's bulk connection"));
-    GD_ASSIGN_OR_RETURN(bool ready, WaitFor(fd, POLLOUT, deadline, nullptr));
-    if (!ready)
-      return DeadlineExceeded("the destination took no state for " + std::to_string(timeout_ms) +
-                              " ms");
-  }
-  return Status::Ok();
-}
-
 StatusOr<addrinfo*> Resolve(const std::string& host, int port, bool passive) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -104,29 +67,6 @@ std::string HostOfTcpEndpoint(const std::string& endpoint) {
 
 // ------------------------------------------------------------------ destination
 
-BulkReceiver::BulkReceiver(UniqueFd fd, const BulkKey& key)
-    : fd_(std::move(fd)), opener_(key), buf_(kMaxSealedPayload + kSealedTagBytes) {}
-
-StatusOr<std::span<const uint8_t>> BulkReceiver::Next(int timeout_ms,
-                                                      const CancelledFn& cancelled) {
-  if (done_) return std::span<const uint8_t>();
-  uint8_t header_bytes[kSealedHeaderBytes];
-  GD_RETURN_IF_ERROR(
-      ReadExact(fd_.get(), header_bytes, sizeof header_bytes, timeout_ms, cancelled));
-  GD_ASSIGN_OR_RETURN(SealedHeader header, opener_.CheckHeader(header_bytes));
-  const size_t sealed = header.length + kSealedTagBytes;
-  GD_RETURN_IF_ERROR(ReadExact(fd_.get(), buf_.data(), sealed, timeout_ms, cancelled));
-  GD_RETURN_IF_ERROR(opener_.Open(header_bytes, std::span(buf_.data(), sealed)));
-  if (header.flags == kSealedLast && header.length == 0) {
-    done_ = true;
-    return std::span<const uint8_t>();
-  }
-  if (header.flags != kSealedData || header.length == 0)
-    return DataLoss("bulk frame " + std::to_string(header.seq) + " is not a data frame");
-  bytes_ += header.length;
-  return std::span<const uint8_t>(buf_.data(), header.length);
-}
-
 StatusOr<std::unique_ptr<BulkListener>> BulkListener::Listen(const std::string& host) {
   const std::string bind_host = host == "*" ? "0.0.0.0" : host;
   GD_ASSIGN_OR_RETURN(addrinfo * found, Resolve(bind_host, 0, true));
@@ -146,7 +86,7 @@ StatusOr<std::unique_ptr<BulkListener>> BulkListener::Listen(const std::string& 
   return std::unique_ptr<BulkListener>(new BulkListener(std::move(fd), port));
 }
 
-StatusOr<std::unique_ptr<BulkReceiver>> BulkListener::Accept(const BulkKey& key, uint64_t job,
+StatusOr<std::unique_ptr<SealedReader>> BulkListener::Accept(const BulkKey& key, uint64_t job,
                                                              int timeout_ms,
                                                              const CancelledFn& cancelled) {
   const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
@@ -158,22 +98,15 @@ StatusOr<std::unique_ptr<BulkReceiver>> BulkListener::Accept(const BulkKey& key,
     UniqueFd conn(accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn.valid()) continue;  // it went away again
     // The hello decides whether this is our source; anything else is dropped.
-    auto receiver = std::unique_ptr<BulkReceiver>(new BulkReceiver(std::move(conn), key));
-    uint8_t header_bytes[kSealedHeaderBytes];
-    uint8_t hello[sizeof(uint64_t) + kSealedTagBytes];
-    Status heard = ReadExact(receiver->fd_.get(), header_bytes, sizeof header_bytes,
-                             kHelloTimeoutMs, cancelled);
-    if (heard.ok()) {
-      auto header = receiver->opener_.CheckHeader(header_bytes);
-      heard = !header.ok() ? header.status()
-              : header->flags != kSealedHello || header->length != sizeof(uint64_t)
-                  ? DataLoss("not a hello")
-                  : ReadExact(receiver->fd_.get(), hello, sizeof hello, kHelloTimeoutMs, cancelled);
-    }
-    if (heard.ok()) heard = receiver->opener_.Open(header_bytes, hello);
+    auto reader = std::make_unique<SealedReader>(std::move(conn), key, 0);
+    auto hello = reader->NextFrame(kHelloTimeoutMs, cancelled);
     uint64_t named = 0;
-    std::memcpy(&named, hello, sizeof named);
-    if (heard.ok() && named == job) return receiver;
+    Status heard = hello.status();
+    if (heard.ok() &&
+        (hello->flags != sealed::kSealedHello || hello->payload.size() != sizeof named))
+      heard = DataLoss("not a hello");
+    if (heard.ok()) std::memcpy(&named, hello->payload.data(), sizeof named);
+    if (heard.ok() && named == job) return reader;
     if (heard.message() == kAborted) return heard;
     GD_LOG(kWarn, "dropped a bulk connection that is not job %llu's source: %s",
            (unsigned long long)job, heard.ok() ? "it names another job" : heard.message().c_str());
@@ -182,12 +115,9 @@ StatusOr<std::unique_ptr<BulkReceiver>> BulkListener::Accept(const BulkKey& key,
 
 // ------------------------------------------------------------------ source
 
-BulkSender::BulkSender(UniqueFd fd, const BulkKey& key, int timeout_ms)
-    : fd_(std::move(fd)), sealer_(key), timeout_ms_(timeout_ms) {}
-
-StatusOr<std::unique_ptr<BulkSender>> BulkSender::Connect(const std::string& host, int port,
-                                                          const BulkKey& key, uint64_t job,
-                                                          int timeout_ms) {
+StatusOr<std::unique_ptr<SealedWriter>> ConnectBulk(const std::string& host, int port,
+                                                    const BulkKey& key, uint64_t job,
+                                                    int timeout_ms) {
   GD_ASSIGN_OR_RETURN(addrinfo * found, Resolve(host, port, false));
   std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> owned(found, freeaddrinfo);
   UniqueFd fd(socket(found->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -203,35 +133,13 @@ StatusOr<std::unique_ptr<BulkSender>> BulkSender::Connect(const std::string& hos
   if (!connected || error != 0)
     return Unavailable("cannot open the bulk connection to " + where + ": " +
                        (connected ? std::strerror(error) : "timed out"));
-  auto sender = std::unique_ptr<BulkSender>(new BulkSender(std::move(fd), key, timeout_ms));
+  // Back to blocking: the job that takes it over writes with its own waits.
+  fcntl(fd.get(), F_SETFL, fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+  auto writer = std::make_unique<SealedWriter>(std::move(fd), key, 0, timeout_ms);
   uint8_t hello[sizeof job];
   std::memcpy(hello, &job, sizeof job);
-  GD_RETURN_IF_ERROR(sender->SendFrame(kSealedHello, hello));
-  return sender;
-}
-
-Status BulkSender::SendFrame(uint32_t flags, std::span<const uint8_t> payload) {
-  const size_t total = kSealedHeaderBytes + payload.size() + kSealedTagBytes;
-  if (buf_.size() < total) buf_.resize(total);
-  GD_RETURN_IF_ERROR(sealer_.Seal(flags, payload, buf_.data()));
-  if (tamper_ && flags == kSealedData) {
-    buf_[kSealedHeaderBytes + payload.size() / 2] ^= 0x10;
-    tamper_ = false;
-  }
-  return SendAll(fd_.get(), buf_.data(), total, timeout_ms_);
-}
-
-Status BulkSender::Send(std::span<const uint8_t> bytes) {
-  if (bytes.empty()) return Status::Ok();
-  GD_RETURN_IF_ERROR(SendFrame(kSealedData, bytes));
-  bytes_ += bytes.size();
-  return Status::Ok();
-}
-
-Status BulkSender::Finish() {
-  GD_RETURN_IF_ERROR(SendFrame(kSealedLast, {}));
-  shutdown(fd_.get(), SHUT_WR);
-  return Status::Ok();
+  GD_RETURN_IF_ERROR(writer->WriteFrame(sealed::kSealedHello, hello));
+  return writer;
 }
 
 }  // namespace gandiva::controller

@@ -15,7 +15,6 @@ namespace gandiva::controller {
 using runtime::ControlBlock;
 
 namespace {
-constexpr size_t kChunkBytes = 4 << 20;  // one frame on the wire
 
 // The operation's step while the source is in each state (kDone: none).
 OperationStep StepOf(MigrationSource::State state) {
@@ -132,39 +131,27 @@ StatusOr<MigrationSource::State> MigrationSource::Park() {
   return State::kStreaming;
 }
 
-Status MigrationSource::ReadChunk(int fd, std::string& buf) {
-  buf.resize(kChunkBytes);
-  size_t filled = 0;
-  while (filled < kChunkBytes) {
-    GD_ASSIGN_OR_RETURN(size_t n, ReadSome(fd, buf.data() + filled, kChunkBytes - filled,
-                                           ctx_.timeouts->stream_ms));
-    if (n == 0) break;
-    filled += n;
-  }
-  buf.resize(filled);
-  return Status::Ok();
-}
-
-// 3. The source writes its state to us; we stream it on, kWindow chunks in flight.
+// 3. The source job writes its state straight into the bulk connection to the
+//    destination job, which we hand it; we only wait until it has written all.
 StatusOr<MigrationSource::State> MigrationSource::Stream() {
   GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(ctx_.socket_path()));
   ControlBlock* cb = source_.cb.get();
-  const std::string target = "unix:" + listener->path();
+  const std::string target = "sealed:" + listener->path();
   GD_RETURN_IF_ERROR(ctx_.host->RequestTransfer(job_, runtime::kRequestCheckpoint, target));
   GD_RETURN_IF_ERROR(ctx_.peer->Begin(remote_job_));
   GD_ASSIGN_OR_RETURN(UniqueFd conn, AcceptFromJob(*listener, cb, ctx_.timeouts->stream_ms));
-  std::string buf;
-  uint64_t bytes = 0;
-  for (uint64_t seq = 0;; ++seq) {
-    GD_RETURN_IF_ERROR(ReadChunk(conn.get(), buf));
-    if (buf.empty()) break;
-    GD_RETURN_IF_ERROR(ctx_.peer->SendChunk(remote_job_, seq, buf));
-    bytes += buf.size();
+  GD_RETURN_IF_ERROR(ctx_.peer->HandOver(conn.get(), 0));
+  const uint64_t deadline = MonotonicNowNs() + ctx_.timeouts->written_ns;
+  auto written = runtime::kTransferBusy;
+  while (written != runtime::kTransferDone && written != runtime::kTransferFailed) {
+    if (*ctx_.stopping) return Unavailable("the controller is stopping");
+    if (MonotonicNowNs() >= deadline)
+      return DeadlineExceeded("the job did not finish writing its state");
+    written = runtime::WaitForTransfer(cb, 100 * kMs);
   }
-  GD_RETURN_IF_ERROR(ctx_.peer->Flush());
-  if (runtime::WaitForTransfer(cb, ctx_.timeouts->written_ns) != runtime::kTransferDone)
+  if (written != runtime::kTransferDone)
     return Internal("the job could not write its state: " + std::string(cb->transfer_error));
-  ctx_.update([bytes](Operation& op) { op.bytes = bytes; });
+  ctx_.update([bytes = cb->transfer_bytes.load()](Operation& op) { op.bytes = bytes; });
   return State::kRestoring;
 }
 

@@ -4,9 +4,10 @@
 //
 // preparing: the peer starts the job's command (migrate_prepare); warming: wait
 // until that copy has parked at its first boundary; parking: hold the source
-// at its next boundary (downtime starts); streaming: the source writes its
-// state through a Unix socket to us and we send it on in chunks, a window in
-// flight; restoring: the peer verifies and loads it (migrate_commit);
+// at its next boundary (downtime starts); streaming: we open the bulk
+// connection to the peer and hand it to the source job, which writes its state
+// into it (to the warm copy, which reads it); restoring: the copy verifies and
+// loads it (migrate_commit);
 // switching: end the source, then let the copy run (migrate_start).
 // A failure before switching aborts the peer's copy and releases the source,
 // which trains on from where it parked: nothing is lost.
@@ -42,7 +43,7 @@ class MigrationSource {
     std::string node;  // this node's name, for the peer
     const MigrationTimeouts* timeouts;
     const std::atomic<bool>* stopping;
-    // A fresh path for the Unix socket the job writes its state to.
+    // A fresh path for the Unix socket on which the job takes the bulk connection.
     std::function<std::string()> socket_path;
     // Records progress in the job's operation (step, to_job, bytes, downtime).
     std::function<void(const std::function<void(Operation&)>&)> update;
@@ -60,8 +61,6 @@ class MigrationSource {
   StatusOr<State> Stream();
   StatusOr<State> Restore();
   StatusOr<State> Switch();
-  // Reads up to one chunk of the job's stream into `buf`; empty at its end.
-  Status ReadChunk(int fd, std::string& buf);
   // A failure in `state`: the peer drops its copy, the source trains on.
   Status Fail(State state, const Status& why);
 

@@ -1,6 +1,8 @@
-// The real peer over a PeerLink and a bulk channel, and the fault-injecting
+// The real peer over a PeerLink and a bulk connection, and the fault-injecting
 // wrapper; see peer.h. Wire names of job states are parsed only here.
 #include "migration/peer.h"
+
+#include <sys/socket.h>
 
 #include "migration/bulk_channel.h"
 #include "migration/peer_link.h"
@@ -13,11 +15,10 @@ namespace {
 
 class LinkPeer final : public Peer {
  public:
-  LinkPeer(PeerInfo info, protocol::CurveClientKeys keys, int timeout_ms, PeerFault wire_fault)
+  LinkPeer(PeerInfo info, protocol::CurveClientKeys keys, int timeout_ms)
       : info_(std::move(info)),
         keys_(std::move(keys)),
         timeout_ms_(timeout_ms),
-        wire_fault_(wire_fault),
         link_(info_.endpoint, keys_, timeout_ms) {}
 
   const std::string& name() const override { return info_.name; }
@@ -37,30 +38,22 @@ class LinkPeer final : public Peer {
   }
 
   // A fresh key for this migration goes over CURVE; the peer answers with the
-  // port of its bulk channel, on the host we know it by.
+  // port of its bulk connection, on the host we know it by.
   Status Begin(uint64_t job) override {
-    GD_ASSIGN_OR_RETURN(BulkKey key, NewBulkKey());
-    auto begun =
-        link_.Call(MessageType::kMigrateBegin, {{"job", job}, {"bulk_key", BulkKeyToHex(key)}});
+    GD_ASSIGN_OR_RETURN(key_, sealed::NewBulkKey());
+    auto begun = link_.Call(MessageType::kMigrateBegin,
+                            {{"job", job}, {"bulk_key", sealed::BulkKeyToHex(key_)}});
     if (!begun.ok()) return Named(begun.status());
     const int port = (*begun)["bulk_port"].get<int>();
-    auto sender =
-        BulkSender::Connect(HostOfTcpEndpoint(info_.endpoint), port, key, job, timeout_ms_);
-    if (!sender.ok()) return Named(sender.status());
-    bulk_ = std::move(*sender);
-    if (wire_fault_ == PeerFault::kFlipWireBit) bulk_->TamperWithNextFrame();
+    auto bulk = ConnectBulk(HostOfTcpEndpoint(info_.endpoint), port, key_, job, timeout_ms_);
+    if (!bulk.ok()) return Named(bulk.status());
+    bulk_ = std::move(*bulk);
     return Status::Ok();
   }
 
-  Status SendChunk(uint64_t job, uint64_t, std::string_view bytes) override {
-    if (!bulk_) return FailedPrecondition("the bulk channel is not open");
-    Status sent = bulk_->Send({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()});
-    return sent.ok() ? sent : WhyPeerStopped(job, sent);
-  }
-
-  Status Flush() override {
-    if (!bulk_) return FailedPrecondition("the bulk channel is not open");
-    return bulk_->Finish();
+  Status HandOver(int job_socket, uint32_t test_flags) override {
+    if (!bulk_) return FailedPrecondition("the bulk connection is not open");
+    return sealed::SendHandoff(job_socket, bulk_->fd(), key_, bulk_->next_seq(), test_flags);
   }
 
   StatusOr<uint64_t> Commit(uint64_t job) override {
@@ -74,6 +67,7 @@ class LinkPeer final : public Peer {
   }
 
   Status Abort(uint64_t job) override {
+    if (bulk_) shutdown(bulk_->fd(), SHUT_RDWR);  // the job's end is the same connection
     PeerLink fresh(info_.endpoint, keys_, 3000);
     return fresh.Call(MessageType::kMigrateAbort, {{"job", job}}).status();
   }
@@ -81,28 +75,20 @@ class LinkPeer final : public Peer {
  private:
   Status Named(const Status& s) const { return Status(s.code(), info_.name + ": " + s.message()); }
 
-  // The destination closed the bulk channel: it stopped reading because a frame
-  // did not open, or its job went away. Its commit step says which.
-  Status WhyPeerStopped(uint64_t job, const Status& local) {
-    if (local.code() != StatusCode::kUnavailable) return Named(local);
-    auto reason = link_.Call(MessageType::kMigrateCommit, {{"job", job}});
-    return Named(reason.ok() ? local : reason.status());
-  }
-
   PeerInfo info_;
   protocol::CurveClientKeys keys_;
   int timeout_ms_;
-  PeerFault wire_fault_;
   PeerLink link_;
-  std::unique_ptr<BulkSender> bulk_;
+  sealed::BulkKey key_{};
+  std::unique_ptr<SealedWriter> bulk_;  // only its hello is written here
 };
 
 }  // namespace
 
 std::unique_ptr<Peer> ConnectPeer(const PeerInfo& info, const protocol::CurveKeyPair& node_keys,
-                                  int timeout_ms, PeerFault wire_fault) {
+                                  int timeout_ms) {
   return std::make_unique<LinkPeer>(info, protocol::CurveClientKeys{node_keys, info.public_key},
-                                    timeout_ms, wire_fault);
+                                    timeout_ms);
 }
 
 StatusOr<PeerFault> ParsePeerFault(const std::string& name) {
@@ -112,12 +98,10 @@ StatusOr<PeerFault> ParsePeerFault(const std::string& name) {
   return InvalidArgument("unknown --fault '" + name + "' (known: corrupt-chunk, flip-wire-bit)");
 }
 
-Status FaultInjectionPeer::SendChunk(uint64_t job, uint64_t seq, std::string_view bytes) {
-  if (fault_ != PeerFault::kCorruptChunk || seq != 0 || bytes.empty())
-    return base_->SendChunk(job, seq, bytes);
-  std::string corrupt(bytes);
-  corrupt[corrupt.size() / 2] ^= 0x40;
-  return base_->SendChunk(job, seq, corrupt);
+Status FaultInjectionPeer::HandOver(int job_socket, uint32_t test_flags) {
+  if (fault_ == PeerFault::kCorruptChunk) test_flags |= sealed::kHandoffCorruptPlain;
+  if (fault_ == PeerFault::kFlipWireBit) test_flags |= sealed::kHandoffTamperSealed;
+  return base_->HandOver(job_socket, test_flags);
 }
 
 }  // namespace gandiva::controller

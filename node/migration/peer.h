@@ -2,7 +2,8 @@
 // interface over the steps of the wire protocol, so that the source's state
 // machine can be tested against a fake peer. LinkPeer is the real one: its
 // steps go over an authenticated PeerLink (CURVE), the state over a sealed bulk
-// channel (bulk_channel.h) whose key that link carries; FaultInjectionPeer
+// connection (bulk_channel.h) whose key that link carries and which the source
+// job writes into itself; FaultInjectionPeer
 // wraps any peer to make test-only faults happen on the way (like leveldb's
 // FaultInjectionTestEnv).
 //
@@ -31,33 +32,35 @@ class Peer {
   virtual StatusOr<uint64_t> Prepare(const protocol::Json& fields) = 0;
   // The state of the peer's job (list_jobs).
   virtual StatusOr<JobState> JobStateOf(uint64_t job) = 0;
-  // migrate_begin: the peer's job starts reading state; the bulk channel opens.
+  // migrate_begin: the peer's job starts reading state; the bulk connection opens.
   virtual Status Begin(uint64_t job) = 0;
-  // Sends chunk `seq` of the state (flow control is the connection's).
-  virtual Status SendChunk(uint64_t job, uint64_t seq, std::string_view bytes) = 0;
-  // Ends the stream: every chunk has been sent.
-  virtual Status Flush() = 0;
+  // Hands the bulk connection to the source job on `job_socket` (the Unix
+  // connection of its "sealed:" transfer); the job then writes its state into
+  // it. test_flags: sealed::kHandoff* (fault tests), else 0.
+  virtual Status HandOver(int job_socket, uint32_t test_flags) = 0;
   // migrate_commit: the job verified and loaded the stream; returns the bytes it loaded.
   virtual StatusOr<uint64_t> Commit(uint64_t job) = 0;
   virtual Status Start(uint64_t job) = 0;
-  // Drops the peer's copy. Used after a failure, so it does not rely on the
-  // connection the other steps used (that may be the broken part).
+  // Drops the peer's copy and shuts the bulk connection down (a job still
+  // writing into it stops at once). Used after a failure, so it does not rely
+  // on the connection the other steps used (that may be the broken part).
   virtual Status Abort(uint64_t job) = 0;
 };
 
-// Test-only faults, named by gandivad's --fault flag: kCorruptChunk flips a bit
-// in the middle of the first chunk before it is sealed (the job's checksums
-// catch it); kFlipWireBit flips one after it is sealed, as a device on the
-// path could (the bulk channel's authentication catches it).
+// The real peer, over ZeroMQ with CURVE and the sealed bulk connection; a peer
+// silent for timeout_ms has failed.
+std::unique_ptr<Peer> ConnectPeer(const PeerInfo& info, const protocol::CurveKeyPair& node_keys,
+                                  int timeout_ms);
+
+// Test-only faults, named by gandivad's --fault flag, made by the source job
+// as the handoff tells it: kCorruptChunk flips a bit of the first data frame
+// before it is sealed (the destination job's checksums catch it);
+// kFlipWireBit flips one after it is sealed, as a device on the path could
+// (the bulk channel's authentication catches it).
 enum class PeerFault { kNone, kCorruptChunk, kFlipWireBit };
 StatusOr<PeerFault> ParsePeerFault(const std::string& name);
 
-// The real peer, over ZeroMQ with CURVE and the sealed bulk channel; a peer
-// silent for timeout_ms has failed. `wire_fault` may be kFlipWireBit.
-std::unique_ptr<Peer> ConnectPeer(const PeerInfo& info, const protocol::CurveKeyPair& node_keys,
-                                  int timeout_ms, PeerFault wire_fault = PeerFault::kNone);
-
-// Passes every step on to `base`, and makes kCorruptChunk happen on the way.
+// Passes every step on to `base`, and makes `fault` happen on the way.
 class FaultInjectionPeer final : public Peer {
  public:
   FaultInjectionPeer(std::unique_ptr<Peer> base, PeerFault fault)
@@ -68,8 +71,7 @@ class FaultInjectionPeer final : public Peer {
   }
   StatusOr<JobState> JobStateOf(uint64_t job) override { return base_->JobStateOf(job); }
   Status Begin(uint64_t job) override { return base_->Begin(job); }
-  Status SendChunk(uint64_t job, uint64_t seq, std::string_view bytes) override;
-  Status Flush() override { return base_->Flush(); }
+  Status HandOver(int job_socket, uint32_t test_flags) override;
   StatusOr<uint64_t> Commit(uint64_t job) override { return base_->Commit(job); }
   Status Start(uint64_t job) override { return base_->Start(job); }
   Status Abort(uint64_t job) override { return base_->Abort(job); }

@@ -151,6 +151,24 @@ def test_corrupt_chunk_aborts_and_the_job_continues_on_the_source(cluster, tmp_p
     assert_job_continues_on_source(a, run, out, ref)
 
 
+def test_a_bit_flipped_on_the_wire_aborts_and_the_job_continues_on_the_source(cluster, tmp_path):
+    """A frame of the bulk connection changed after it was sealed (gandivad
+    --fault flip-wire-bit makes the source job flip one bit of its first data
+    frame after sealing it, as a device on the path could): the destination job
+    cannot open it, loads nothing, and the job trains on at its source."""
+    ref = reference(cnn_cmd, tmp_path, "cnn")
+    nodes = cluster(extra={"a": ["--fault", "flip-wire-bit"]})
+    a, b = nodes["a"], nodes["b"]
+    out = tmp_path / "cnn.json"
+    run = a.run(*cnn_cmd(out), name="cnn")
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 50, what="training on a")
+    r = migrate(a, 1, "b", check=False)
+    assert r.returncode == 1
+    assert "failed authentication" in r.stderr, r.stderr
+    wait_for(lambda: all(j["state"] in ("exited", "failed") for j in b.jobs()), what="b to drop its copy")
+    assert_job_continues_on_source(a, run, out, ref)
+
+
 def test_killed_destination_aborts_and_the_job_continues(cluster, tmp_path):
     ref = reference(cnn_cmd, tmp_path, "cnn")
     nodes = cluster()

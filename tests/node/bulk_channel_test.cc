@@ -1,8 +1,10 @@
-// The migration's sealed bulk channel over real loopback TCP: the bytes
-// arrive as sent, and a proxy between the two ends that changes the stream
-// after sealing (flips a bit, replays, reorders, drops or cuts frames) or a
-// sender with another key is caught, each with an error that says what
-// happened. Strangers that connect first do not disturb the migration.
+// The migration's sealed bulk connection over real loopback TCP, opened as
+// two gandivad open it (BulkListener, ConnectBulk) and written and read as the
+// jobs do (SealedWriter, SealedReader): the bytes arrive as sent, and a proxy
+// between the two ends that changes the stream after sealing (flips a bit,
+// replays, reorders, drops or cuts frames) or a sender with another key is
+// caught, each with an error that says what happened. Strangers that connect
+// first do not disturb the migration.
 #include "migration/bulk_channel.h"
 
 #include <arpa/inet.h>
@@ -30,7 +32,7 @@ std::vector<uint8_t> Pattern(size_t n, uint8_t salt) {
 }
 
 BulkKey Key() {
-  auto key = NewBulkKey();
+  auto key = sealed::NewBulkKey();
   EXPECT_TRUE(key.ok());
   return *key;
 }
@@ -45,19 +47,20 @@ Received ReceiveAll(BulkListener& listener, const BulkKey& key) {
   Received r;
   auto source = listener.Accept(key, kJob, kTimeoutMs, nullptr);
   if (!source.ok()) return {source.status(), {}};
+  std::vector<uint8_t> piece(300 << 10);  // reads that do not match the frames
   for (;;) {
-    auto chunk = (*source)->Next(kTimeoutMs, nullptr);
-    if (!chunk.ok()) return {chunk.status(), r.bytes};
-    if ((*source)->done()) return r;
-    r.bytes.insert(r.bytes.end(), chunk->begin(), chunk->end());
+    auto n = (*source)->Read(piece.data(), piece.size(), kTimeoutMs);
+    if (!n.ok()) return {n.status(), r.bytes};
+    if (*n == 0) return r;
+    r.bytes.insert(r.bytes.end(), piece.begin(), piece.begin() + *n);
   }
 }
 
 // Sends `chunks` sealed under `key` to port; returns the first failure.
 Status SendAll(int port, const BulkKey& key, const std::vector<std::vector<uint8_t>>& chunks,
                uint64_t job = kJob) {
-  GD_ASSIGN_OR_RETURN(auto sender, BulkSender::Connect("127.0.0.1", port, key, job, kTimeoutMs));
-  for (const auto& c : chunks) GD_RETURN_IF_ERROR(sender->Send(c));
+  GD_ASSIGN_OR_RETURN(auto sender, ConnectBulk("127.0.0.1", port, key, job, kTimeoutMs));
+  for (const auto& c : chunks) GD_RETURN_IF_ERROR(sender->Write(c.data(), c.size()));
   return sender->Finish();
 }
 
@@ -108,12 +111,13 @@ class TamperingProxy {
     addr.sin_port = htons(static_cast<uint16_t>(upstream_port));
     if (in >= 0 && connect(out, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
       for (size_t index = 0;; ++index) {
-        Frame frame(kSealedHeaderBytes);
-        if (!ReadExact(in, frame.data(), kSealedHeaderBytes)) break;
-        SealedHeader header;
+        Frame frame(sealed::kSealedHeaderBytes);
+        if (!ReadExact(in, frame.data(), sealed::kSealedHeaderBytes)) break;
+        sealed::SealedHeader header;
         std::memcpy(&header, frame.data(), sizeof header);
-        frame.resize(kSealedHeaderBytes + header.length + kSealedTagBytes);
-        if (!ReadExact(in, frame.data() + kSealedHeaderBytes, header.length + kSealedTagBytes))
+        frame.resize(sealed::kSealedHeaderBytes + header.length + sealed::kSealedTagBytes);
+        if (!ReadExact(in, frame.data() + sealed::kSealedHeaderBytes,
+                       header.length + sealed::kSealedTagBytes))
           break;
         for (const Frame& f : rewrite_(index, std::move(frame)))
           if (send(out, f.data(), f.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(f.size()))
@@ -186,7 +190,7 @@ TEST_F(BulkChannelTest, ABitFlippedAfterSealingIsCaught) {
   EXPECT_EQ(r.status.code(), StatusCode::kDataLoss);
   EXPECT_NE(r.status.message().find("bulk frame 2 failed authentication"), std::string::npos)
       << r.status.ToString();
-  EXPECT_EQ(r.bytes.size(), chunks_[0].size()) << "only the frames before it were taken";
+  EXPECT_EQ(r.bytes.size(), sealed::kFramePayload) << "only the frame before it was taken";
 }
 
 TEST_F(BulkChannelTest, AFlippedTagOrHeaderIsCaught) {
@@ -197,7 +201,7 @@ TEST_F(BulkChannelTest, AFlippedTagOrHeaderIsCaught) {
   EXPECT_EQ(tag.status.code(), StatusCode::kDataLoss) << tag.status.ToString();
   SetUp();
   Received flags = ThroughProxy([](size_t i, TamperingProxy::Frame f) {
-    if (i == 1) f[12] ^= kSealedLast;  // the header's flags: pretend the stream ends here
+    if (i == 1) f[12] ^= sealed::kSealedLast;  // the header's flags: pretend the stream ends here
     return std::vector<TamperingProxy::Frame>{std::move(f)};
   });
   EXPECT_EQ(flags.status.code(), StatusCode::kDataLoss) << flags.status.ToString();
@@ -248,9 +252,10 @@ TEST_F(BulkChannelTest, ReorderedFramesAreCaught) {
 }
 
 TEST_F(BulkChannelTest, AStreamCutBeforeItsLastFrameIsCaught) {
-  const size_t last = chunks_.size() + 1;  // hello, the data frames, then the last frame
-  Received r = ThroughProxy([&](size_t i, TamperingProxy::Frame f) {
-    if (i == last) return std::vector<TamperingProxy::Frame>{};
+  Received r = ThroughProxy([&](size_t, TamperingProxy::Frame f) {
+    sealed::SealedHeader header;
+    std::memcpy(&header, f.data(), sizeof header);
+    if (header.flags == sealed::kSealedLast) return std::vector<TamperingProxy::Frame>{};
     return std::vector<TamperingProxy::Frame>{std::move(f)};
   });
   EXPECT_EQ(r.status.code(), StatusCode::kDataLoss);
@@ -272,14 +277,68 @@ TEST_F(BulkChannelTest, StrangersAndWrongKeysAreDroppedAndTheSourceStillGetsThro
   EXPECT_EQ(received.bytes, All());
 }
 
+TEST_F(BulkChannelTest, AHandedOverConnectionCarriesTheStateFromJobToJob) {
+  // As the two gandivad do: each hands its end to its "job" over a Unix
+  // socket pair; the jobs write and read the state themselves.
+  int to_source[2], to_dest[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, to_source), 0);
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, to_dest), 0);
+  Received received;
+  std::thread destination([&] {
+    auto source = listener_->Accept(key_, kJob, kTimeoutMs, nullptr);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    ASSERT_TRUE(
+        sealed::SendHandoff(to_dest[0], (*source)->fd(), key_, (*source)->next_seq(), 0).ok());
+    auto handoff = sealed::ReceiveHandoff(to_dest[1], kTimeoutMs);
+    ASSERT_TRUE(handoff.ok()) << handoff.status().ToString();
+    SealedReader job(std::move(handoff->connection), handoff->key, handoff->next_seq);
+    std::vector<uint8_t> piece(3 << 20);
+    for (;;) {
+      auto n = job.Read(piece.data(), piece.size(), kTimeoutMs);
+      if (!n.ok() || *n == 0) {
+        received.status = n.status();
+        break;
+      }
+      received.bytes.insert(received.bytes.end(), piece.begin(), piece.begin() + *n);
+    }
+  });
+  auto bulk = ConnectBulk("127.0.0.1", listener_->port(), key_, kJob, kTimeoutMs);
+  ASSERT_TRUE(bulk.ok()) << bulk.status().ToString();
+  ASSERT_TRUE(sealed::SendHandoff(to_source[0], (*bulk)->fd(), key_, (*bulk)->next_seq(), 0).ok());
+  auto handoff = sealed::ReceiveHandoff(to_source[1], kTimeoutMs);
+  ASSERT_TRUE(handoff.ok()) << handoff.status().ToString();
+  bulk->reset();  // the daemon's copy goes; the job's stays open
+  SealedWriter job(std::move(handoff->connection), handoff->key, handoff->next_seq, kTimeoutMs);
+  const std::vector<uint8_t> all = All();
+  ASSERT_TRUE(job.Write(all.data(), 100).ok());  // a small write, then a large one
+  ASSERT_TRUE(job.Write(all.data() + 100, all.size() - 100).ok());
+  ASSERT_TRUE(job.Finish().ok());
+  destination.join();
+  ASSERT_TRUE(received.status.ok()) << received.status.ToString();
+  EXPECT_EQ(received.bytes, all);
+  for (int fd : {to_source[0], to_source[1], to_dest[0], to_dest[1]}) close(fd);
+}
+
+TEST(SealedFramesTest, AHandoffWithoutAConnectionIsRefused) {
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, pair), 0);
+  ASSERT_EQ(write(pair[0], "not a handoff at all, and no descriptor with it..........", 56), 56);
+  auto handoff = sealed::ReceiveHandoff(pair[1], kTimeoutMs);
+  EXPECT_EQ(handoff.status().code(), StatusCode::kDataLoss) << handoff.status().ToString();
+  close(pair[0]);
+  close(pair[1]);
+}
+
 TEST(SealedFramesTest, KeysRoundTripAsHexAndBadHexIsRefused) {
   const BulkKey key = Key();
-  auto back = BulkKeyFromHex(BulkKeyToHex(key));
+  auto back = sealed::BulkKeyFromHex(sealed::BulkKeyToHex(key));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, key);
-  EXPECT_EQ(BulkKeyFromHex("abc").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(BulkKeyFromHex(std::string(64, 'g')).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(BulkKeyToHex(Key()), BulkKeyToHex(key)) << "each migration gets a fresh key";
+  EXPECT_EQ(sealed::BulkKeyFromHex("abc").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(sealed::BulkKeyFromHex(std::string(64, 'g')).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_NE(sealed::BulkKeyToHex(Key()), sealed::BulkKeyToHex(key))
+      << "each migration gets a fresh key";
 }
 
 TEST(SealedFramesTest, HostOfAnEndpoint) {

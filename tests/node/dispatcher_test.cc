@@ -116,6 +116,7 @@ TEST_F(NodeHandlersTest, UnknownJobsAndDevicesAreNotFound) {
                     MessageType::kListJobs, MessageType::kCheckpoint, MessageType::kMigrateBegin}) {
     Json fields = {{"job", 42}};
     if (type == MessageType::kCheckpoint) fields["dir"] = "/tmp";
+    if (type == MessageType::kMigrateBegin) fields["bulk_key"] = std::string(64, '0');
     auto r = Call(type, fields);
     EXPECT_EQ(r.status().code(), StatusCode::kNotFound) << protocol::WireName(type);
     EXPECT_EQ(r.status().message(), "no job 42");

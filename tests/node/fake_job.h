@@ -1,7 +1,8 @@
 // Plays a training job's side of a control block for the node's unit tests:
 // parks when asked to suspend, runs when resumed, and serves checkpoint and
-// restore requests through the Unix socket (or file) the node names, as the
-// job runtime does. Its "state" is a byte string.
+// restore requests through the file, Unix socket or handed-over sealed bulk
+// connection the node names, as the job runtime does. Its "state" is a byte
+// string.
 #ifndef GANDIVA_TESTS_NODE_FAKE_JOB_H_
 #define GANDIVA_TESTS_NODE_FAKE_JOB_H_
 
@@ -15,12 +16,14 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "gandiva/common/clock.h"
 #include "gandiva/common/futex.h"
 #include "gandiva/contract/control_block.h"
+#include "gandiva/contract/sealed_channel.h"
 
 namespace gandiva::controller::testing {
 
@@ -70,11 +73,27 @@ class FakeJob {
     }
     return fd;
   }
+  // "sealed:PATH": take the bulk connection the node hands over on PATH.
+  static std::optional<sealed::Handoff> TakeHandoff(const std::string& target) {
+    int fd = Connect(target.substr(7));
+    if (fd < 0) return std::nullopt;
+    auto handoff = sealed::ReceiveHandoff(fd, 10'000);
+    close(fd);
+    if (!handoff.ok()) return std::nullopt;
+    return std::move(*handoff);
+  }
   bool Save(const std::string& target) {
     const std::string s = state();
     if (target.rfind("file:", 0) == 0) {
       std::ofstream(target.substr(5), std::ios::binary) << s;
       return true;
+    }
+    if (target.rfind("sealed:", 0) == 0) {
+      auto h = TakeHandoff(target);
+      if (!h) return false;
+      sealed::SealedWriter writer(std::move(h->connection), h->key, h->next_seq, 10'000);
+      writer.ApplyTestFlags(h->flags);
+      return writer.Write(s.data(), s.size()).ok() && writer.Finish().ok();
     }
     int fd = Connect(target.substr(5));
     if (fd < 0) return false;
@@ -83,12 +102,25 @@ class FakeJob {
     return ok;
   }
   bool Load(const std::string& target) {
-    int fd = Connect(target.substr(5));
-    if (fd < 0) return false;
     std::string got;
-    char buf[1 << 16];
-    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, n);
-    close(fd);
+    if (target.rfind("sealed:", 0) == 0) {
+      auto h = TakeHandoff(target);
+      if (!h) return false;
+      sealed::SealedReader reader(std::move(h->connection), h->key, h->next_seq);
+      char buf[1 << 16];
+      for (;;) {
+        auto n = reader.Read(buf, sizeof buf, 10'000);
+        if (!n.ok()) return false;
+        if (*n == 0) break;
+        got.append(buf, *n);
+      }
+    } else {
+      int fd = Connect(target.substr(5));
+      if (fd < 0) return false;
+      char buf[1 << 16];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, n);
+      close(fd);
+    }
     std::this_thread::sleep_for(load_delay_);
     std::lock_guard lock(mu_);
     state_ = std::move(got);

@@ -6,9 +6,11 @@
 #include "migration/migrator.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 
 #include <future>
 #include <map>
+#include <thread>
 
 #include "fake_job.h"
 #include "gandiva/common/clock.h"
@@ -97,14 +99,15 @@ class FakeHost : public JobHost {
   std::map<uint64_t, Entry> jobs_;
 };
 
-enum class PeerStep { kNone, kPrepare, kState, kBegin, kChunk, kFlush, kCommit, kStart };
+enum class PeerStep { kNone, kPrepare, kState, kBegin, kHandOver, kCommit, kStart };
 
 // What the fake peer saw; shared with the test.
 struct PeerRecord {
   std::mutex mu;
   std::string received;
   std::string expected;  // what the source holds: a mismatch fails the commit, as a checksum would
-  std::vector<std::string> chunks;
+  Status read;           // how reading the bulk connection ended
+  bool handed_over = false;
   bool aborted = false, started = false;
 };
 
@@ -122,18 +125,52 @@ class FakePeer : public Peer {
     if (fail_at_ == PeerStep::kState) return Unavailable("no reply from peer b");
     return ++polls_ < 3 ? JobState::kStarting : JobState::kSuspended;
   }
-  Status Begin(uint64_t) override { return Fails(PeerStep::kBegin); }
-  Status SendChunk(uint64_t, uint64_t seq, std::string_view bytes) override {
-    std::lock_guard lock(record_->mu);
-    EXPECT_EQ(seq, record_->chunks.size());
-    record_->chunks.emplace_back(bytes);
-    record_->received.append(bytes);
-    return Fails(PeerStep::kChunk);
+  // The bulk connection is a socket pair here; the source job gets one end
+  // and writes sealed frames into it, a thread of ours reads the other.
+  Status Begin(uint64_t) override {
+    GD_RETURN_IF_ERROR(Fails(PeerStep::kBegin));
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0)
+      return Internal("socketpair");
+    source_end_.Reset(pair[0]);
+    dest_end_.Reset(pair[1]);
+    key_ = *sealed::NewBulkKey();
+    return Status::Ok();
   }
-  Status Flush() override { return Fails(PeerStep::kFlush); }
+  Status HandOver(int job_socket, uint32_t test_flags) override {
+    GD_RETURN_IF_ERROR(Fails(PeerStep::kHandOver));
+    GD_RETURN_IF_ERROR(sealed::SendHandoff(job_socket, source_end_.get(), key_, 0, test_flags));
+    source_end_.Reset();
+    {
+      std::lock_guard lock(record_->mu);
+      record_->handed_over = true;
+    }
+    reader_ = std::thread([this, fd = std::move(dest_end_)]() mutable {
+      sealed::SealedReader reader(std::move(fd), key_, 0);
+      std::string got;
+      char buf[1 << 16];
+      Status read;
+      for (;;) {
+        auto n = reader.Read(buf, sizeof buf, 10'000);
+        if (!n.ok()) read = n.status();
+        if (!n.ok() || *n == 0) break;
+        got.append(buf, *n);
+      }
+      std::lock_guard lock(record_->mu);
+      record_->received = std::move(got);
+      record_->read = read;
+    });
+    return Status::Ok();
+  }
+  ~FakePeer() override {
+    if (reader_.joinable()) reader_.join();
+  }
   StatusOr<uint64_t> Commit(uint64_t) override {
     GD_RETURN_IF_ERROR(Fails(PeerStep::kCommit));
+    if (reader_.joinable()) reader_.join();
     std::lock_guard lock(record_->mu);
+    if (!record_->read.ok())
+      return DataLoss("b: the job could not load the state: " + record_->read.message());
     if (record_->received != record_->expected)
       return DataLoss("b: the job could not load the state: chunk 0 checksum mismatch");
     return record_->received.size();
@@ -146,6 +183,7 @@ class FakePeer : public Peer {
   }
   Status Abort(uint64_t job) override {
     EXPECT_EQ(job, 7u);
+    if (source_end_.valid()) shutdown(source_end_.get(), SHUT_RDWR);
     std::lock_guard lock(record_->mu);
     record_->aborted = true;
     return Status::Ok();
@@ -159,6 +197,9 @@ class FakePeer : public Peer {
   std::shared_ptr<PeerRecord> record_;
   PeerStep fail_at_;
   int polls_ = 0;
+  sealed::BulkKey key_{};
+  UniqueFd source_end_, dest_end_;
+  std::thread reader_;
 };
 
 // No test waits for one of these to expire: they only bound a test that hangs.
@@ -224,7 +265,7 @@ TEST_F(MigratorTest, MigratesTheStateAndEndsTheSource) {
   EXPECT_EQ(op.bytes, kStateBytes);
   EXPECT_GT(op.downtime_ms, 0);
   EXPECT_EQ(record_->received, record_->expected);
-  EXPECT_EQ(record_->chunks.size(), 3u);
+  EXPECT_TRUE(record_->handed_over);
   EXPECT_TRUE(record_->started);
   EXPECT_FALSE(record_->aborted);
   EXPECT_TRUE(host_.at(1).migrated);
@@ -247,7 +288,7 @@ TEST_P(PeerFailureTest, SourceIsReleasedAndResumed) {
 
 INSTANTIATE_TEST_SUITE_P(EachStep, PeerFailureTest,
                          ::testing::Values(PeerStep::kPrepare, PeerStep::kState, PeerStep::kBegin,
-                                           PeerStep::kChunk, PeerStep::kFlush, PeerStep::kCommit));
+                                           PeerStep::kHandOver, PeerStep::kCommit));
 
 TEST_F(MigratorTest, LostStartLeavesTheStateOnThePeer) {
   auto m = MakeMigrator(PeerStep::kStart);
@@ -300,7 +341,7 @@ TEST_F(MigratorTest, RefusesToMoveAJobThatRegisteredNoState) {
       << refused.status().ToString();
   EXPECT_FALSE(m->Busy(1));
   EXPECT_FALSE(m->OperationOf(1).has_value()) << "nothing was started";
-  EXPECT_TRUE(record_->chunks.empty());
+  EXPECT_FALSE(record_->handed_over);
   ExpectSourceTrainsOn();
 }
 
@@ -394,17 +435,16 @@ class ArrivalTest : public MigratorTest {
 TEST_F(ArrivalTest, StepsRunOnAWorkerAndReplyWhenDone) {
   host_.load_delay = std::chrono::milliseconds(300);  // the job takes its time to load
   Prepare();
-  const BulkKey key = *NewBulkKey();
-  auto begun = Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", BulkKeyToHex(key)}});
+  const BulkKey key = *sealed::NewBulkKey();
+  auto begun =
+      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
   ASSERT_TRUE(begun.ok()) << begun.status().ToString();
   const std::string state = Pattern(kStateBytes);
   {
-    auto sender = BulkSender::Connect("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
+    // As the source job does with the connection its node hands it.
+    auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
     ASSERT_TRUE(sender.ok()) << sender.status().ToString();
-    for (size_t off = 0; off < state.size(); off += 4 << 20) {
-      const size_t n = std::min<size_t>(4 << 20, state.size() - off);
-      ASSERT_TRUE((*sender)->Send({reinterpret_cast<const uint8_t*>(state.data()) + off, n}).ok());
-    }
+    ASSERT_TRUE((*sender)->Write(state.data(), state.size()).ok());
     ASSERT_TRUE((*sender)->Finish().ok());
   }
   auto [dispatch_ms, committed] = Send(MessageType::kMigrateCommit, {{"job", 2}});
@@ -422,19 +462,22 @@ TEST_F(ArrivalTest, StepsRunOnAWorkerAndReplyWhenDone) {
 
 TEST_F(ArrivalTest, ATamperedStreamFailsTheCommitWithTheReason) {
   Prepare();
-  const BulkKey key = *NewBulkKey();
-  auto begun = Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", BulkKeyToHex(key)}});
+  const BulkKey key = *sealed::NewBulkKey();
+  auto begun =
+      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
   ASSERT_TRUE(begun.ok()) << begun.status().ToString();
   {
-    auto sender = BulkSender::Connect("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
+    auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
     ASSERT_TRUE(sender.ok()) << sender.status().ToString();
     (*sender)->TamperWithNextFrame();
-    (void)(*sender)->Send({reinterpret_cast<const uint8_t*>("state"), 5});
+    (void)(*sender)->Write("state", 5);
     (void)(*sender)->Finish();
   }
+  // The (fake) job could not open the frame: it failed its restore, and the
+  // commit says so.
   auto committed = Call(MessageType::kMigrateCommit, {{"job", 2}});
   EXPECT_EQ(committed.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(committed.status().message().find("failed authentication"), std::string::npos)
+  EXPECT_NE(committed.status().message().find("could not load the state"), std::string::npos)
       << committed.status().ToString();
   EXPECT_TRUE(host_.at(2).held) << "the copy stays parked until its source aborts it";
 }

@@ -70,21 +70,6 @@ Status MakeDirs(const std::string& dir) {
   return Status::Ok();
 }
 
-StatusOr<UniqueFd> ConnectUnix(const std::string& path) {
-  struct sockaddr_un addr {};
-  addr.sun_family = AF_UNIX;
-  if (path.size() >= sizeof(addr.sun_path)) return InvalidArgument("socket path too long: " + path);
-  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
-  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (fd.get() < 0) return Unavailable(Errno("socket"));
-  int rc;
-  do {
-    rc = ::connect(fd.get(), reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr));
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) return Unavailable(Errno("cannot connect to unix socket " + path));
-  return fd;
-}
-
 class FileSink : public Sink {
  public:
   FileSink(UniqueFd fd, std::string tmp, std::string path, std::string dir, bool durable)
@@ -183,6 +168,21 @@ class FdSource : public Source {
 
 }  // namespace
 
+StatusOr<UniqueFd> ConnectUnixSocket(const std::string& path) {
+  struct sockaddr_un addr {};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return InvalidArgument("socket path too long: " + path);
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd.get() < 0) return Unavailable(Errno("socket"));
+  int rc;
+  do {
+    rc = ::connect(fd.get(), reinterpret_cast<struct sockaddr*>(&addr), sizeof(addr));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return Unavailable(Errno("cannot connect to unix socket " + path));
+  return fd;
+}
+
 Status WriteAll(int fd, const void* data, size_t n, bool socket) {
   struct iovec iov = {const_cast<void*>(data), n};
   return WriteVAll(fd, &iov, 1, socket, "fd " + std::to_string(fd));
@@ -203,7 +203,7 @@ StatusOr<std::unique_ptr<Sink>> OpenFileSink(const std::string& path, bool durab
 }
 
 StatusOr<std::unique_ptr<Sink>> ConnectSocketSink(const std::string& socket_path) {
-  GD_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnix(socket_path));
+  GD_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnixSocket(socket_path));
   // Bigger kernel buffers mean fewer wake-ups per GiB; the kernel caps the value.
   int size = 4 << 20;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
@@ -232,7 +232,7 @@ StatusOr<std::unique_ptr<Source>> OpenFileSource(const std::string& path) {
 }
 
 StatusOr<std::unique_ptr<Source>> ConnectSocketSource(const std::string& socket_path) {
-  GD_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnix(socket_path));
+  GD_ASSIGN_OR_RETURN(UniqueFd fd, ConnectUnixSocket(socket_path));
   int size = 4 << 20;
   ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
   return std::unique_ptr<Source>(new FdSource(std::move(fd), "unix socket " + socket_path));
@@ -241,13 +241,17 @@ StatusOr<std::unique_ptr<Source>> ConnectSocketSource(const std::string& socket_
 StatusOr<std::unique_ptr<Sink>> OpenSink(const std::string& target) {
   if (target.rfind("file:", 0) == 0) return OpenFileSink(target.substr(5));
   if (target.rfind("unix:", 0) == 0) return ConnectSocketSink(target.substr(5));
-  return InvalidArgument("checkpoint target must be file:PATH or unix:PATH, got '" + target + "'");
+  if (target.rfind("sealed:", 0) == 0) return ConnectSealedSink(target.substr(7));
+  return InvalidArgument("checkpoint target must be file:PATH, unix:PATH or sealed:PATH, got '" +
+                         target + "'");
 }
 
 StatusOr<std::unique_ptr<Source>> OpenSource(const std::string& target) {
   if (target.rfind("file:", 0) == 0) return OpenFileSource(target.substr(5));
   if (target.rfind("unix:", 0) == 0) return ConnectSocketSource(target.substr(5));
-  return InvalidArgument("checkpoint source must be file:PATH or unix:PATH, got '" + target + "'");
+  if (target.rfind("sealed:", 0) == 0) return ConnectSealedSource(target.substr(7));
+  return InvalidArgument("checkpoint source must be file:PATH, unix:PATH or sealed:PATH, got '" +
+                         target + "'");
 }
 
 Status MemorySink::WriteV(const struct iovec* iov, int count) {

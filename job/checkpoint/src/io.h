@@ -1,7 +1,8 @@
 // Where checkpoint streams go and come from: files (written under a temporary
 // name, fsynced, then renamed, so a crash never leaves a half checkpoint under
-// the final name), Unix stream sockets (the node controller's listener), and
-// memory (tests; a controller holding a stream).
+// the final name), Unix stream sockets (the node controller's listener), the
+// sealed bulk connection of a migration that the controller hands over on such
+// a socket (sealed_io.cc), and memory (tests; a controller holding a stream).
 #ifndef GANDIVA_CHECKPOINT_IO_H_
 #define GANDIVA_CHECKPOINT_IO_H_
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "gandiva/common/unique_fd.h"
 #include "gandiva/status.h"
 
 namespace gandiva::checkpoint {
@@ -46,8 +48,13 @@ StatusOr<std::unique_ptr<Sink>> OpenFileSink(const std::string& path, bool durab
 StatusOr<std::unique_ptr<Sink>> ConnectSocketSink(const std::string& socket_path);
 StatusOr<std::unique_ptr<Source>> OpenFileSource(const std::string& path);
 StatusOr<std::unique_ptr<Source>> ConnectSocketSource(const std::string& socket_path);
+// A migration: connect to the controller's socket, take the bulk connection it
+// hands over, and write (read) sealed frames on it.
+StatusOr<std::unique_ptr<Sink>> ConnectSealedSink(const std::string& socket_path);
+StatusOr<std::unique_ptr<Source>> ConnectSealedSource(const std::string& socket_path);
+StatusOr<UniqueFd> ConnectUnixSocket(const std::string& path);
 
-// A target string: "file:/abs/path" or "unix:/abs/socket".
+// A target string: "file:/abs/path", "unix:/abs/socket" or "sealed:/abs/socket".
 StatusOr<std::unique_ptr<Sink>> OpenSink(const std::string& target);
 StatusOr<std::unique_ptr<Source>> OpenSource(const std::string& target);
 

@@ -1,5 +1,5 @@
 // AES-256-GCM frames with OpenSSL's EVP interface; see sealed_frames.h.
-#include "migration/sealed_frames.h"
+#include "gandiva/contract/sealed_frames.h"
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -7,7 +7,7 @@
 #include <bit>
 #include <cstring>
 
-namespace gandiva::controller {
+namespace gandiva::sealed {
 
 static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
 
@@ -77,7 +77,8 @@ StatusOr<BulkKey> BulkKeyFromHex(std::string_view hex) {
   return key;
 }
 
-FrameSealer::FrameSealer(const BulkKey& key) : ctx_(KeyedContext(key, true)) {}
+FrameSealer::FrameSealer(const BulkKey& key, uint64_t first_seq)
+    : ctx_(KeyedContext(key, true)), seq_(first_seq) {}
 FrameSealer::~FrameSealer() = default;
 
 Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8_t* out) {
@@ -100,7 +101,8 @@ Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8
   return Status::Ok();
 }
 
-FrameOpener::FrameOpener(const BulkKey& key) : ctx_(KeyedContext(key, false)) {}
+FrameOpener::FrameOpener(const BulkKey& key, uint64_t first_seq)
+    : ctx_(KeyedContext(key, false)), seq_(first_seq) {}
 FrameOpener::~FrameOpener() = default;
 
 StatusOr<SealedHeader> FrameOpener::CheckHeader(const uint8_t* bytes) const {
@@ -119,17 +121,24 @@ Status FrameOpener::Open(const uint8_t* header_bytes, std::span<uint8_t> sealed)
   GD_ASSIGN_OR_RETURN(SealedHeader header, CheckHeader(header_bytes));
   if (sealed.size() != header.length + kSealedTagBytes)
     return InvalidArgument("a sealed frame is its length plus the tag");
+  return Open(header_bytes, sealed.data(), sealed.data() + header.length);
+}
+
+Status FrameOpener::Open(const uint8_t* header_bytes, uint8_t* ciphertext, const uint8_t* tag) {
+  GD_ASSIGN_OR_RETURN(SealedHeader header, CheckHeader(header_bytes));
   const auto nonce = NonceOf(seq_);
   EVP_CIPHER_CTX* c = ctx_->ctx;
-  uint8_t* tag = sealed.data() + header.length;
+  uint8_t tag_copy[kSealedTagBytes];  // SET_TAG takes a non-const pointer
+  std::memcpy(tag_copy, tag, sizeof tag_copy);
+  uint8_t final_block[16];
   int n = 0;
   const bool opened =
       c && EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, nonce.data()) == 1 &&
       EVP_DecryptUpdate(c, nullptr, &n, header_bytes, kSealedHeaderBytes) == 1 &&
-      (header.length == 0 || EVP_DecryptUpdate(c, sealed.data(), &n, sealed.data(),
-                                               static_cast<int>(header.length)) == 1) &&
-      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kSealedTagBytes, tag) == 1 &&
-      EVP_DecryptFinal_ex(c, sealed.data() + header.length, &n) == 1;
+      (header.length == 0 ||
+       EVP_DecryptUpdate(c, ciphertext, &n, ciphertext, static_cast<int>(header.length)) == 1) &&
+      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kSealedTagBytes, tag_copy) == 1 &&
+      EVP_DecryptFinal_ex(c, final_block, &n) == 1;
   if (!opened)
     return DataLoss("bulk frame " + std::to_string(seq_) +
                     " failed authentication (modified on the way, or not sealed with this "
@@ -138,4 +147,4 @@ Status FrameOpener::Open(const uint8_t* header_bytes, std::span<uint8_t> sealed)
   return Status::Ok();
 }
 
-}  // namespace gandiva::controller
+}  // namespace gandiva::sealed

@@ -1,10 +1,11 @@
-// The bulk channel of a migration: the job's state travels from the source's
-// gandivad to the destination's over a plain TCP connection of its own, in
-// frames sealed with AES-256-GCM under a key used for this one migration.
-// CURVE stays on the control connection, which carries that key (so only the
-// peer the source authenticated can read or forge a frame); CURVE's own
-// framing costs twice the cipher on a bulk transfer, AES-GCM on AES-NI/VAES
-// runs at several GB/s per core.
+// The bulk channel of a migration: the job's state travels from the source
+// job to the destination job over a plain TCP connection of its own, which the
+// two gandivad open and hand to their jobs (sealed_channel.h), in frames sealed
+// with AES-256-GCM under a key used for this one migration. CURVE stays on the
+// gandivads' control connection, which carries that key (so only the peer the
+// source authenticated can read or forge a frame); CURVE's own framing costs
+// twice the cipher on a bulk transfer, AES-GCM on AES-NI/VAES runs at several
+// GB/s per core.
 //
 // A frame on the wire: a 16-byte header in the clear, the ciphertext, a 16-byte
 // tag. The header (sequence number, length, flags) is the AEAD's associated
@@ -15,8 +16,8 @@
 // open it never reached the state.
 //
 // Thread-safety: a sealer or opener is used by one thread.
-#ifndef GANDIVA_NODE_MIGRATION_SEALED_FRAMES_H_
-#define GANDIVA_NODE_MIGRATION_SEALED_FRAMES_H_
+#ifndef GANDIVA_CONTRACT_SEALED_FRAMES_H_
+#define GANDIVA_CONTRACT_SEALED_FRAMES_H_
 
 #include <array>
 #include <cstdint>
@@ -27,7 +28,7 @@
 
 #include "gandiva/status.h"
 
-namespace gandiva::controller {
+namespace gandiva::sealed {
 
 inline constexpr size_t kBulkKeyBytes = 32;
 inline constexpr size_t kSealedHeaderBytes = 16;
@@ -57,10 +58,10 @@ StatusOr<BulkKey> BulkKeyFromHex(std::string_view hex);
 
 struct CipherContext;  // OpenSSL's, behind a pointer
 
-// Seals frames 0, 1, 2, ... in order.
+// Seals frames first_seq, first_seq + 1, ... in order.
 class FrameSealer {
  public:
-  explicit FrameSealer(const BulkKey& key);
+  explicit FrameSealer(const BulkKey& key, uint64_t first_seq = 0);
   ~FrameSealer();
   // Writes header, ciphertext and tag of the next frame into `out`, which must
   // hold kSealedHeaderBytes + payload.size() + kSealedTagBytes bytes; `out`
@@ -73,10 +74,10 @@ class FrameSealer {
   uint64_t seq_ = 0;
 };
 
-// Opens frames 0, 1, 2, ... in order.
+// Opens frames first_seq, first_seq + 1, ... in order.
 class FrameOpener {
  public:
-  explicit FrameOpener(const BulkKey& key);
+  explicit FrameOpener(const BulkKey& key, uint64_t first_seq = 0);
   ~FrameOpener();
   // Checks a received header against what may come next: DataLoss if it is out
   // of sequence or too long.
@@ -85,6 +86,8 @@ class FrameOpener {
   // bytes) in place and authenticates it with the header: DataLoss if it does
   // not open. The plaintext is the first header.length bytes.
   Status Open(const uint8_t* header, std::span<uint8_t> sealed);
+  // The same with the ciphertext (header.length bytes) and the tag apart.
+  Status Open(const uint8_t* header, uint8_t* ciphertext, const uint8_t* tag);
   uint64_t next_seq() const { return seq_; }
 
  private:
@@ -92,6 +95,6 @@ class FrameOpener {
   uint64_t seq_ = 0;
 };
 
-}  // namespace gandiva::controller
+}  // namespace gandiva::sealed
 
-#endif  // GANDIVA_NODE_MIGRATION_SEALED_FRAMES_H_
+#endif  // GANDIVA_CONTRACT_SEALED_FRAMES_H_

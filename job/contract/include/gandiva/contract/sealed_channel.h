@@ -1,0 +1,116 @@
+// A migration's state, sealed (sealed_frames.h), on the TCP connection that
+// joins the source job to the destination job, and how each gandivad hands
+// that connection to its job.
+//
+// The gandivads open the connection and check each other's hello (frame 0);
+// then each passes its end to its job over the Unix socket of the transfer
+// target "sealed:PATH" (a Handoff: the key, the next frame number, and the
+// socket itself as SCM_RIGHTS). The source job writes its checkpoint stream
+// straight into sealed frames on it, the destination job reads and opens them:
+// the state crosses no daemon, and every byte is copied and touched only by the
+// two jobs (their serialisation, the cipher, the kernel's TCP copy).
+//
+// Thread-safety: a writer or reader is used by one thread.
+#ifndef GANDIVA_CONTRACT_SEALED_CHANNEL_H_
+#define GANDIVA_CONTRACT_SEALED_CHANNEL_H_
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "gandiva/common/unique_fd.h"
+#include "gandiva/contract/sealed_frames.h"
+#include "gandiva/status.h"
+
+namespace gandiva::sealed {
+
+// Payload per data frame: small enough that a frame is sealed and sent while
+// still in the core's cache, large enough that per-frame costs vanish.
+inline constexpr size_t kFramePayload = 1u << 20;
+
+// Whether a wait should give up (the migration was aborted, the node stops).
+using CancelledFn = std::function<bool()>;
+
+// Handoff flags, test-only (gandivad --fault): flip a bit of the first data
+// frame after sealing it, as a device on the path could (authentication
+// catches it), or before (the checkpoint stream's checksums catch it).
+inline constexpr uint32_t kHandoffTamperSealed = 1;
+inline constexpr uint32_t kHandoffCorruptPlain = 2;
+
+struct Handoff {
+  UniqueFd connection;  // the TCP connection to the peer job
+  BulkKey key{};
+  uint64_t next_seq = 0;
+  uint32_t flags = 0;
+};
+
+// gandivad: passes `connection` (kept open by the caller too) to the job on `unix_fd`.
+Status SendHandoff(int unix_fd, int connection, const BulkKey& key, uint64_t next_seq,
+                   uint32_t flags);
+// The job: takes the connection from gandivad, waiting at most timeout_ms.
+StatusOr<Handoff> ReceiveHandoff(int unix_fd, int timeout_ms);
+
+class SealedWriter {
+ public:
+  SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, int timeout_ms);
+  // Buffers bytes and sends each full frame.
+  Status Write(const void* data, size_t n);
+  // Sends one frame of its own (the hello).
+  Status WriteFrame(uint32_t flags, std::span<const uint8_t> payload);
+  // Sends what is buffered, then the last frame; the stream is complete.
+  Status Finish();
+  uint64_t next_seq() const { return sealer_.next_seq(); }
+  uint64_t bytes() const { return bytes_; }
+  int fd() const { return fd_.get(); }
+  // Test-only: flip one bit of the next data frame after (before) it is sealed.
+  void TamperWithNextFrame() { tamper_ = true; }
+  void CorruptNextFrame() { corrupt_ = true; }
+  // Applies a handoff's test-only flags.
+  void ApplyTestFlags(uint32_t flags) {
+    tamper_ = flags & kHandoffTamperSealed;
+    corrupt_ = flags & kHandoffCorruptPlain;
+  }
+
+ private:
+  Status Flush();
+  UniqueFd fd_;
+  FrameSealer sealer_;
+  int timeout_ms_;
+  std::vector<uint8_t> frame_;  // header, payload being filled, tag
+  size_t filled_ = 0;
+  uint64_t bytes_ = 0;
+  bool tamper_ = false;
+  bool corrupt_ = false;
+};
+
+class SealedReader {
+ public:
+  SealedReader(UniqueFd fd, const BulkKey& key, uint64_t first_seq);
+  // The next opened frame: its flags and payload (valid until the next call).
+  // DataLoss for a frame that does not open or a stream cut short;
+  // DeadlineExceeded after timeout_ms of silence.
+  struct Frame {
+    uint32_t flags;
+    std::span<const uint8_t> payload;
+  };
+  StatusOr<Frame> NextFrame(int timeout_ms, const CancelledFn& cancelled = nullptr);
+  // Stream reading: up to n bytes of data frames; 0 once the last frame opened.
+  StatusOr<size_t> Read(void* out, size_t n, int timeout_ms);
+  bool done() const { return done_; }
+  uint64_t next_seq() const { return opener_.next_seq(); }
+  int fd() const { return fd_.get(); }
+  // Gives the connection up (to hand it to a job), with the frame number due next.
+  UniqueFd Release() { return std::move(fd_); }
+
+ private:
+  UniqueFd fd_;
+  FrameOpener opener_;
+  std::vector<uint8_t> buf_;
+  std::span<const uint8_t> pending_;  // opened, not yet read
+  bool done_ = false;
+};
+
+}  // namespace gandiva::sealed
+
+#endif  // GANDIVA_CONTRACT_SEALED_CHANNEL_H_

@@ -1,0 +1,282 @@
+// Sealed frames on a socket, and the handoff of that socket to a job; see
+// sealed_channel.h.
+#include "gandiva/contract/sealed_channel.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "gandiva/common/clock.h"
+#include "gandiva/common/units.h"
+
+namespace gandiva::sealed {
+
+namespace {
+
+constexpr int kPollSliceMs = 100;  // how often a wait looks at `cancelled`
+constexpr char kHandoffMagic[8] = {'G', 'D', 'S', 'E', 'A', 'L', '0', '1'};
+
+struct HandoffMessage {
+  char magic[8];
+  uint8_t key[kBulkKeyBytes];
+  uint64_t next_seq;
+  uint32_t flags;
+  uint32_t reserved;
+};
+static_assert(sizeof(HandoffMessage) == 56);
+
+std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// Waits for `events` on fd; false on timeout.
+StatusOr<bool> WaitFor(int fd, short events, uint64_t deadline_ns, const CancelledFn& cancelled) {
+  for (;;) {
+    const uint64_t now = MonotonicNowNs();
+    if (now >= deadline_ns) return false;
+    if (cancelled && cancelled()) return Unavailable("the migration was aborted");
+    const int slice =
+        static_cast<int>(std::min<uint64_t>((deadline_ns - now) / kMs + 1, kPollSliceMs));
+    pollfd p{fd, events, 0};
+    const int r = poll(&p, 1, slice);
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return Internal(Errno("poll"));
+  }
+}
+
+Status ReadExact(int fd, uint8_t* buf, size_t n, int timeout_ms, const CancelledFn& cancelled) {
+  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
+  while (n > 0) {
+    const ssize_t r = recv(fd, buf, n, MSG_DONTWAIT);
+    if (r > 0) {
+      buf += r;
+      n -= static_cast<size_t>(r);
+      continue;
+    }
+    if (r == 0) return DataLoss("the peer closed the bulk connection before the last frame");
+    if (errno != EAGAIN && errno != EINTR) return DataLoss(Errno("bulk connection"));
+    GD_ASSIGN_OR_RETURN(bool ready, WaitFor(fd, POLLIN, deadline, cancelled));
+    if (!ready)
+      return DeadlineExceeded("no state from the peer for " + std::to_string(timeout_ms) + " ms");
+  }
+  return Status::Ok();
+}
+
+Status SendAll(int fd, const uint8_t* buf, size_t n, int timeout_ms) {
+  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
+  while (n > 0) {
+    const ssize_t w = send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w > 0) {
+      buf += w;
+      n -= static_cast<size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno != EAGAIN && errno != EINTR)
+      return Unavailable(Errno("the bulk connection"));
+    GD_ASSIGN_OR_RETURN(bool ready, WaitFor(fd, POLLOUT, deadline, nullptr));
+    if (!ready)
+      return DeadlineExceeded("the peer took no state for " + std::to_string(timeout_ms) + " ms");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ handoff
+
+Status SendHandoff(int unix_fd, int connection, const BulkKey& key, uint64_t next_seq,
+                   uint32_t flags) {
+  HandoffMessage m{};
+  std::memcpy(m.magic, kHandoffMagic, sizeof m.magic);
+  std::memcpy(m.key, key.data(), key.size());
+  m.next_seq = next_seq;
+  m.flags = flags;
+  iovec iov{&m, sizeof m};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &connection, sizeof(int));
+  ssize_t sent;
+  do {
+    sent = sendmsg(unix_fd, &msg, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent != static_cast<ssize_t>(sizeof m))
+    return Unavailable(Errno("cannot hand the bulk connection to the job"));
+  return Status::Ok();
+}
+
+StatusOr<Handoff> ReceiveHandoff(int unix_fd, int timeout_ms) {
+  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
+  GD_ASSIGN_OR_RETURN(bool ready, WaitFor(unix_fd, POLLIN, deadline, nullptr));
+  if (!ready) return DeadlineExceeded("gandivad handed over no bulk connection");
+  HandoffMessage m{};
+  iovec iov{&m, sizeof m};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t got;
+  do {
+    got = recvmsg(unix_fd, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
+  } while (got < 0 && errno == EINTR);
+  Handoff h;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+        c->cmsg_len == CMSG_LEN(sizeof(int))) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+      h.connection.Reset(fd);
+    }
+  }
+  if (got != static_cast<ssize_t>(sizeof m) ||
+      std::memcmp(m.magic, kHandoffMagic, sizeof m.magic) != 0 || !h.connection.valid())
+    return DataLoss("gandivad's handoff of the bulk connection is malformed");
+  std::memcpy(h.key.data(), m.key, h.key.size());
+  h.next_seq = m.next_seq;
+  h.flags = m.flags;
+  return h;
+}
+
+// ------------------------------------------------------------------ writer
+
+SealedWriter::SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, int timeout_ms)
+    : fd_(std::move(fd)),
+      sealer_(key, first_seq),
+      timeout_ms_(timeout_ms),
+      frame_(kSealedHeaderBytes + kFramePayload + kSealedTagBytes) {}
+
+Status SealedWriter::WriteFrame(uint32_t flags, std::span<const uint8_t> payload) {
+  const size_t total = kSealedHeaderBytes + payload.size() + kSealedTagBytes;
+  std::vector<uint8_t> frame(total);
+  GD_RETURN_IF_ERROR(sealer_.Seal(flags, payload, frame.data()));
+  return SendAll(fd_.get(), frame.data(), total, timeout_ms_);
+}
+
+// Seals the buffered payload in place and sends it.
+Status SealedWriter::Flush() {
+  if (filled_ == 0) return Status::Ok();
+  uint8_t* payload = frame_.data() + kSealedHeaderBytes;
+  if (corrupt_) {
+    payload[filled_ / 2] ^= 0x40;
+    corrupt_ = false;
+  }
+  GD_RETURN_IF_ERROR(sealer_.Seal(kSealedData, {payload, filled_}, frame_.data()));
+  if (tamper_) {
+    payload[filled_ / 2] ^= 0x10;
+    tamper_ = false;
+  }
+  const size_t total = kSealedHeaderBytes + filled_ + kSealedTagBytes;
+  bytes_ += filled_;
+  filled_ = 0;
+  return SendAll(fd_.get(), frame_.data(), total, timeout_ms_);
+}
+
+Status SealedWriter::Write(const void* data, size_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  // Whole frames of a large write are sealed straight from the caller's bytes
+  // into the frame buffer: one pass over them instead of a copy and a pass.
+  if (n >= kFramePayload && !corrupt_) {
+    GD_RETURN_IF_ERROR(Flush());
+    for (; n >= kFramePayload; p += kFramePayload, n -= kFramePayload) {
+      GD_RETURN_IF_ERROR(sealer_.Seal(kSealedData, {p, kFramePayload}, frame_.data()));
+      if (tamper_) {
+        frame_[kSealedHeaderBytes + kFramePayload / 2] ^= 0x10;
+        tamper_ = false;
+      }
+      bytes_ += kFramePayload;
+      GD_RETURN_IF_ERROR(SendAll(fd_.get(), frame_.data(),
+                                 kSealedHeaderBytes + kFramePayload + kSealedTagBytes,
+                                 timeout_ms_));
+    }
+  }
+  while (n > 0) {
+    const size_t take = std::min(n, kFramePayload - filled_);
+    std::memcpy(frame_.data() + kSealedHeaderBytes + filled_, p, take);
+    filled_ += take;
+    p += take;
+    n -= take;
+    if (filled_ == kFramePayload) GD_RETURN_IF_ERROR(Flush());
+  }
+  return Status::Ok();
+}
+
+Status SealedWriter::Finish() {
+  GD_RETURN_IF_ERROR(Flush());
+  GD_RETURN_IF_ERROR(WriteFrame(kSealedLast, {}));
+  shutdown(fd_.get(), SHUT_WR);
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------ reader
+
+SealedReader::SealedReader(UniqueFd fd, const BulkKey& key, uint64_t first_seq)
+    : fd_(std::move(fd)), opener_(key, first_seq), buf_(kMaxSealedPayload + kSealedTagBytes) {}
+
+StatusOr<SealedReader::Frame> SealedReader::NextFrame(int timeout_ms,
+                                                      const CancelledFn& cancelled) {
+  if (done_) return DataLoss("read past the last frame");
+  uint8_t header_bytes[kSealedHeaderBytes];
+  GD_RETURN_IF_ERROR(
+      ReadExact(fd_.get(), header_bytes, sizeof header_bytes, timeout_ms, cancelled));
+  GD_ASSIGN_OR_RETURN(SealedHeader header, opener_.CheckHeader(header_bytes));
+  const size_t sealed = header.length + kSealedTagBytes;
+  GD_RETURN_IF_ERROR(ReadExact(fd_.get(), buf_.data(), sealed, timeout_ms, cancelled));
+  GD_RETURN_IF_ERROR(opener_.Open(header_bytes, std::span(buf_.data(), sealed)));
+  if (header.flags == kSealedLast) {
+    if (header.length != 0) return DataLoss("the last frame carries data");
+    done_ = true;
+  }
+  return Frame{header.flags, std::span<const uint8_t>(buf_.data(), header.length)};
+}
+
+StatusOr<size_t> SealedReader::Read(void* out, size_t n, int timeout_ms) {
+  if (pending_.empty() && !done_ && n >= kFramePayload) {
+    // A data frame that fits is received and opened straight in the caller's
+    // buffer: no copy out of ours.
+    uint8_t header_bytes[kSealedHeaderBytes];
+    GD_RETURN_IF_ERROR(
+        ReadExact(fd_.get(), header_bytes, sizeof header_bytes, timeout_ms, nullptr));
+    GD_ASSIGN_OR_RETURN(SealedHeader header, opener_.CheckHeader(header_bytes));
+    const bool direct = header.flags == kSealedData && header.length <= n;
+    uint8_t* body = direct ? static_cast<uint8_t*>(out) : buf_.data();
+    uint8_t tag[kSealedTagBytes];
+    GD_RETURN_IF_ERROR(ReadExact(fd_.get(), body, header.length, timeout_ms, nullptr));
+    GD_RETURN_IF_ERROR(ReadExact(fd_.get(), tag, sizeof tag, timeout_ms, nullptr));
+    GD_RETURN_IF_ERROR(opener_.Open(header_bytes, body, tag));
+    if (header.flags == kSealedLast) {
+      if (header.length != 0) return DataLoss("the last frame carries data");
+      done_ = true;
+      return size_t{0};
+    }
+    if (header.flags != kSealedData)
+      return DataLoss("bulk frame " + std::to_string(header.seq) + " is not a data frame");
+    if (direct) return size_t{header.length};
+    pending_ = std::span<const uint8_t>(buf_.data(), header.length);
+  }
+  while (pending_.empty()) {
+    if (done_) return size_t{0};
+    GD_ASSIGN_OR_RETURN(Frame frame, NextFrame(timeout_ms));
+    if (done_) return size_t{0};
+    if (frame.flags != kSealedData)
+      return DataLoss("bulk frame " + std::to_string(opener_.next_seq() - 1) +
+                      " is not a data frame");
+    pending_ = frame.payload;
+  }
+  const size_t take = std::min(n, pending_.size());
+  std::memcpy(out, pending_.data(), take);
+  pending_ = pending_.subspan(take);
+  return take;
+}
+
+}  // namespace gandiva::sealed
