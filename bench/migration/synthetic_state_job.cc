@@ -161,7 +161,9 @@ int main(int argc, char** argv) {
   for (uint64_t i = 0; i < st.words; ++i) st.data[i] = SplitMix64(&x);
 
   if (gd_register_state("synthetic", &Save, &Load, &st) != 0) return 1;
+  Event(st, "first_boundary_begin", NowNs());
   gandiva::Boundary();  // a GANDIVA_RESTORE run loads its state here
+  Event(st, "first_boundary_end", NowNs());
   const uint64_t restored_at = st.iteration;
   if (restored_at > 0) Event(st, "resume", NowNs());
   const auto start = std::chrono::steady_clock::now();
@@ -176,9 +178,11 @@ int main(int argc, char** argv) {
     ++st.iteration;  // complete before the boundary, so a checkpoint there records it
     st.boundary_entered_ns = st.timing_fd >= 0 ? NowNs() : 0;
     gandiva::Boundary();
-    if (opt.checkpoint_at && st.iteration == opt.checkpoint_at &&
-        !gandiva::Checkpoint(opt.checkpoint_dir.c_str()))
-      return 1;
+    if (opt.checkpoint_at && st.iteration == opt.checkpoint_at) {
+      Event(st, "checkpoint_begin", NowNs());
+      if (!gandiva::Checkpoint(opt.checkpoint_dir.c_str())) return 1;
+      Event(st, "checkpoint_end", NowNs());  // written, fsynced and renamed
+    }
     if (opt.report_every && st.iteration % opt.report_every == 0) {
       std::printf("[synthetic] iter %" PRIu64 "\n", st.iteration);
       std::fflush(stdout);

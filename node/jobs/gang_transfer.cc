@@ -15,6 +15,7 @@
 #include "gandiva/common/unique_fd.h"
 #include "gandiva/common/units.h"
 #include "gandiva/contract/environment.h"
+#include "gandiva/contract/sealed_channel.h"
 
 namespace gandiva::controller {
 
@@ -68,18 +69,6 @@ StatusOr<UniqueFd> Connect(const std::string& path) {
   return fd;
 }
 
-Status WriteAll(int fd, const void* data, size_t n) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0)
-      return Unavailable("write to the state socket: " + std::string(std::strerror(errno)));
-    p += w, n -= static_cast<size_t>(w);
-  }
-  return Status::Ok();
-}
-
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return NotFound("cannot read " + path);
@@ -129,31 +118,38 @@ std::vector<std::string> PartFiles(const std::string& socket, size_t n) {
   return parts;
 }
 
+// The migration's bulk connection, which the node's migrator hands over on
+// `socket` as it would to a single job.
+StatusOr<sealed::Handoff> TakeHandoff(const std::string& socket) {
+  GD_ASSIGN_OR_RETURN(UniqueFd control, Connect(socket));
+  return sealed::ReceiveHandoff(control.get(), kSocketTimeoutS * 1000);
+}
+
 Status SendContainer(const std::string& socket, const std::vector<std::string>& parts) {
-  GD_ASSIGN_OR_RETURN(UniqueFd fd, Connect(socket));
+  GD_ASSIGN_OR_RETURN(sealed::Handoff h, TakeHandoff(socket));
+  sealed::SealedWriter out(std::move(h.connection), h.key, h.next_seq, kSocketTimeoutS * 1000);
+  out.ApplyTestFlags(h.flags);
   const uint32_t n = static_cast<uint32_t>(parts.size());
-  GD_RETURN_IF_ERROR(WriteAll(fd.get(), kGangStreamMagic, sizeof(kGangStreamMagic)));
-  GD_RETURN_IF_ERROR(WriteAll(fd.get(), &n, sizeof(n)));
+  GD_RETURN_IF_ERROR(out.Write(kGangStreamMagic, sizeof(kGangStreamMagic)));
+  GD_RETURN_IF_ERROR(out.Write(&n, sizeof(n)));
   for (const std::string& part : parts) {
     GD_ASSIGN_OR_RETURN(std::string data, ReadFile(part));
     const uint64_t len = data.size();
-    GD_RETURN_IF_ERROR(WriteAll(fd.get(), &len, sizeof(len)));
-    GD_RETURN_IF_ERROR(WriteAll(fd.get(), data.data(), data.size()));
+    GD_RETURN_IF_ERROR(out.Write(&len, sizeof(len)));
+    GD_RETURN_IF_ERROR(out.Write(data.data(), data.size()));
   }
-  return Status::Ok();
+  return out.Finish();
 }
 
 Status ReceiveContainer(const std::string& socket, const std::vector<std::string>& parts) {
-  GD_ASSIGN_OR_RETURN(UniqueFd fd, Connect(socket));
+  GD_ASSIGN_OR_RETURN(sealed::Handoff h, TakeHandoff(socket));
+  sealed::SealedReader in(std::move(h.connection), h.key, h.next_seq);
   std::string all;
   char buf[1 << 16];
   for (;;) {
-    const ssize_t r = read(fd.get(), buf, sizeof(buf));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0)
-      return Unavailable("read from the state socket: " + std::string(std::strerror(errno)));
+    GD_ASSIGN_OR_RETURN(size_t r, in.Read(buf, sizeof(buf), kSocketTimeoutS * 1000));
     if (r == 0) break;
-    all.append(buf, static_cast<size_t>(r));
+    all.append(buf, r);
   }
   uint32_t n = 0;
   if (all.size() < sizeof(kGangStreamMagic) + sizeof(n) ||
@@ -177,8 +173,9 @@ Status ReceiveContainer(const std::string& socket, const std::vector<std::string
   return Status::Ok();
 }
 
-// "unix:SOCKET": one container on the socket, each rank's part in a file beside it.
-Status SocketTransfer(uint32_t kind, const std::string& socket,
+// "sealed:SOCKET": one container on the bulk connection handed over on the
+// socket, each rank's part in a file beside it.
+Status SealedTransfer(uint32_t kind, const std::string& socket,
                       const std::vector<ControlBlock*>& ranks, const std::atomic<bool>& stopping,
                       uint64_t* bytes) {
   const std::vector<std::string> parts = PartFiles(socket, ranks.size());
@@ -204,9 +201,9 @@ Status GangTransfer(uint32_t kind, const std::string& target,
   *bytes = 0;
   if (target.rfind("file:", 0) == 0)
     return FileTransfer(kind, target.substr(5), ranks, stopping, bytes);
-  if (target.rfind("unix:", 0) == 0)
-    return SocketTransfer(kind, target.substr(5), ranks, stopping, bytes);
-  return InvalidArgument("gang transfer target must be file:PATH or unix:PATH, got '" + target +
+  if (target.rfind("sealed:", 0) == 0)
+    return SealedTransfer(kind, target.substr(7), ranks, stopping, bytes);
+  return InvalidArgument("gang transfer target must be file:PATH or sealed:PATH, got '" + target +
                          "'");
 }
 

@@ -5,11 +5,12 @@
 //  - "file:DIR/state.gdck" (gandiva checkpoint DIR): rank k writes
 //    DIR/rank-<k>/state.gdck, and DIR/gang says "ranks N"; `gandiva run
 //    --ranks N --restore DIR` restarts every rank from its part;
-//  - "unix:SOCKET" (migration): each rank writes its stream to a file beside the
-//    socket, and the gang sends one container on the socket: "GDGANG01", the
-//    rank count (u32, little-endian), then per rank its stream's length (u64)
-//    and the stream. Restoring reads the container back and hands each rank
-//    its part. The migrator carries the container like any job's stream.
+//  - "sealed:SOCKET" (migration): each rank writes its stream to a file beside
+//    the socket, and the gang sends one container on the sealed bulk
+//    connection the migrator hands over on the socket (as to a single job):
+//    "GDGANG01", the rank count (u32, little-endian), then per rank its
+//    stream's length (u64) and the stream. Restoring reads the container back
+//    and hands each rank its part.
 #ifndef GANDIVA_NODE_JOBS_GANG_TRANSFER_H_
 #define GANDIVA_NODE_JOBS_GANG_TRANSFER_H_
 
