@@ -20,26 +20,12 @@ namespace gandiva::controller {
 
 namespace {
 
-constexpr int kPollSliceMs = 100;      // how often a wait looks at `cancelled`
 constexpr int kHelloTimeoutMs = 2000;  // a connection that says nothing in time is not our source
-constexpr char kAborted[] = "the migration was aborted";
+
+using sealed::kAborted;
+using sealed::WaitFor;
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
-// Waits for `events` on fd; false on timeout. Gives up early when cancelled.
-StatusOr<bool> WaitFor(int fd, short events, uint64_t deadline_ns, const CancelledFn& cancelled) {
-  for (;;) {
-    const uint64_t now = MonotonicNowNs();
-    if (now >= deadline_ns) return false;
-    if (cancelled && cancelled()) return Unavailable(kAborted);
-    const int slice =
-        static_cast<int>(std::min<uint64_t>((deadline_ns - now) / kMs + 1, kPollSliceMs));
-    pollfd p{fd, events, 0};
-    const int r = poll(&p, 1, slice);
-    if (r > 0) return true;
-    if (r < 0 && errno != EINTR) return Internal(Errno("poll"));
-  }
-}
 
 StatusOr<addrinfo*> Resolve(const std::string& host, int port, bool passive) {
   addrinfo hints{};

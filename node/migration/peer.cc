@@ -95,12 +95,15 @@ StatusOr<PeerFault> ParsePeerFault(const std::string& name) {
   if (name.empty()) return PeerFault::kNone;
   if (name == "corrupt-chunk") return PeerFault::kCorruptChunk;
   if (name == "flip-wire-bit") return PeerFault::kFlipWireBit;
-  return InvalidArgument("unknown --fault '" + name + "' (known: corrupt-chunk, flip-wire-bit)");
+  if (name == "cut-bulk") return PeerFault::kCutBulk;
+  return InvalidArgument("unknown --fault '" + name +
+                         "' (known: corrupt-chunk, flip-wire-bit, cut-bulk)");
 }
 
 Status FaultInjectionPeer::HandOver(int job_socket, uint32_t test_flags) {
   if (fault_ == PeerFault::kCorruptChunk) test_flags |= sealed::kHandoffCorruptPlain;
   if (fault_ == PeerFault::kFlipWireBit) test_flags |= sealed::kHandoffTamperSealed;
+  if (fault_ == PeerFault::kCutBulk) test_flags |= sealed::kHandoffCutMidway;
   return base_->HandOver(job_socket, test_flags);
 }
 

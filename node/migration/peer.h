@@ -56,8 +56,9 @@ std::unique_ptr<Peer> ConnectPeer(const PeerInfo& info, const protocol::CurveKey
 // as the handoff tells it: kCorruptChunk flips a bit of the first data frame
 // before it is sealed (the destination job's checksums catch it);
 // kFlipWireBit flips one after it is sealed, as a device on the path could
-// (the bulk channel's authentication catches it).
-enum class PeerFault { kNone, kCorruptChunk, kFlipWireBit };
+// (the bulk channel's authentication catches it); kCutBulk cuts the bulk
+// connection after that frame, as a network could.
+enum class PeerFault { kNone, kCorruptChunk, kFlipWireBit, kCutBulk };
 StatusOr<PeerFault> ParsePeerFault(const std::string& name);
 
 // Passes every step on to `base`, and makes `fault` happen on the way.

@@ -31,20 +31,21 @@ static_assert(sizeof(HandoffMessage) == 56);
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
-// Waits for `events` on fd; false on timeout.
-StatusOr<bool> WaitFor(int fd, short events, uint64_t deadline_ns, const CancelledFn& cancelled) {
-  for (;;) {
-    const uint64_t now = MonotonicNowNs();
-    if (now >= deadline_ns) return false;
-    if (cancelled && cancelled()) return Unavailable("the migration was aborted");
-    const int slice =
-        static_cast<int>(std::min<uint64_t>((deadline_ns - now) / kMs + 1, kPollSliceMs));
-    pollfd p{fd, events, 0};
-    const int r = poll(&p, 1, slice);
-    if (r > 0) return true;
-    if (r < 0 && errno != EINTR) return Internal(Errno("poll"));
+// One handoff message with room for one descriptor.
+struct HandoffEnvelope {
+  HandoffMessage m{};
+  iovec iov{&m, sizeof m};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  HandoffEnvelope() {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
   }
-}
+  HandoffEnvelope(const HandoffEnvelope&) = delete;
+  HandoffEnvelope& operator=(const HandoffEnvelope&) = delete;
+};
 
 Status ReadExact(int fd, uint8_t* buf, size_t n, int timeout_ms, const CancelledFn& cancelled) {
   const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
@@ -84,22 +85,31 @@ Status SendAll(int fd, const uint8_t* buf, size_t n, int timeout_ms) {
 
 }  // namespace
 
+StatusOr<bool> WaitFor(int fd, short events, uint64_t deadline_ns, const CancelledFn& cancelled) {
+  for (;;) {
+    const uint64_t now = MonotonicNowNs();
+    if (now >= deadline_ns) return false;
+    if (cancelled && cancelled()) return Unavailable(kAborted);
+    const int slice =
+        static_cast<int>(std::min<uint64_t>((deadline_ns - now) / kMs + 1, kPollSliceMs));
+    pollfd p{fd, events, 0};
+    const int r = poll(&p, 1, slice);
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return Internal(Errno("poll"));
+  }
+}
+
 // ------------------------------------------------------------------ handoff
 
 Status SendHandoff(int unix_fd, int connection, const BulkKey& key, uint64_t next_seq,
                    uint32_t flags) {
-  HandoffMessage m{};
+  HandoffEnvelope e;
+  HandoffMessage& m = e.m;
   std::memcpy(m.magic, kHandoffMagic, sizeof m.magic);
   std::memcpy(m.key, key.data(), key.size());
   m.next_seq = next_seq;
   m.flags = flags;
-  iovec iov{&m, sizeof m};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  msghdr& msg = e.msg;
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
@@ -118,14 +128,9 @@ StatusOr<Handoff> ReceiveHandoff(int unix_fd, int timeout_ms) {
   const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
   GD_ASSIGN_OR_RETURN(bool ready, WaitFor(unix_fd, POLLIN, deadline, nullptr));
   if (!ready) return DeadlineExceeded("gandivad handed over no bulk connection");
-  HandoffMessage m{};
-  iovec iov{&m, sizeof m};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  HandoffEnvelope e;
+  const HandoffMessage& m = e.m;
+  msghdr& msg = e.msg;
   ssize_t got;
   do {
     got = recvmsg(unix_fd, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
@@ -179,7 +184,16 @@ Status SealedWriter::Flush() {
   const size_t total = kSealedHeaderBytes + filled_ + kSealedTagBytes;
   bytes_ += filled_;
   filled_ = 0;
-  return SendAll(fd_.get(), frame_.data(), total, timeout_ms_);
+  return SendData(frame_.data(), total);
+}
+
+Status SealedWriter::SendData(const uint8_t* frame, size_t total) {
+  GD_RETURN_IF_ERROR(SendAll(fd_.get(), frame, total, timeout_ms_));
+  if (cut_) {
+    shutdown(fd_.get(), SHUT_RDWR);
+    cut_ = false;
+  }
+  return Status::Ok();
 }
 
 Status SealedWriter::Write(const void* data, size_t n) {
@@ -195,9 +209,8 @@ Status SealedWriter::Write(const void* data, size_t n) {
         tamper_ = false;
       }
       bytes_ += kFramePayload;
-      GD_RETURN_IF_ERROR(SendAll(fd_.get(), frame_.data(),
-                                 kSealedHeaderBytes + kFramePayload + kSealedTagBytes,
-                                 timeout_ms_));
+      GD_RETURN_IF_ERROR(
+          SendData(frame_.data(), kSealedHeaderBytes + kFramePayload + kSealedTagBytes));
     }
   }
   while (n > 0) {

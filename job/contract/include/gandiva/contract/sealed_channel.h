@@ -31,12 +31,19 @@ inline constexpr size_t kFramePayload = 1u << 20;
 
 // Whether a wait should give up (the migration was aborted, the node stops).
 using CancelledFn = std::function<bool()>;
+inline constexpr char kAborted[] = "the migration was aborted";
+
+// Waits until `events` (poll's) are ready on fd: true, or false at
+// deadline_ns (CLOCK_MONOTONIC). Unavailable(kAborted) once `cancelled` says so.
+StatusOr<bool> WaitFor(int fd, short events, uint64_t deadline_ns, const CancelledFn& cancelled);
 
 // Handoff flags, test-only (gandivad --fault): flip a bit of the first data
 // frame after sealing it, as a device on the path could (authentication
-// catches it), or before (the checkpoint stream's checksums catch it).
+// catches it), or before (the checkpoint stream's checksums catch it); or cut
+// the connection after the first data frame, as a network could.
 inline constexpr uint32_t kHandoffTamperSealed = 1;
 inline constexpr uint32_t kHandoffCorruptPlain = 2;
+inline constexpr uint32_t kHandoffCutMidway = 4;
 
 struct Handoff {
   UniqueFd connection;  // the TCP connection to the peer job
@@ -70,10 +77,13 @@ class SealedWriter {
   void ApplyTestFlags(uint32_t flags) {
     tamper_ = flags & kHandoffTamperSealed;
     corrupt_ = flags & kHandoffCorruptPlain;
+    cut_ = flags & kHandoffCutMidway;
   }
 
  private:
   Status Flush();
+  // Sends one sealed data frame (the test-only cut follows it).
+  Status SendData(const uint8_t* frame, size_t total);
   UniqueFd fd_;
   FrameSealer sealer_;
   int timeout_ms_;
@@ -82,6 +92,7 @@ class SealedWriter {
   uint64_t bytes_ = 0;
   bool tamper_ = false;
   bool corrupt_ = false;
+  bool cut_ = false;
 };
 
 class SealedReader {
