@@ -380,6 +380,7 @@ StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
   job.cb()->exit_if_orphaned.store(1);
   std::map<std::string, std::string> env = job.env;
   env.erase(checkpoint::kEnvRestore);
+  if (job.ranks <= 1) env[checkpoint::kEnvArriving] = "1";  // a gang's parts arrive as files
   GD_RETURN_IF_ERROR(StartJobProcess(job, std::move(env), ""));
   GD_ASSIGN_OR_RETURN(job, jobs_.Find(job.id));
   GD_LOG(kInfo, "job %llu arriving from %s: started pid %d (log %s)", (unsigned long long)job.id,

@@ -207,8 +207,9 @@ def measure(a, b, build, job_exe, root, mib, args):
     load_before = os.getloadavg()[0]
     floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
     # Long enough that the job is still running on a while b starts and
-    # warms its copy (which initialises N MiB), short enough to be cheap.
-    iterations = 1500 + 2 * mib
+    # warms its copy (which initialises N MiB, then measures its state and
+    # reserves N MiB of receive memory), short enough to be cheap.
+    iterations = 3000 + 6 * mib
     ref = reference_run(job_exe, mib, iterations, root)
     op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, 300)
     if res["checksum"] != ref["checksum"] or res["iterations"] != iterations:

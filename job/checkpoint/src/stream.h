@@ -88,6 +88,12 @@ class Slab {
   size_t used_ = 0;
 };
 
+// Receive memory reserved ahead of a restore (GANDIVA_ARRIVING): one slab,
+// faulted in. The next ReadStream of a socket source fills it first; a
+// restore drops what it did not use. Thread-safe.
+void ReserveReceiveMemory(size_t bytes);
+std::unique_ptr<Slab> TakeReservedReceiveMemory();
+
 // A whole stream, checked; its chunks point into the source's mapping or into
 // slabs it owns.
 struct VerifiedStream {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "crc32c.h"
@@ -102,7 +103,11 @@ class Prefaulter {
 class Parser {
  public:
   Parser(Source* source, VerifiedStream* out)
-      : source_(source), mapped_(source->Mapped()), out_(out) {}
+      : source_(source), mapped_(source->Mapped()), out_(out) {
+    // Memory reserved for this restore, ready: chunks land there first.
+    if (mapped_.empty())
+      if (auto reserved = TakeReservedReceiveMemory()) out_->storage.push_back(std::move(reserved));
+  }
 
   Status Run();
 
@@ -328,6 +333,26 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
 }
 
 }  // namespace
+
+namespace {
+std::mutex g_reserve_mu;
+std::unique_ptr<Slab> g_reserve;  // guarded by g_reserve_mu
+}  // namespace
+
+void ReserveReceiveMemory(size_t bytes) {
+  auto slab = Slab::Create(bytes);
+  if (!slab.ok()) return;  // only an optimisation: the restore allocates as it goes
+  uint8_t* p = (*slab)->Take(0);
+  // Faulted in here, off the migration's downtime.
+  if (::madvise(p, bytes, MADV_POPULATE_WRITE) != 0) std::memset(p, 0, bytes);
+  std::lock_guard lock(g_reserve_mu);
+  g_reserve = std::move(*slab);
+}
+
+std::unique_ptr<Slab> TakeReservedReceiveMemory() {
+  std::lock_guard lock(g_reserve_mu);
+  return std::move(g_reserve);
+}
 
 StatusOr<std::unique_ptr<Slab>> Slab::Create(size_t size) {
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

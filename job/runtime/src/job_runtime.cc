@@ -113,6 +113,16 @@ void JobRuntime::FirstBoundary() {
     }
     GD_LOG(kInfo, "restored %llu bytes of state from %s", static_cast<unsigned long long>(bytes),
            target.c_str());
+  } else if (const char* arriving = std::getenv(checkpoint::kEnvArriving);
+             arriving && *arriving == '1') {
+    // A migration's copy: make the memory the state will arrive in ready now,
+    // while the source still trains, rather than during the downtime.
+    uint64_t bytes = 0;
+    if (Status s = checkpoint::ReserveForRestore(&bytes); !s.ok())
+      GD_LOG(kWarn, "could not reserve memory for the arriving state: %s", s.ToString().c_str());
+    else if (bytes)
+      GD_LOG(kInfo, "reserved %llu bytes for the arriving state",
+             static_cast<unsigned long long>(bytes));
   }
   if (cb_->boundary_source.load(std::memory_order_relaxed) == 0)
     cb_->boundary_source.store(1, std::memory_order_relaxed);

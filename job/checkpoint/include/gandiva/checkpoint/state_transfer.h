@@ -23,6 +23,11 @@ Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes);
 // Reads a stream from target, verifies every chunk, and loads each section
 // into the state registered under its name. *bytes: bytes read.
 Status RestoreState(const std::string& target, uint64_t* bytes);
+// Ahead of a restore that will come over a socket (a migration's destination,
+// GANDIVA_ARRIVING): measures the registered state by running its save
+// functions into a counter, and reserves that much receive memory, faulted in.
+// *bytes: the state's stream size (0 when nothing is registered).
+Status ReserveForRestore(uint64_t* bytes);
 
 }  // namespace gandiva::checkpoint
 

@@ -37,6 +37,13 @@ inline constexpr const char* kRankDirPrefix = "rank-";
 // What a preempted or cancelled job needs to continue from where it stopped.
 inline constexpr const char* kEnvCheckpointOnTerm = "GANDIVA_CHECKPOINT_ON_TERM";
 inline constexpr const char* kGangManifestName = "gang";
+// Set by gandivad on a migration's destination copy: at its first boundary,
+// before it parks warm, the job measures its own registered state (its save
+// functions into a counter) and reserves that much receive memory, faulted
+// in, so the state that arrives after the source stops lands in memory that
+// is ready (on fresh memory the page faults and zeroing cost as much as the
+// transfer).
+inline constexpr const char* kEnvArriving = "GANDIVA_ARRIVING";
 
 }  // namespace gandiva::checkpoint
 
