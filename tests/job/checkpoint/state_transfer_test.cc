@@ -248,6 +248,49 @@ TEST_F(StateTransferTest, SocketRoundTripWithATestListener) {
   for (const auto& b : blobs_) EXPECT_EQ(b->loaded, b->data);
 }
 
+TEST_F(StateTransferTest, AReserveIsSizedByTheRegisteredStateAndUsedByTheNextSocketRestore) {
+  Add("model", (9 << 20) + 5, 1);
+  Add("optimizer", 1234, 2);
+  uint64_t measured = 0;
+  ASSERT_TRUE(ReserveForRestore(&measured).ok());
+  for (const auto& b : blobs_) EXPECT_EQ(b->loads, 0) << "measuring runs saves, never loads";
+
+  Listener listener((dir_ / "ctl.sock").string());
+  std::vector<uint8_t> stream;
+  std::thread rx = listener.Receive(&stream);
+  uint64_t sent = 0;
+  ASSERT_TRUE(SaveState(listener.target(), kJobId, &sent).ok());
+  rx.join();
+  EXPECT_EQ(measured, sent) << "the counter sees the stream a save writes";
+
+  std::thread tx = listener.Send(&stream);
+  uint64_t received = 0;
+  Status s = RestoreState(listener.target(), &received);
+  tx.join();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  for (const auto& b : blobs_) EXPECT_EQ(b->loaded, b->data);
+  EXPECT_EQ(TakeReservedReceiveMemory(), nullptr) << "the restore took the reserve";
+}
+
+TEST_F(StateTransferTest, AFileRestoreDropsAnUnusedReserve) {
+  Add("model", 4096, 3);
+  uint64_t measured = 0;
+  ASSERT_TRUE(ReserveForRestore(&measured).ok());
+  EXPECT_GT(measured, 4096u);
+  const std::string target = "file:" + (dir_ / "state.gdck").string();
+  uint64_t bytes = 0;
+  ASSERT_TRUE(SaveState(target, kJobId, &bytes).ok());
+  ASSERT_TRUE(RestoreState(target, &bytes).ok());
+  EXPECT_EQ(TakeReservedReceiveMemory(), nullptr) << "a mapped file needs no receive memory";
+}
+
+TEST_F(StateTransferTest, NothingRegisteredReservesNothing) {
+  uint64_t measured = 1;
+  ASSERT_TRUE(ReserveForRestore(&measured).ok());
+  EXPECT_EQ(measured, 0u);
+  EXPECT_EQ(TakeReservedReceiveMemory(), nullptr);
+}
+
 TEST_F(StateTransferTest, SocketStreamCutShortLoadsNothing) {
   Add("model", 6 << 20, 1);
   Listener listener((dir_ / "ctl.sock").string());
