@@ -257,19 +257,18 @@ PYBIND11_MODULE(_gandiva, m) {
             client.SetCurve(std::move(keys).value());
           },
           py::arg("key_file"), py::arg("server_key"))
-      // Raw bytes in, raw reply out: for testing how the daemon treats malformed input,
-      // and for sending a payload frame (migrate_chunk).
+      // Raw bytes in, raw reply out: for testing how the daemon treats malformed input.
       .def(
           "raw_call",
-          [](gandiva::ApiClient& client, const py::bytes& bytes, const py::bytes& payload) {
-            const std::string request(bytes), data(payload);
+          [](gandiva::ApiClient& client, const py::bytes& bytes) {
+            const std::string request(bytes);
             gandiva::StatusOr<std::string> reply = gandiva::Unavailable("not called");
             {
               py::gil_scoped_release release;  // a call may wait for the daemon
-              reply = client.CallRaw(request, data);
+              reply = client.CallRaw(request);
             }
             if (!reply.ok()) throw std::runtime_error(reply.status().ToString());
             return *reply;
           },
-          py::arg("bytes"), py::arg("payload") = py::bytes());
+          py::arg("bytes"));
 }

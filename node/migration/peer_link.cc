@@ -1,4 +1,4 @@
-// DEALER socket with CURVE; see peer_link.h.
+// A DEALER socket with CURVE; see peer_link.h.
 #include "migration/peer_link.h"
 
 #include <zmq.hpp>
@@ -20,40 +20,23 @@ PeerLink::PeerLink(std::string endpoint, protocol::CurveClientKeys keys, int tim
 
 PeerLink::~PeerLink() = default;
 
-Status PeerLink::Send(protocol::MessageType type, const protocol::Json& fields,
-                      std::string_view payload) {
+StatusOr<protocol::Json> PeerLink::Call(protocol::MessageType type, const protocol::Json& fields) {
+  protocol::Json reply;
   try {
+    // A DEALER sends [empty delimiter, request] and gets [empty delimiter, reply].
     const std::string req = protocol::EncodeRequest(type, fields);
-    auto more = zmq::send_flags::sndmore;
-    if (!impl_->sock.send(zmq::message_t(), more) ||
-        !impl_->sock.send(zmq::buffer(req), payload.empty() ? zmq::send_flags::none : more) ||
-        (!payload.empty() && !impl_->sock.send(zmq::buffer(payload.data(), payload.size()))))
+    if (!impl_->sock.send(zmq::message_t(), zmq::send_flags::sndmore) ||
+        !impl_->sock.send(zmq::buffer(req), zmq::send_flags::none))
       return Unavailable("peer " + endpoint_ + " does not take requests");
-    ++outstanding_;
-    return Status::Ok();
-  } catch (const zmq::error_t& e) {
-    return Unavailable("peer " + endpoint_ + ": " + e.what());
-  }
-}
-
-StatusOr<protocol::Json> PeerLink::Receive() {
-  try {
     zmq::message_t delimiter, body;
     if (!impl_->sock.recv(delimiter) || !delimiter.more() || !impl_->sock.recv(body))
       return Unavailable("no reply from peer " + endpoint_ + " within " +
                          std::to_string(timeout_ms_) +
                          " ms (down, unreachable, or it does not accept this node's key)");
-    --outstanding_;
-    return protocol::DecodeReply(body.to_string_view());
+    GD_ASSIGN_OR_RETURN(reply, protocol::DecodeReply(body.to_string_view()));
   } catch (const zmq::error_t& e) {
     return Unavailable("peer " + endpoint_ + ": " + e.what());
   }
-}
-
-StatusOr<protocol::Json> PeerLink::Call(protocol::MessageType type, const protocol::Json& fields,
-                                        std::string_view payload) {
-  GD_RETURN_IF_ERROR(Send(type, fields, payload));
-  GD_ASSIGN_OR_RETURN(protocol::Json reply, Receive());
   // A peer's reply is read by key: check it has the schema's fields and types first.
   // Fields this node does not know (a newer peer) are allowed.
   if (Status s = protocol::ValidateReply(type, reply, protocol::UnknownFields::kAllow); !s.ok())

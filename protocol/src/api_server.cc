@@ -126,7 +126,7 @@ Status ApiServer::Bind() {
 
 void ApiServer::ServeOne(int socket_index) {
   zmq::socket_t& sock = impl_->socket(socket_index);
-  // A REQ or DEALER client sends [identity, empty delimiter, request, (payload)].
+  // A REQ or DEALER client sends [identity, empty delimiter, request].
   std::vector<zmq::message_t> frames;
   do {
     frames.emplace_back();
@@ -142,9 +142,9 @@ void ApiServer::ServeOne(int socket_index) {
                   result.ok() ? protocol::EncodeOkReply(*result)
                               : protocol::EncodeErrorReply(result.status())});
   };
-  if (frames.size() < 3 || frames.size() > 4 || frames[1].size() != 0) {
+  if (frames.size() != 3 || frames[1].size() != 0) {
     ++malformed_;
-    return send(InvalidArgument("expected one request frame and at most one payload"));
+    return send(InvalidArgument("expected one request frame"));
   }
   auto request = protocol::DecodeRequest(frames[2].to_string_view());
   if (!request.ok()) {
@@ -165,13 +165,7 @@ void ApiServer::ServeOne(int socket_index) {
     }
     send(result);
   });
-  Call call{std::move(*request), nullptr};
-  if (frames.size() == 4) {  // the chunk stays in its frame, no copy, for as long as it is needed
-    auto payload = std::make_shared<zmq::message_t>(std::move(frames[3]));
-    call.request.payload = payload->to_string_view();
-    call.payload_owner = std::move(payload);
-  }
-  handler_(std::move(call), std::move(reply));
+  handler_(Call{std::move(*request)}, std::move(reply));
 }
 
 void ApiServer::SendQueued() {

@@ -41,7 +41,7 @@ ApiClient::ApiClient(std::string endpoint, int timeout_ms)
 
 ApiClient::~ApiClient() = default;
 
-StatusOr<std::string> ApiClient::CallRaw(const std::string& bytes, std::string_view payload) {
+StatusOr<std::string> ApiClient::CallRaw(const std::string& bytes) {
   if (endpoint_.rfind("ipc://", 0) == 0) {
     struct stat st;
     const std::string path = endpoint_.substr(6);
@@ -53,9 +53,7 @@ StatusOr<std::string> ApiClient::CallRaw(const std::string& bytes, std::string_v
     zmq::socket_t sock(impl_->ctx, zmq::socket_type::req);
     ConfigureClientSocket(sock, timeout_ms_, curve_);
     sock.connect(endpoint_);
-    const auto more = payload.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore;
-    if (!sock.send(zmq::buffer(bytes), more) ||
-        (!payload.empty() && !sock.send(zmq::buffer(payload), zmq::send_flags::none)))
+    if (!sock.send(zmq::buffer(bytes), zmq::send_flags::none))
       return Unavailable("gandivad at " + endpoint_ + " does not accept requests");
     zmq::message_t reply;
     if (!sock.recv(reply, zmq::recv_flags::none))

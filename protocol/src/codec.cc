@@ -231,7 +231,7 @@ StatusOr<Request> DecodeRequest(std::string_view bytes) {
   doc.erase("v");
   doc.erase("type");
   GD_RETURN_IF_ERROR(Validate(*type, wire, doc));
-  return Request{*type, std::move(doc), {}};
+  return Request{*type, std::move(doc)};
 }
 
 std::string EncodeRequest(MessageType type, const Json& fields) {

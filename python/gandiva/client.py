@@ -40,10 +40,9 @@ class Client:
             raise GandivaError(code, text)
         return json.loads(text)
 
-    def raw_call(self, data, payload=b""):
-        """Sends raw bytes as a request and returns the raw reply text (for tests); a
-        non-empty payload goes as a second frame (migrate_chunk's bytes)."""
-        return self._api.raw_call(bytes(data), bytes(payload))
+    def raw_call(self, data):
+        """Sends raw bytes as a request and returns the raw reply text (for tests)."""
+        return self._api.raw_call(bytes(data))
 
     def hello(self):
         return self.call("hello")

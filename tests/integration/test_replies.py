@@ -48,9 +48,8 @@ class Checked:
         self.api = gandiva.Client(endpoint, timeout_ms=60000)
         self.checked = checked
 
-    def call(self, request_type, payload=b"", **fields):
-        frame = self.api.raw_call(json.dumps({"v": 1, "type": request_type, **fields}).encode(),
-                                  payload)
+    def call(self, request_type, **fields):
+        frame = self.api.raw_call(json.dumps({"v": 1, "type": request_type, **fields}).encode())
         validate_reply_frame(request_type, frame)  # envelope, and the fields when ok
         reply = json.loads(frame)
         if not reply.pop("ok"):

@@ -392,22 +392,19 @@ TEST_F(MigratorTest, ChecksPointsToAFileAndReleasesTheJob) {
 class ArrivalTest : public MigratorTest {
  protected:
   // Dispatches one request; returns how long Dispatch itself took and a future reply.
-  std::pair<double, std::future<StatusOr<Json>>> Send(MessageType type, Json fields,
-                                                      std::string payload = "") {
+  std::pair<double, std::future<StatusOr<Json>>> Send(MessageType type, Json fields) {
     auto request = protocol::DecodeRequest(protocol::EncodeRequest(type, fields));
     EXPECT_TRUE(request.ok()) << request.status().ToString();
     auto promise = std::make_shared<std::promise<StatusOr<Json>>>();
     auto future = promise->get_future();
-    auto owner = std::make_shared<std::string>(std::move(payload));
-    controller::Call call{*request, owner};
-    call.request.payload = *owner;
+    controller::Call call{*request};
     const uint64_t t0 = MonotonicNowNs();
     dispatcher_.Dispatch(std::move(call),
                          Reply([promise](const StatusOr<Json>& r) { promise->set_value(r); }));
     return {(MonotonicNowNs() - t0) / 1e6, std::move(future)};
   }
-  StatusOr<Json> Call(MessageType type, Json fields, std::string payload = "") {
-    auto [ms, reply] = Send(type, std::move(fields), std::move(payload));
+  StatusOr<Json> Call(MessageType type, Json fields) {
+    auto [ms, reply] = Send(type, std::move(fields));
     return reply.get();
   }
   void Prepare() {

@@ -36,8 +36,7 @@ class ApiClient {
   StatusOr<protocol::Json> Call(protocol::MessageType type,
                                 const protocol::Json& fields = protocol::Json::object());
   // Sends raw bytes as a request (for tests of malformed input) and returns the raw reply.
-  // A non-empty payload goes as a second frame, as migrate_chunk's bytes do.
-  StatusOr<std::string> CallRaw(const std::string& bytes, std::string_view payload = {});
+  StatusOr<std::string> CallRaw(const std::string& bytes);
 
   const std::string& endpoint() const { return endpoint_; }
 

@@ -19,9 +19,6 @@ using Json = nlohmann::json;
 struct Request {
   MessageType type;
   Json body;  // the validated fields (without "v" and "type")
-  // Bulk bytes sent as a second frame (migration chunks), else empty. Points into
-  // the received frame: valid only while the request is being handled.
-  std::string_view payload;
 };
 
 // Parses and validates a request: JSON object, known version and type, every

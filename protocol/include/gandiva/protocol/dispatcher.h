@@ -20,11 +20,9 @@
 
 namespace gandiva::protocol {
 
-// One request. `payload_owner` keeps request.payload (a migration chunk) valid
-// for as long as a copy of the call lives, so a worker can use it without a copy.
+// One request, as a handler gets it.
 struct Call {
   Request request;
-  std::shared_ptr<const void> payload_owner;
   const Json& body() const { return request.body; }
 };
 
