@@ -39,6 +39,9 @@ if [ -x "$build/bench/migration/transfer_floor" ] && [ -x "$build/bench/migratio
   echo "== bench_migration =="
   "$python" "$here/migration/bench_migration.py" --build-dir "$build" --out "$out"
   echo
+  echo "== bench_disk (checkpoint to local disk and restore, against dd) =="
+  "$python" "$here/migration/bench_disk.py" --build-dir "$build" --out "$out"
+  echo
 else
   echo "== bench_migration: skipped (build transfer_floor synthetic_state_job to run it) =="
   echo
