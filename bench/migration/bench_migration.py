@@ -161,6 +161,24 @@ def run_floor(build, mib, repeat):
     return json.loads(out)
 
 
+def iterations_for(job_exe, mib, work, warm_iterations):
+    """How many iterations the job runs, sized from a short calibration run on
+    this machine, now: the job must still be running on a after it reached
+    `warm_iterations` and b started and warmed its copy (which initialises N
+    MiB, measures its state and reserves N MiB of receive memory: about two of
+    the calibration's start-ups), with a wide margin for a loaded machine."""
+    result = os.path.join(work, f"calibrate-{mib}.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GANDIVA_")}
+    t0 = time.monotonic()
+    subprocess.run(job_cmd(job_exe, mib, 200, result), check=True, env=env,
+                   capture_output=True, timeout=600)
+    wall = time.monotonic() - t0
+    with open(result) as f:
+        loop_s = json.load(f)["elapsed_s"]
+    startup_s, iteration_s = max(wall - loop_s, 0.1), max(loop_s / 200, 1e-4)
+    return warm_iterations + int(6 * startup_s / iteration_s) + 1000
+
+
 def reference_run(job_exe, mib, iterations, work):
     """The job run once, unmanaged and never moved: the checksum to match."""
     result = os.path.join(work, f"reference-{mib}.json")
@@ -206,12 +224,10 @@ def measure(a, b, build, job_exe, root, mib, args):
     """One state size: the transfer floor, a reference run, one migration; its row."""
     load_before = os.getloadavg()[0]
     floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
-    # Long enough that the job is still running on a while b starts and
-    # warms its copy (which initialises N MiB, then measures its state and
-    # reserves N MiB of receive memory), short enough to be cheap.
-    iterations = 3000 + 6 * mib
+    warm_iterations = 300
+    iterations = iterations_for(job_exe, mib, root, warm_iterations)
     ref = reference_run(job_exe, mib, iterations, root)
-    op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, 300)
+    op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, warm_iterations)
     if res["checksum"] != ref["checksum"] or res["iterations"] != iterations:
         raise RuntimeError(f"{mib} MiB: migrated checksum {res['checksum']} != reference "
                            f"{ref['checksum']} (iterations {res['iterations']})")
