@@ -38,11 +38,9 @@ Status RunOnRanks(uint32_t kind, const std::vector<std::string>& targets,
   const uint64_t deadline = MonotonicNowNs() + kRankTransferTimeoutNs;
   Status result = Status::Ok();
   for (size_t k = 0; k < ranks.size(); ++k) {
-    runtime::TransferState s = runtime::kTransferBusy;
-    while (!stopping.load() && MonotonicNowNs() < deadline) {
-      s = runtime::WaitForTransfer(ranks[k], 100 * kMs);
-      if (s == runtime::kTransferDone || s == runtime::kTransferFailed) break;
-    }
+    const uint64_t now = MonotonicNowNs();
+    const runtime::TransferState s = runtime::WaitForTransfer(
+        ranks[k], deadline > now ? deadline - now : 0, [&stopping] { return stopping.load(); });
     *bytes += ranks[k]->transfer_bytes.load();
     if (s == runtime::kTransferFailed && result.ok())
       result = Internal("rank " + std::to_string(k) + ": " + ranks[k]->transfer_error);

@@ -51,6 +51,11 @@ void ArrivalSession::Cancel() {
   wake_.notify_all();
 }
 
+bool ArrivalSession::Cancelled() const {
+  std::lock_guard lock(mu_);
+  return cancelled_;
+}
+
 ArrivalSession::State ArrivalSession::state() const {
   std::lock_guard lock(mu_);
   return state_;
@@ -162,10 +167,7 @@ StatusOr<Json> ArrivalSession::Begin(const Json& req) {
 // Right after Begin's reply: the source connects; its connection goes to the job.
 Status ArrivalSession::Receive() {
   const std::unique_ptr<BulkListener> listener = std::move(bulk_);
-  auto cancelled = [this] {
-    std::lock_guard lock(mu_);
-    return cancelled_;
-  };
+  auto cancelled = [this] { return Cancelled(); };
   Status received = [&]() -> Status {
     GD_ASSIGN_OR_RETURN(auto source,
                         listener->Accept(bulk_key_, job_, timeouts_.receive_accept_ms, cancelled));
@@ -186,18 +188,11 @@ StatusOr<Json> ArrivalSession::Commit() {
   GD_RETURN_IF_ERROR(received_);
   SetState(State::kLoading);
   runtime::ControlBlock* cb = cb_.get();
-  auto transfer = runtime::kTransferBusy;
-  for (const uint64_t deadline = MonotonicNowNs() + timeouts_.load_ns;;) {
-    transfer = runtime::WaitForTransfer(cb, 100 * kMs);
-    if (transfer == runtime::kTransferDone || transfer == runtime::kTransferFailed) break;
-    {
-      std::lock_guard lock(mu_);
-      if (cancelled_) {
-        shutdown(connection_.get(), SHUT_RDWR);  // the job stops reading at once
-        return Unavailable("the migration was aborted");
-      }
-    }
-    if (MonotonicNowNs() >= deadline) break;
+  const auto transfer =
+      runtime::WaitForTransfer(cb, timeouts_.load_ns, [this] { return Cancelled(); });
+  if (transfer != runtime::kTransferDone && transfer != runtime::kTransferFailed && Cancelled()) {
+    shutdown(connection_.get(), SHUT_RDWR);  // the job stops reading at once
+    return Unavailable("the migration was aborted");
   }
   if (transfer == runtime::kTransferDone) {
     SetState(State::kLoaded);

@@ -78,6 +78,8 @@ class ArrivalSession {
   Status Receive();
   StatusOr<Json> Commit();
   StatusOr<Json> Start();
+  // Whether the source gave up (Cancel).
+  bool Cancelled() const;
   // Whether the session is in `state`; FailedPrecondition with `why` if not.
   Status Expect(State state, const char* why) const;
   void SetState(State state);

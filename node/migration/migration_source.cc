@@ -141,14 +141,11 @@ StatusOr<MigrationSource::State> MigrationSource::Stream() {
   GD_RETURN_IF_ERROR(ctx_.peer->Begin(remote_job_));
   GD_ASSIGN_OR_RETURN(UniqueFd conn, AcceptFromJob(*listener, cb, ctx_.timeouts->stream_ms));
   GD_RETURN_IF_ERROR(ctx_.peer->HandOver(conn.get(), 0));
-  const uint64_t deadline = MonotonicNowNs() + ctx_.timeouts->written_ns;
-  auto written = runtime::kTransferBusy;
-  while (written != runtime::kTransferDone && written != runtime::kTransferFailed) {
-    if (*ctx_.stopping) return Unavailable("the controller is stopping");
-    if (MonotonicNowNs() >= deadline)
-      return DeadlineExceeded("the job did not finish writing its state");
-    written = runtime::WaitForTransfer(cb, 100 * kMs);
-  }
+  const auto written = runtime::WaitForTransfer(cb, ctx_.timeouts->written_ns,
+                                                [this] { return ctx_.stopping->load(); });
+  if (written != runtime::kTransferDone && written != runtime::kTransferFailed)
+    return *ctx_.stopping ? Unavailable("the controller is stopping")
+                          : DeadlineExceeded("the job did not finish writing its state");
   if (written != runtime::kTransferDone)
     return Internal("the job could not write its state: " + std::string(cb->transfer_error));
   ctx_.update([bytes = cb->transfer_bytes.load()](Operation& op) { op.bytes = bytes; });

@@ -1,5 +1,6 @@
-// Unix stream sockets through which a job hands its checkpoint stream to the
-// controller (and takes one from it): the controller listens, the job connects.
+// The Unix stream socket on which a job takes a migration's bulk connection
+// from the controller (a "sealed:" transfer target): the controller listens,
+// the job connects.
 #ifndef GANDIVA_NODE_MIGRATION_UNIX_SOCKET_H_
 #define GANDIVA_NODE_MIGRATION_UNIX_SOCKET_H_
 
@@ -25,11 +26,6 @@ class UnixListener {
   std::string path_;
   UniqueFd fd_;
 };
-
-// Reads up to `max` bytes, waiting at most timeout_ms; 0 bytes means end of stream.
-StatusOr<size_t> ReadSome(int fd, char* buf, size_t max, int timeout_ms);
-// Writes all bytes (no SIGPIPE), waiting at most timeout_ms in total.
-Status WriteAll(int fd, const char* buf, size_t n, int timeout_ms);
 
 }  // namespace gandiva::controller
 

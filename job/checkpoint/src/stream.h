@@ -79,6 +79,7 @@ class Slab {
   static StatusOr<std::unique_ptr<Slab>> Create(size_t size);
   ~Slab();
   uint8_t* Take(size_t n);  // nullptr when the slab is full
+  uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
 
  private:

@@ -342,7 +342,7 @@ std::unique_ptr<Slab> g_reserve;  // guarded by g_reserve_mu
 void ReserveReceiveMemory(size_t bytes) {
   auto slab = Slab::Create(bytes);
   if (!slab.ok()) return;  // only an optimisation: the restore allocates as it goes
-  uint8_t* p = (*slab)->Take(0);
+  uint8_t* p = (*slab)->data();
   // Faulted in here, off the migration's downtime.
   if (::madvise(p, bytes, MADV_POPULATE_WRITE) != 0) std::memset(p, 0, bytes);
   std::lock_guard lock(g_reserve_mu);

@@ -65,14 +65,15 @@ bool RequestTransfer(ControlBlock* cb, Request kind, const char* target) {
   return true;
 }
 
-TransferState WaitForTransfer(ControlBlock* cb, uint64_t timeout_ns) {
+TransferState WaitForTransfer(ControlBlock* cb, uint64_t timeout_ns,
+                              const std::function<bool()>& give_up) {
   const uint64_t deadline = MonotonicNowNs() + timeout_ns;
   for (;;) {
     const uint32_t state = cb->transfer_state.load(std::memory_order_acquire);
     if (state == kTransferDone || state == kTransferFailed)
       return static_cast<TransferState>(state);
     const uint64_t now = MonotonicNowNs();
-    if (now >= deadline) return static_cast<TransferState>(state);
+    if (now >= deadline || (give_up && give_up())) return static_cast<TransferState>(state);
     FutexWait(&cb->transfer_state, state, std::min<uint64_t>(deadline - now, 50'000'000));
   }
 }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "gandiva/common/clock.h"
 #include "gandiva/common/units.h"
@@ -176,19 +177,19 @@ Status SealedWriter::Flush() {
     payload[filled_ / 2] ^= 0x40;
     corrupt_ = false;
   }
-  GD_RETURN_IF_ERROR(sealer_.Seal(kSealedData, {payload, filled_}, frame_.data()));
-  if (tamper_) {
-    payload[filled_ / 2] ^= 0x10;
-    tamper_ = false;
-  }
-  const size_t total = kSealedHeaderBytes + filled_ + kSealedTagBytes;
-  bytes_ += filled_;
-  filled_ = 0;
-  return SendData(frame_.data(), total);
+  const size_t n = std::exchange(filled_, 0);
+  return SealAndSend({payload, n});
 }
 
-Status SealedWriter::SendData(const uint8_t* frame, size_t total) {
-  GD_RETURN_IF_ERROR(SendAll(fd_.get(), frame, total, timeout_ms_));
+Status SealedWriter::SealAndSend(std::span<const uint8_t> payload) {
+  GD_RETURN_IF_ERROR(sealer_.Seal(kSealedData, payload, frame_.data()));
+  if (tamper_) {
+    frame_[kSealedHeaderBytes + payload.size() / 2] ^= 0x10;
+    tamper_ = false;
+  }
+  bytes_ += payload.size();
+  GD_RETURN_IF_ERROR(SendAll(fd_.get(), frame_.data(),
+                             kSealedHeaderBytes + payload.size() + kSealedTagBytes, timeout_ms_));
   if (cut_) {
     shutdown(fd_.get(), SHUT_RDWR);
     cut_ = false;
@@ -202,16 +203,8 @@ Status SealedWriter::Write(const void* data, size_t n) {
   // into the frame buffer: one pass over them instead of a copy and a pass.
   if (n >= kFramePayload && !corrupt_) {
     GD_RETURN_IF_ERROR(Flush());
-    for (; n >= kFramePayload; p += kFramePayload, n -= kFramePayload) {
-      GD_RETURN_IF_ERROR(sealer_.Seal(kSealedData, {p, kFramePayload}, frame_.data()));
-      if (tamper_) {
-        frame_[kSealedHeaderBytes + kFramePayload / 2] ^= 0x10;
-        tamper_ = false;
-      }
-      bytes_ += kFramePayload;
-      GD_RETURN_IF_ERROR(
-          SendData(frame_.data(), kSealedHeaderBytes + kFramePayload + kSealedTagBytes));
-    }
+    for (; n >= kFramePayload; p += kFramePayload, n -= kFramePayload)
+      GD_RETURN_IF_ERROR(SealAndSend({p, kFramePayload}));
   }
   while (n > 0) {
     const size_t take = std::min(n, kFramePayload - filled_);
@@ -234,57 +227,41 @@ Status SealedWriter::Finish() {
 // ------------------------------------------------------------------ reader
 
 SealedReader::SealedReader(UniqueFd fd, const BulkKey& key, uint64_t first_seq)
-    : fd_(std::move(fd)), opener_(key, first_seq), buf_(kMaxSealedPayload + kSealedTagBytes) {}
+    : fd_(std::move(fd)), opener_(key, first_seq), buf_(kMaxSealedPayload) {}
 
-StatusOr<SealedReader::Frame> SealedReader::NextFrame(int timeout_ms,
-                                                      const CancelledFn& cancelled) {
+StatusOr<SealedReader::Frame> SealedReader::NextFrame(int timeout_ms, const CancelledFn& cancelled,
+                                                      std::span<uint8_t> into) {
   if (done_) return DataLoss("read past the last frame");
   uint8_t header_bytes[kSealedHeaderBytes];
   GD_RETURN_IF_ERROR(
       ReadExact(fd_.get(), header_bytes, sizeof header_bytes, timeout_ms, cancelled));
   GD_ASSIGN_OR_RETURN(SealedHeader header, opener_.CheckHeader(header_bytes));
-  const size_t sealed = header.length + kSealedTagBytes;
-  GD_RETURN_IF_ERROR(ReadExact(fd_.get(), buf_.data(), sealed, timeout_ms, cancelled));
-  GD_RETURN_IF_ERROR(opener_.Open(header_bytes, std::span(buf_.data(), sealed)));
+  const bool direct = header.flags == kSealedData && header.length <= into.size();
+  uint8_t* body = direct ? into.data() : buf_.data();
+  uint8_t tag[kSealedTagBytes];
+  GD_RETURN_IF_ERROR(ReadExact(fd_.get(), body, header.length, timeout_ms, cancelled));
+  GD_RETURN_IF_ERROR(ReadExact(fd_.get(), tag, sizeof tag, timeout_ms, cancelled));
+  GD_RETURN_IF_ERROR(opener_.Open(header_bytes, body, tag));
   if (header.flags == kSealedLast) {
     if (header.length != 0) return DataLoss("the last frame carries data");
     done_ = true;
   }
-  return Frame{header.flags, std::span<const uint8_t>(buf_.data(), header.length)};
+  return Frame{header.flags, std::span<const uint8_t>(body, header.length)};
 }
 
 StatusOr<size_t> SealedReader::Read(void* out, size_t n, int timeout_ms) {
-  if (pending_.empty() && !done_ && n >= kFramePayload) {
-    // A data frame that fits is received and opened straight in the caller's
-    // buffer: no copy out of ours.
-    uint8_t header_bytes[kSealedHeaderBytes];
-    GD_RETURN_IF_ERROR(
-        ReadExact(fd_.get(), header_bytes, sizeof header_bytes, timeout_ms, nullptr));
-    GD_ASSIGN_OR_RETURN(SealedHeader header, opener_.CheckHeader(header_bytes));
-    const bool direct = header.flags == kSealedData && header.length <= n;
-    uint8_t* body = direct ? static_cast<uint8_t*>(out) : buf_.data();
-    uint8_t tag[kSealedTagBytes];
-    GD_RETURN_IF_ERROR(ReadExact(fd_.get(), body, header.length, timeout_ms, nullptr));
-    GD_RETURN_IF_ERROR(ReadExact(fd_.get(), tag, sizeof tag, timeout_ms, nullptr));
-    GD_RETURN_IF_ERROR(opener_.Open(header_bytes, body, tag));
-    if (header.flags == kSealedLast) {
-      if (header.length != 0) return DataLoss("the last frame carries data");
-      done_ = true;
-      return size_t{0};
-    }
-    if (header.flags != kSealedData)
-      return DataLoss("bulk frame " + std::to_string(header.seq) + " is not a data frame");
-    if (direct) return size_t{header.length};
-    pending_ = std::span<const uint8_t>(buf_.data(), header.length);
-  }
   while (pending_.empty()) {
     if (done_) return size_t{0};
-    GD_ASSIGN_OR_RETURN(Frame frame, NextFrame(timeout_ms));
+    // A data frame that fits is received and opened straight in the caller's
+    // buffer: no copy out of ours.
+    GD_ASSIGN_OR_RETURN(Frame frame,
+                        NextFrame(timeout_ms, nullptr, {static_cast<uint8_t*>(out), n}));
     if (done_) return size_t{0};
     if (frame.flags != kSealedData)
       return DataLoss("bulk frame " + std::to_string(opener_.next_seq() - 1) +
                       " is not a data frame");
-    pending_ = frame.payload;
+    if (!frame.payload.empty() && frame.payload.data() == out) return frame.payload.size();
+    pending_ = frame.payload;  // in our buffer (or empty: read on)
   }
   const size_t take = std::min(n, pending_.size());
   std::memcpy(out, pending_.data(), take);

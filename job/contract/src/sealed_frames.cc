@@ -117,13 +117,6 @@ StatusOr<SealedHeader> FrameOpener::CheckHeader(const uint8_t* bytes) const {
   return header;
 }
 
-Status FrameOpener::Open(const uint8_t* header_bytes, std::span<uint8_t> sealed) {
-  GD_ASSIGN_OR_RETURN(SealedHeader header, CheckHeader(header_bytes));
-  if (sealed.size() != header.length + kSealedTagBytes)
-    return InvalidArgument("a sealed frame is its length plus the tag");
-  return Open(header_bytes, sealed.data(), sealed.data() + header.length);
-}
-
 Status FrameOpener::Open(const uint8_t* header_bytes, uint8_t* ciphertext, const uint8_t* tag) {
   GD_ASSIGN_OR_RETURN(SealedHeader header, CheckHeader(header_bytes));
   const auto nonce = NonceOf(seq_);

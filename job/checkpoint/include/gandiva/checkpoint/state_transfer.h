@@ -1,9 +1,11 @@
 // What the job runtime calls to checkpoint and restore the job's registered
 // state (gd_register_state): a self-describing stream of checksummed chunks
 // written to, or read from, a target:
-//   "file:/abs/path"    a checkpoint file
-//   "unix:/abs/socket"  a Unix stream socket the node controller listens on
-//                       (migration: the controller forwards the bytes)
+//   "file:/abs/path"      a checkpoint file
+//   "sealed:/abs/socket"  migration: the job takes the sealed bulk connection
+//                         its controller hands over on the socket, and writes
+//                         or reads the stream on it (job to job)
+//   "unix:/abs/socket"    the stream itself on a Unix socket someone listens on
 #ifndef GANDIVA_CHECKPOINT_STATE_TRANSFER_H_
 #define GANDIVA_CHECKPOINT_STATE_TRANSFER_H_
 

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 namespace gandiva::runtime {
 
@@ -121,7 +122,8 @@ struct alignas(64) ControlBlock {
   // State transfer (checkpoint and migration). The controller writes
   // transfer_target before it stores kRequestCheckpoint/kRequestRestore; the
   // job writes the rest.
-  alignas(64) char transfer_target[kTransferTargetSize];  // "file:/abs/path" or "unix:/abs/socket"
+  alignas(
+      64) char transfer_target[kTransferTargetSize];  // "file:/abs/path" or "sealed:/abs/socket"
   std::atomic<uint32_t> transfer_state;
   std::atomic<uint32_t> transfers;       // transfers completed or failed so far
   std::atomic<uint64_t> transfer_bytes;  // bytes of the last transfer
@@ -166,12 +168,15 @@ void RequestResume(ControlBlock* cb);
 void PreWake(ControlBlock* cb, uint64_t spin_ns);
 // Sleeps until the job reports kPhaseParked (true) or timeout_ns passes (false).
 bool WaitForPhase(ControlBlock* cb, Phase phase, uint64_t timeout_ns);
-// Asks the job to checkpoint to / restore from `target` ("file:/path" or
-// "unix:/socket") while parked; InvalidArgument if target does not fit.
+// Asks the job to checkpoint to / restore from `target` ("file:/path", or
+// "sealed:/socket" for a migration) while parked; false if target does not fit.
 bool RequestTransfer(ControlBlock* cb, Request kind, const char* target);
 // Sleeps until the current transfer is done or failed (returns the state), or
-// timeout_ns passes (returns kTransferBusy or kTransferIdle).
-TransferState WaitForTransfer(ControlBlock* cb, uint64_t timeout_ns);
+// timeout_ns passes (returns kTransferBusy or kTransferIdle). `give_up`, if
+// given, is asked at least every 50 ms; once it says so the wait returns what
+// it saw (the caller tells that from a timeout by asking it again).
+TransferState WaitForTransfer(ControlBlock* cb, uint64_t timeout_ns,
+                              const std::function<bool()>& give_up = nullptr);
 // Refreshes the lease that keeps parked jobs parked.
 void Heartbeat(ControlBlock* cb, uint64_t now_ns);
 // The controller is going away: every parked job resumes now and never parks again.

@@ -70,9 +70,8 @@ class SealedWriter {
   uint64_t next_seq() const { return sealer_.next_seq(); }
   uint64_t bytes() const { return bytes_; }
   int fd() const { return fd_.get(); }
-  // Test-only: flip one bit of the next data frame after (before) it is sealed.
+  // Test-only: flip one bit of the next data frame after it is sealed.
   void TamperWithNextFrame() { tamper_ = true; }
-  void CorruptNextFrame() { corrupt_ = true; }
   // Applies a handoff's test-only flags.
   void ApplyTestFlags(uint32_t flags) {
     tamper_ = flags & kHandoffTamperSealed;
@@ -82,8 +81,9 @@ class SealedWriter {
 
  private:
   Status Flush();
-  // Sends one sealed data frame (the test-only cut follows it).
-  Status SendData(const uint8_t* frame, size_t total);
+  // Seals `payload` (the buffered bytes, or a whole frame of the caller's)
+  // into frame_ and sends it; the test-only tamper and cut apply here.
+  Status SealAndSend(std::span<const uint8_t> payload);
   UniqueFd fd_;
   FrameSealer sealer_;
   int timeout_ms_;
@@ -99,13 +99,15 @@ class SealedReader {
  public:
   SealedReader(UniqueFd fd, const BulkKey& key, uint64_t first_seq);
   // The next opened frame: its flags and payload (valid until the next call).
-  // DataLoss for a frame that does not open or a stream cut short;
-  // DeadlineExceeded after timeout_ms of silence.
+  // A data frame that fits `into` is received and opened there (no copy out
+  // of ours); any other in our buffer. DataLoss for a frame that does not open
+  // or a stream cut short; DeadlineExceeded after timeout_ms of silence.
   struct Frame {
     uint32_t flags;
     std::span<const uint8_t> payload;
   };
-  StatusOr<Frame> NextFrame(int timeout_ms, const CancelledFn& cancelled = nullptr);
+  StatusOr<Frame> NextFrame(int timeout_ms, const CancelledFn& cancelled = nullptr,
+                            std::span<uint8_t> into = {});
   // Stream reading: up to n bytes of data frames; 0 once the last frame opened.
   StatusOr<size_t> Read(void* out, size_t n, int timeout_ms);
   bool done() const { return done_; }

@@ -82,11 +82,8 @@ class FrameOpener {
   // Checks a received header against what may come next: DataLoss if it is out
   // of sequence or too long.
   StatusOr<SealedHeader> CheckHeader(const uint8_t* header) const;
-  // Decrypts `sealed` (ciphertext then tag, header.length + kSealedTagBytes
-  // bytes) in place and authenticates it with the header: DataLoss if it does
-  // not open. The plaintext is the first header.length bytes.
-  Status Open(const uint8_t* header, std::span<uint8_t> sealed);
-  // The same with the ciphertext (header.length bytes) and the tag apart.
+  // Decrypts `ciphertext` (header.length bytes) in place and authenticates it
+  // and the header with `tag`: DataLoss if it does not open.
   Status Open(const uint8_t* header, uint8_t* ciphertext, const uint8_t* tag);
   uint64_t next_seq() const { return seq_; }
 
