@@ -121,7 +121,14 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   // Unix socket paths are short (108 bytes): fall back to /tmp for a deep directory.
   std::string state_dir =
       flags.Get("state-dir", std::filesystem::path(opts->endpoint.substr(6)).parent_path());
-  if (state_dir.size() > 70) state_dir = "/tmp/gandivad-" + std::to_string(getpid());
+  if (state_dir.size() > 70) {
+    // The same endpoint gets the same directory each start: its job table is there.
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned char c : opts->endpoint) h = (h ^ c) * 0x100000001b3ull;
+    char name[48];
+    std::snprintf(name, sizeof(name), "/tmp/gandivad-%016llx", static_cast<unsigned long long>(h));
+    state_dir = name;
+  }
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   chmod(state_dir.c_str(), 0700);

@@ -42,6 +42,7 @@ Node::Node(NodeOptions options)
                      if (j.cb()) runtime::Heartbeat(j.cb(), now);
                    });
                  }),
+      usage_flush_(std::chrono::seconds(1), [this](uint64_t) { FlushUsage(); }),
       migrator_(this, MigratorOptionsFor(options_)) {
   for (const auto& d : options_.devices)
     devices_[d.name] =
@@ -54,6 +55,7 @@ Node::~Node() { Stop(); }
 
 Status Node::Start() {
   if (devices_.empty()) return InvalidArgument("no devices to schedule");
+  GD_RETURN_IF_ERROR(OpenStore());
   GD_RETURN_IF_ERROR(monitor_.Start());
   cgroups_ = MemoryCgroups::Probe("gandiva." + options_.node + "." + std::to_string(getpid()));
   GD_LOG(kInfo, "memory limits of launched jobs: %s", cgroups_.status().c_str());
@@ -67,7 +69,9 @@ Status Node::Start() {
   for (const auto& d : options_.devices) has_gpu |= d.kind == protocol::DeviceKind::kGpu;
   const char* path = getenv("PATH");
   mps_.Start(PlanMps(has_gpu, path ? path : "", options_.state_dir));
+  Readopt();
   heartbeat_.Start();
+  usage_flush_.Start();
   started_ = true;
   return Status::Ok();
 }
@@ -77,6 +81,8 @@ void Node::Stop() {
   stopped_ = true;
   for (auto& [name, dev] : devices_) dev->Stop();
   heartbeat_.Stop();
+  usage_flush_.Stop();
+  FlushUsage();
   monitor_.Stop();
   logs_.Stop();
   migrator_.Stop();  // operations give up; a job they held is released below
@@ -84,14 +90,26 @@ void Node::Stop() {
     std::lock_guard lock(mu_);
     for (auto& [id, gang] : gangs_) gang->ReleaseForever();  // every rank, before its leader
   }
+  // With a job table on disk a gandivad started again takes the jobs back: they
+  // run on meanwhile (a resume, as their lease would give them) and keep their
+  // blocks. Without one, nothing could: they are released for good.
+  const bool adoptable = store_ != nullptr;
   int released = 0;
   jobs_.ForEachLive([&](const Job& job) {
     if (!job.cb()) return;
-    runtime::ReleaseForever(job.cb());
-    runtime::SharedControlBlock::Remove(job.block->name());
+    if (adoptable && job.ranks <= 1) {
+      runtime::RequestResume(job.cb());
+    } else {
+      runtime::ReleaseForever(job.cb());
+      runtime::SharedControlBlock::Remove(job.block->name());
+    }
     ++released;
   });
-  if (released) GD_LOG(kInfo, "released %d job(s); they run on unmanaged", released);
+  if (released)
+    GD_LOG(kInfo, "released %d job(s); they run on %s", released,
+           adoptable
+               ? ("until a gandivad started on " + options_.state_dir + " takes them back").c_str()
+               : "unmanaged");
   cgroups_.RemoveParent();  // only once empty: jobs still running keep their cgroups
   mps_.Stop();
 }
@@ -170,6 +188,8 @@ StatusOr<Job> Node::Register(NewJob n) {
     gangs_[job.id] = std::move(gang).value();
   }
   jobs_.Insert(job);
+  // Held at its own request (not as a migration's copy): it stays so across a restart.
+  if (store_ && n.held && job.migrated_from.empty()) store_->PutHeld(job.id, true);
   dev->AddJob(job.id, job.SharedCb(), job.weight, n.held);
   dev->SetMemoryCap(job.id, job.GpuMemoryCap());
   GD_LOG(kInfo, "job %llu (%s) registered on %s%s", static_cast<unsigned long long>(job.id),

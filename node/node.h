@@ -30,6 +30,7 @@
 #include "jobs/gang.h"
 #include "jobs/heartbeat.h"
 #include "jobs/job_log.h"
+#include "jobs/job_store.h"
 #include "jobs/job_table.h"
 #include "jobs/launcher.h"
 #include "jobs/memory_cgroups.h"
@@ -100,8 +101,13 @@ class Node final : public JobHost {
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
+  // Starts every component. With a state directory: takes it (one gandivad
+  // each), opens its job table (STATE/jobs.db) and re-adopts the jobs listed
+  // there that still run (node_readopt.cc).
   Status Start();
-  // Resumes every parked job for good (they run on unmanaged), stops all threads.
+  // Resumes every parked job and stops all threads. With a state directory the
+  // jobs stay adoptable: they run on, and a gandivad started again on the
+  // directory manages them again. Without one they are released for good.
   void Stop();
 
   // Serves one API request; `reply` is completed at once or by a worker.
@@ -135,6 +141,9 @@ class Node final : public JobHost {
   Status SetWeight(uint64_t job, double weight);
   // Whether the job is held (the device loop's slicer is the one record of it).
   bool JobHeld(const Job& job) const;
+  // Suspends or resumes the job for its user: held, and kept in the job table on
+  // disk so that it stays suspended across a restart (an operation's hold is not).
+  void SetUserHeld(uint64_t job, bool held);
   // The job's device figures, live or frozen at its end.
   DeviceUsage UsageOf(const Job& job) const;
   // Why the job's gang failed, or "" (also for a job of one process).
@@ -161,9 +170,16 @@ class Node final : public JobHost {
   Status StartJobProcess(const Job& job, std::map<std::string, std::string> env,
                          const std::string& cgroup_dir);
   std::string PickDevice(const std::string& wanted) const;
+  // The job table on disk (node_readopt.cc).
+  Status OpenStore();
+  void Readopt();
+  bool ReadoptOne(StoredJob stored, bool same_boot);  // false: recorded as ended
+  void FlushUsage();
 
   const NodeOptions options_;
   std::mutex mu_;
+  UniqueFd state_lock_;              // flock on STATE/gandivad.lock while this node runs
+  std::unique_ptr<JobStore> store_;  // null without a state directory; outlives jobs_'s use
   JobTable jobs_;
   std::unique_ptr<ProcessFreezer> freezer_;  // outlives the device loops that use it
   std::map<std::string, std::unique_ptr<DeviceLoop>> devices_;  // fixed after construction
@@ -172,6 +188,7 @@ class Node final : public JobHost {
   JobLogs logs_;
   MemoryCgroups cgroups_;  // probed by Start
   Heartbeat heartbeat_;
+  Heartbeat usage_flush_;  // device figures to the store, once a second
   Migrator migrator_;
   MpsDaemon mps_;
   Dispatcher dispatcher_;

@@ -47,7 +47,10 @@ protocol::SwapState SwapStateOf(uint32_t state) {
 
 Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
                const std::optional<Operation>& operation) {
-  const ControlBlock* cb = job.cb();
+  // An ended job read back from the job table after a restart has no block
+  // left: its figures from the block read as zero (static storage: zeroed).
+  static ControlBlock kNoBlock;
+  const ControlBlock* cb = job.cb() ? job.cb() : &kNoBlock;
   auto stats = runtime::ReadIterationStats(cb->profile);
   const uint64_t now = MonotonicNowNs();
   const uint64_t end = job.ended ? job.ended_ns : now;

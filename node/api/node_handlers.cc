@@ -96,7 +96,7 @@ StatusOr<Json> JobExited(Node& node, const Json& req) {
 
 StatusOr<Json> Suspend(Node& node, const Json& req) {
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
-  node.SetHeld(job.id, true);
+  node.SetUserHeld(job.id, true);
   return Json{{"state", job.State()}};
 }
 
@@ -108,7 +108,7 @@ StatusOr<Json> Resume(Node& node, const Json& req) {
     return FailedPrecondition("job " + std::to_string(job.id) + " is in a " +
                               std::string(protocol::ToString(op->kind)) +
                               "; it resumes when that ends");
-  node.SetHeld(job.id, false);
+  node.SetUserHeld(job.id, false);
   return Json{{"state", job.State()}};
 }
 

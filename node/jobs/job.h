@@ -69,6 +69,7 @@ struct Job {
   uint64_t GpuMemoryCap() const;
   bool spawned = false;  // started by this daemon (a migration's destination): we reap it
   int pid = 0;
+  uint64_t process_start = 0;  // its start time (process_identity.h): tells it from a pid reuse
   std::shared_ptr<runtime::SharedControlBlock> block;
 
   bool launched = false;   // started by the launch request (gandivad is its parent)

@@ -1,7 +1,10 @@
 // The job table; see job_table.h.
 #include "jobs/job_table.h"
 
+#include <algorithm>
+
 #include "gandiva/common/clock.h"
+#include "jobs/process_identity.h"
 
 namespace gandiva::controller {
 
@@ -13,7 +16,25 @@ uint64_t JobTable::ReserveId() {
 void JobTable::Insert(Job job) {
   std::lock_guard lock(mu_);
   const uint64_t id = job.id;
+  Persist(job);
   jobs_[id].job = std::move(job);
+}
+
+void JobTable::Restore(Job job, UniqueFd pidfd) {
+  std::lock_guard lock(mu_);
+  const uint64_t id = job.id;
+  next_id_ = std::max(next_id_, id + 1);
+  Persist(job);
+  if (job.ended) ended_.push_back(id);  // read back in id order: oldest first
+  jobs_[id] = Entry{std::move(job), std::move(pidfd)};
+  DropOldEnded();
+}
+
+void JobTable::DropOldEnded() {
+  for (; ended_.size() > max_ended_; ended_.pop_front()) {
+    jobs_.erase(ended_.front());
+    if (store_) store_->Erase(ended_.front());
+  }
 }
 
 StatusOr<Job> JobTable::Find(uint64_t id) const {
@@ -61,7 +82,9 @@ Status JobTable::UpdateLive(uint64_t id, const std::function<Status(Job&)>& upda
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
   if (it->second.job.ended) return FailedPrecondition("job " + std::to_string(id) + " has ended");
-  return update(it->second.job);
+  Status s = update(it->second.job);
+  Persist(it->second.job);
+  return s;
 }
 
 Status JobTable::SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned) {
@@ -69,9 +92,13 @@ Status JobTable::SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned) 
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.job.ended)
     return FailedPrecondition("job " + std::to_string(id) + " has ended");
-  it->second.job.pid = pid;
-  it->second.job.spawned = spawned;
+  Job& job = it->second.job;
+  // Read once its pidfd is open (it pins the process): this start time is that process's.
+  if (job.pid != pid || !job.process_start) job.process_start = ProcessStartTicks(pid).value_or(0);
+  job.pid = pid;
+  job.spawned = spawned;
   it->second.pidfd = std::move(pidfd);
+  Persist(job);
   return Status::Ok();
 }
 
@@ -82,6 +109,7 @@ Status JobTable::SetExitCode(uint64_t id, int exit_code, ProcessEnd end) {
   it->second.job.exit_code = exit_code;
   it->second.job.failed = exit_code != 0;
   it->second.job.end = std::move(end);
+  Persist(it->second.job);
   return Status::Ok();
 }
 
@@ -100,9 +128,10 @@ std::optional<JobTable::Ended> JobTable::End(uint64_t id, bool failed, int exit_
   job.usage_at_end.device_time_ns = usage.DeviceTimeAt(job.ended_ns);
   job.usage_at_end.running_since_ns = 0;
   if (job.block) runtime::SharedControlBlock::Remove(job.block->name());
+  Persist(job);
   Ended ended{job, std::move(it->second.pidfd)};
   ended_.push_back(id);
-  for (; ended_.size() > max_ended_; ended_.pop_front()) jobs_.erase(ended_.front());
+  DropOldEnded();
   return ended;
 }
 

@@ -7,6 +7,10 @@
 // An ended job stays listed with how it ended, up to the newest kMaxEndedJobs
 // of them: older ended records are dropped, so a node that runs jobs for
 // months keeps a bounded table.
+//
+// With a store (SetStore), every change of a record is written through to it
+// under the table's lock (the store's lock is a leaf below it), and dropped
+// records are erased from it: the store always holds what the table holds.
 #ifndef GANDIVA_NODE_JOBS_JOB_TABLE_H_
 #define GANDIVA_NODE_JOBS_JOB_TABLE_H_
 
@@ -21,6 +25,7 @@
 #include "gandiva/common/unique_fd.h"
 #include "gandiva/status.h"
 #include "jobs/job.h"
+#include "jobs/job_store.h"
 
 namespace gandiva::controller {
 
@@ -29,9 +34,15 @@ class JobTable {
   static constexpr size_t kMaxEndedJobs = 1000;
   explicit JobTable(size_t max_ended = kMaxEndedJobs) : max_ended_(max_ended) {}
 
+  // Writes every change through to `store` from now on (before any job is added).
+  void SetStore(JobStore* store) { store_ = store; }
+
   // The id the next registered job gets; ids start at 1 and are never reused.
   uint64_t ReserveId();
   void Insert(Job job);
+  // A job a restarted gandivad read back (live and re-adopted, or ended):
+  // listed under its own id, with its process fd if live; ids go on after it.
+  void Restore(Job job, UniqueFd pidfd);
 
   // The job, or NotFound ("no job N").
   StatusOr<Job> Find(uint64_t id) const;
@@ -64,11 +75,16 @@ class JobTable {
     Job job;
     UniqueFd pidfd;
   };
+  void Persist(const Job& job) {  // mu_ held
+    if (store_) store_->Put(job);
+  }
+  void DropOldEnded();  // mu_ held
   mutable std::mutex mu_;
   std::map<uint64_t, Entry> jobs_;
   std::deque<uint64_t> ended_;  // ids of ended records, oldest first
   size_t max_ended_;
   uint64_t next_id_ = 1;
+  JobStore* store_ = nullptr;
 };
 
 }  // namespace gandiva::controller

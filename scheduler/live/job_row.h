@@ -8,7 +8,7 @@
 
 #include "gandiva/status.h"
 #include "live/job_store.h"
-#include "live/sqlite_db.h"
+#include "sqlite/sqlite_db.h"
 
 namespace gandiva::sched::live::job_row {
 

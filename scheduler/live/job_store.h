@@ -83,8 +83,17 @@ struct JobRecord {
   bool operator==(const JobRecord&) const = default;
 };
 
+}  // namespace gandiva::sched::live
+
+namespace gandiva::sqlite {
 class SqliteDb;
 class Statement;
+}  // namespace gandiva::sqlite
+
+namespace gandiva::sched::live {
+
+using sqlite::SqliteDb;
+using sqlite::Statement;
 
 class JobStore {
  public:

@@ -276,6 +276,17 @@ void JobRuntime::BecomeUnmanaged(const char* why) {
          static_cast<unsigned long long>(cb_->job_id), why);
 }
 
+bool JobRuntime::Rejoin() {
+  if (!shared_ || !cb_->fail_open.load(std::memory_order_acquire) ||
+      cb_->controller_gone.load(std::memory_order_acquire) || LeaseLeftNs() == 0)
+    return false;
+  cb_->fail_open.store(0, std::memory_order_release);
+  managed_.store(true, std::memory_order_release);
+  GD_LOG(kInfo, "job %llu: the controller is back; managed again",
+         static_cast<unsigned long long>(cb_->job_id));
+  return true;
+}
+
 void JobRuntime::Detach() {
   // A forked child exiting (atexit is inherited) must not mark the job exited.
   if (owner_pid_ != 0 && owner_pid_ != getpid()) return;

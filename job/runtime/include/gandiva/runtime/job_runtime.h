@@ -53,7 +53,7 @@ class JobRuntime {
     if (term_requested_.load(std::memory_order_relaxed)) [[unlikely]]
       CheckpointAndEndOnTerm();
     if (cb_->request.load(std::memory_order_acquire) != kRequestRun &&
-        managed_.load(std::memory_order_relaxed) && ParkDueHere()) {
+        (managed_.load(std::memory_order_relaxed) || Rejoin()) && ParkDueHere()) {
       Park(now);
       last_exit_ns_ = MonotonicNowNs();
       return;
@@ -104,6 +104,11 @@ class JobRuntime {
   // Checkpoint or restore while parked, as the controller asked.
   void Transfer(Request kind);
   void BecomeUnmanaged(const char* why);
+  // A job that failed open on an expired lease is managed again once a
+  // controller heartbeats its block again (a gandivad restarted on the same
+  // state re-adopted it). Asked only while a park is requested and the job is
+  // unmanaged; true once managed again.
+  bool Rejoin();
   // GANDIVA_CHECKPOINT_ON_TERM (term_checkpoint.cc): the SIGTERM handler only
   // raises term_requested_ (and wakes a parked boundary thread); the boundary
   // thread then saves the registered state and ends the process by SIGTERM.

@@ -1,9 +1,10 @@
-// A thin RAII layer over the SQLite C API for the scheduler's job store: one
-// connection (SqliteDb) and its prepared statements (Statement), with every
-// SQLite result code turned into a Status whose message names the database file.
+// A thin RAII layer over the SQLite C API for gandiva's durable state (the
+// scheduler's job store, gandivad's job table): one connection (SqliteDb) and
+// its prepared statements (Statement), with every SQLite result code turned
+// into a Status whose message names the database and its file.
 // Not thread-safe: a connection and its statements belong to one thread.
-#ifndef GANDIVA_SCHEDULER_LIVE_SQLITE_DB_H_
-#define GANDIVA_SCHEDULER_LIVE_SQLITE_DB_H_
+#ifndef GANDIVA_COMMON_SQLITE_SQLITE_DB_H_
+#define GANDIVA_COMMON_SQLITE_SQLITE_DB_H_
 
 #include <cstdint>
 #include <memory>
@@ -15,18 +16,28 @@
 struct sqlite3;
 struct sqlite3_stmt;
 
-namespace gandiva::sched::live {
+namespace gandiva::sqlite {
+
+// How errors name a database: "<what> <path>: ...", and what a file that is
+// not one is not ("... is corrupt or not a <kind>").
+struct DbLabel {
+  std::string what;  // "scheduler database"
+  std::string kind;  // "gandiva scheduler database"
+};
 
 class SqliteDb {
  public:
   // Opens (creating when absent) the database file at `path`; no pragmas yet.
-  static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path);
+  static StatusOr<std::unique_ptr<SqliteDb>> Open(const std::string& path, DbLabel label);
   ~SqliteDb();
   SqliteDb(const SqliteDb&) = delete;
   SqliteDb& operator=(const SqliteDb&) = delete;
 
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
+  const DbLabel& label() const { return label_; }
+  // "<what> <path>", the start of every message about this database.
+  std::string name() const { return label_.what + " " + path_; }
   // Runs SQL that returns no rows (one or more statements separated by ';').
   Status Exec(const std::string& sql);
   // The Status for SQLite result code `rc` while doing `what`, with SQLite's own
@@ -34,9 +45,11 @@ class SqliteDb {
   Status Error(int rc, std::string_view what) const;
 
  private:
-  SqliteDb(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  SqliteDb(sqlite3* db, std::string path, DbLabel label)
+      : db_(db), path_(std::move(path)), label_(std::move(label)) {}
   sqlite3* db_;
   std::string path_;
+  DbLabel label_;
 };
 
 // A prepared statement. Bind parameters (1-based), Step through the rows, read
@@ -88,6 +101,6 @@ class ResetOnExit {
   Statement& stmt_;
 };
 
-}  // namespace gandiva::sched::live
+}  // namespace gandiva::sqlite
 
-#endif  // GANDIVA_SCHEDULER_LIVE_SQLITE_DB_H_
+#endif  // GANDIVA_COMMON_SQLITE_SQLITE_DB_H_

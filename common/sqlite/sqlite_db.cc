@@ -1,18 +1,18 @@
-#include "live/sqlite_db.h"
+#include "sqlite/sqlite_db.h"
 
 #include <sqlite3.h>
 
 #include <utility>
 
-namespace gandiva::sched::live {
+namespace gandiva::sqlite {
 
-StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path) {
+StatusOr<std::unique_ptr<SqliteDb>> SqliteDb::Open(const std::string& path, DbLabel label) {
   sqlite3* db = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr);
   // Even a failed open may allocate a handle (for its error message): wrap it so
   // it is closed on every path.
-  std::unique_ptr<SqliteDb> out(new SqliteDb(db, path));
-  if (db == nullptr) return Internal("scheduler database " + path + ": out of memory opening it");
+  std::unique_ptr<SqliteDb> out(new SqliteDb(db, path, std::move(label)));
+  if (db == nullptr) return Internal(out->name() + ": out of memory opening it");
   if (rc != SQLITE_OK) return out->Error(rc, "cannot open it");
   return out;
 }
@@ -33,13 +33,11 @@ Status SqliteDb::Exec(const std::string& sql) {
 
 Status SqliteDb::Error(int rc, std::string_view what) const {
   const std::string sqlite_says = db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
-  std::string message =
-      "scheduler database " + path_ + ": " + std::string(what) + ": " + sqlite_says;
+  std::string message = name() + ": " + std::string(what) + ": " + sqlite_says;
   switch (rc & 0xff) {  // the primary code of an extended one
     case SQLITE_CORRUPT:
     case SQLITE_NOTADB:
-      return DataLoss("scheduler database " + path_ +
-                      " is corrupt or not a gandiva scheduler database: " + sqlite_says + " (" +
+      return DataLoss(name() + " is corrupt or not a " + label_.kind + ": " + sqlite_says + " (" +
                       std::string(what) + ")");
     case SQLITE_FULL:
       return ResourceExhausted(message);
@@ -136,4 +134,4 @@ std::string Statement::Text(int column) const {
   return std::string(reinterpret_cast<const char*>(text), static_cast<size_t>(bytes));
 }
 
-}  // namespace gandiva::sched::live
+}  // namespace gandiva::sqlite

@@ -1,0 +1,20 @@
+// What tells one process from another that later gets its pid: its start time
+// (clock ticks after boot, /proc/PID/stat), and which boot this is. A gandivad
+// started again checks both before it takes a recorded pid as its job's.
+#ifndef GANDIVA_NODE_JOBS_PROCESS_IDENTITY_H_
+#define GANDIVA_NODE_JOBS_PROCESS_IDENTITY_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace gandiva::controller {
+
+// When process `pid` started, in clock ticks after boot; nullopt if there is none.
+std::optional<uint64_t> ProcessStartTicks(int pid);
+// This boot's id (/proc/sys/kernel/random/boot_id); "" if it cannot be read.
+std::string BootId();
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_JOBS_PROCESS_IDENTITY_H_

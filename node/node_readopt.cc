@@ -1,0 +1,224 @@
+// Node: the job table on disk, and taking the jobs it lists back after a
+// restart (crash, SIGKILL or a plain stop and start); see node.h.
+//
+// A job is re-adopted when its process still runs (the same process: pid and
+// start time, in this boot) and its control block is still there: it is
+// listed again under its id, heartbeat and watch resume, it queues on its
+// device again with its weight, its suspension by its user and its device
+// figures. Its own figures (iterations, iteration times) live in its control
+// block and simply continue. A job that ended meanwhile is recorded as ended
+// then; one that cannot be re-adopted is released to run on and says why.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+
+#include "gandiva/common/clock.h"
+#include "gandiva/common/log.h"
+#include "gandiva/common/units.h"
+#include "gandiva/contract/environment.h"
+#include "jobs/process_identity.h"
+#include "node.h"
+
+namespace gandiva::controller {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kStoreFile = "jobs.db";
+constexpr const char* kLockFile = "gandivad.lock";
+
+// A gang's rank blocks, named after its leader's (gang.h).
+std::vector<std::string> RankBlockNames(const std::string& leader, uint32_t ranks) {
+  std::vector<std::string> names;
+  for (uint32_t k = 0; ranks > 1 && k < ranks; ++k)
+    names.push_back(leader + runtime::kRankBlockSuffix + std::to_string(k));
+  return names;
+}
+
+// Lets every process behind a job that will not be managed again run on for good.
+void ReleaseBlocksForever(const std::string& leader, uint32_t ranks) {
+  std::vector<std::string> names = RankBlockNames(leader, ranks);
+  names.push_back(leader);
+  for (const auto& name : names) {
+    if (auto block = runtime::SharedControlBlock::Open(name); block.ok())
+      runtime::ReleaseForever((*block)->get());
+    runtime::SharedControlBlock::Remove(name);
+  }
+}
+
+}  // namespace
+
+Status Node::OpenStore() {
+  if (options_.state_dir.empty()) return Status::Ok();  // nothing to keep it in (tests)
+  // One gandivad per state directory: two would manage, and release, the same jobs.
+  const std::string lock_path = options_.state_dir + "/" + kLockFile;
+  state_lock_.Reset(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!state_lock_.valid())
+    return Unavailable("cannot open " + lock_path + ": " + std::strerror(errno));
+  if (flock(state_lock_.get(), LOCK_EX | LOCK_NB) != 0)
+    return FailedPrecondition("another gandivad uses the state directory " + options_.state_dir +
+                              " (it holds " + lock_path + ")");
+  const std::string path = options_.state_dir + "/" + kStoreFile;
+  auto store = JobStore::Open(path);
+  if (!store.ok() && store.status().code() == StatusCode::kDataLoss) {
+    // A table that cannot be read must not keep the node from serving: keep the
+    // file for whoever wants to look, and start with none.
+    const std::string aside = path + ".unreadable." + std::to_string(time(nullptr));
+    std::error_code ec;
+    fs::rename(path, aside, ec);
+    fs::remove(path + "-wal", ec);
+    fs::remove(path + "-shm", ec);
+    GD_LOG(kError, "%s; moved to %s, starting with no jobs", store.status().ToString().c_str(),
+           aside.c_str());
+    store = JobStore::Open(path);
+  }
+  if (!store.ok()) return store.status();
+  store_ = std::move(store).value();
+  return Status::Ok();
+}
+
+void Node::Readopt() {
+  if (!store_) return;
+  auto stored = store_->LoadAll();
+  auto boot = store_->Boot();
+  if (!stored.ok() || !boot.ok()) {
+    GD_LOG(kError, "%s: cannot read the jobs back: %s", store_->path().c_str(),
+           (stored.ok() ? boot.status() : stored.status()).ToString().c_str());
+    return;
+  }
+  const std::string this_boot = BootId();
+  const bool same_boot = !this_boot.empty() && *boot == this_boot;
+  if (Status s = store_->SetBoot(this_boot); !s.ok())
+    GD_LOG(kWarn, "%s: %s", store_->path().c_str(), s.ToString().c_str());
+  jobs_.SetStore(store_.get());
+  int adopted = 0, ended = 0;
+  for (StoredJob& s : *stored) {
+    if (s.job.ended) {
+      if (s.job.launched) logs_.Add(s.job.id, s.job.stdout_log, s.job.stderr_log);
+      jobs_.Restore(std::move(s.job), UniqueFd());
+      continue;
+    }
+    if (ReadoptOne(std::move(s), same_boot))
+      ++adopted;
+    else
+      ++ended;
+  }
+  if (adopted || ended)
+    GD_LOG(kInfo, "re-adopted %d job(s) from %s; %d ended while gandivad was away", adopted,
+           store_->path().c_str(), ended);
+}
+
+bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
+  Job job = std::move(stored.job);
+  const uint64_t id = job.id;
+  if (job.launched) logs_.Add(id, job.stdout_log, job.stderr_log);
+  // What stands in the way, in the order it is found; "" once all is well.
+  std::string why_not;
+  std::unique_ptr<runtime::SharedControlBlock> block;
+  UniqueFd pidfd;
+  if (!same_boot) why_not = "the machine restarted";
+  if (why_not.empty()) {
+    auto opened = runtime::SharedControlBlock::Open(stored.block_name);
+    if (opened.ok() && (*opened)->get()->job_id == id)
+      block = std::move(opened).value();
+    else
+      why_not = "its control block " + stored.block_name + " is gone";
+  }
+  runtime::ControlBlock* cb = block ? block->get() : nullptr;
+  // A job reported to no gandivad yet may have attached already: its block names its process.
+  if (cb && job.pid <= 0) job.pid = cb->pid.load();
+  if (why_not.empty()) {
+    // The pidfd first: once open it pins the process, so the start time read
+    // after it is that process's.
+    UniqueFd fd(job.pid > 0 ? static_cast<int>(syscall(SYS_pidfd_open, job.pid, 0)) : -1);
+    const auto started = ProcessStartTicks(job.pid);
+    if (!fd.valid())
+      why_not = job.pid > 0 ? "its process " + std::to_string(job.pid) + " ended"
+                            : "it never reported a process";
+    else if (job.process_start && started != job.process_start)
+      why_not = "its process ended (pid " + std::to_string(job.pid) + " is another one now)";
+    else
+      pidfd = std::move(fd);
+  }
+  if (why_not.empty() && cb->controller_gone.load())
+    why_not = "a gandivad released it for good";
+  if (why_not.empty() && job.ranks > 1)
+    why_not = "a gang's ranks are not re-adopted yet";
+  DeviceLoop* dev = FindDevice(job.device);
+  if (why_not.empty() && !dev) {
+    dev = FindDevice(PickDevice(""));
+    GD_LOG(kWarn, "job %llu: its device %s is not on this node any more; it goes on %s",
+           static_cast<unsigned long long>(id), job.device.c_str(), dev->info().name.c_str());
+    job.device = dev->info().name;
+  }
+
+  if (!why_not.empty()) {
+    // Ended while gandivad was away, or left to run on unmanaged: recorded as ended.
+    const bool alive = pidfd.valid();
+    const bool detached = cb && cb->phase.load() == runtime::kPhaseExited;
+    ReleaseBlocksForever(stored.block_name, job.ranks);
+    job.ended = true;
+    job.failed = !detached;
+    job.ended_ns = MonotonicNowNs();
+    job.usage_at_end = stored.usage;
+    job.end = {protocol::ExitReason::kLost, 0,
+               alive ? "not re-adopted after gandivad restarted (" + why_not +
+                           "); its process " + std::to_string(job.pid) + " runs on unmanaged"
+               : detached ? "it ended while gandivad was away, after detaching (exit status unknown)"
+                          : "it ended while gandivad was away (" + why_not + ")"};
+    if (alive)
+      GD_LOG(kWarn, "job %llu (%s): %s", static_cast<unsigned long long>(id), job.name.c_str(),
+             job.end.detail.c_str());
+    else
+      GD_LOG(kInfo, "job %llu (%s): %s", static_cast<unsigned long long>(id), job.name.c_str(),
+             job.end.detail.c_str());
+    MemoryCgroups::Remove(job.cgroup_dir);
+    jobs_.Restore(std::move(job), UniqueFd());
+    return false;
+  }
+
+  // Managed again: it parks at its next boundary (at once if it is parked, or
+  // held at its first) and queues on its device. If it ran unmanaged after its
+  // lease ran out, the fresh heartbeat brings it back (job_runtime.cc).
+  job.block = std::move(block);
+  job.spawned = false;  // its parent was the old gandivad: its exit status is not ours to reap
+  runtime::Heartbeat(cb, MonotonicNowNs());
+  runtime::RequestSuspend(cb);
+  const int fd = pidfd.get();
+  jobs_.Restore(job, std::move(pidfd));  // the table owns the fd from here
+  monitor_.WatchFd(id, fd);  // after: an exit that came first is seen now, with the job listed
+  dev->AddJob(id, job.SharedCb(), job.weight, stored.held, stored.usage);
+  dev->SetMemoryCap(id, job.GpuMemoryCap());
+  dev->SetProcess(id, job.pid);
+  if (stored.held) store_->PutHeld(id, true);
+  GD_LOG(kInfo, "job %llu (%s) re-adopted: pid %d on %s%s", static_cast<unsigned long long>(id),
+         job.name.c_str(), job.pid, job.device.c_str(), stored.held ? ", suspended" : "");
+  return true;
+}
+
+void Node::SetUserHeld(uint64_t id, bool held) {
+  SetHeld(id, held);
+  if (store_) store_->PutHeld(id, held);
+}
+
+void Node::FlushUsage() {
+  if (!store_) return;
+  std::vector<std::pair<uint64_t, DeviceUsage>> usage;
+  const uint64_t now = MonotonicNowNs();
+  for (const Job& job : jobs_.LiveJobs()) {
+    DeviceUsage u = UsageOf(job);
+    u.device_time_ns = u.DeviceTimeAt(now);
+    u.running_since_ns = 0;
+    usage.emplace_back(job.id, u);
+  }
+  store_->PutUsage(usage);
+}
+
+}  // namespace gandiva::controller
