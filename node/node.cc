@@ -86,18 +86,19 @@ void Node::Stop() {
   monitor_.Stop();
   logs_.Stop();
   migrator_.Stop();  // operations give up; a job they held is released below
-  {
-    std::lock_guard lock(mu_);
-    for (auto& [id, gang] : gangs_) gang->ReleaseForever();  // every rank, before its leader
-  }
   // With a job table on disk a gandivad started again takes the jobs back: they
   // run on meanwhile (a resume, as their lease would give them) and keep their
   // blocks. Without one, nothing could: they are released for good.
   const bool adoptable = store_ != nullptr;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [id, gang] : gangs_)  // every rank, before its leader
+      adoptable ? gang->ReleaseUntilAdopted() : gang->ReleaseForever();
+  }
   int released = 0;
   jobs_.ForEachLive([&](const Job& job) {
     if (!job.cb()) return;
-    if (adoptable && job.ranks <= 1) {
+    if (adoptable) {
       runtime::RequestResume(job.cb());
     } else {
       runtime::ReleaseForever(job.cb());

@@ -121,17 +121,16 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
   if (job.launched) logs_.Add(id, job.stdout_log, job.stderr_log);
   // What stands in the way, in the order it is found; "" once all is well.
   std::string why_not;
-  std::unique_ptr<runtime::SharedControlBlock> block;
   UniqueFd pidfd;
   if (!same_boot) why_not = "the machine restarted";
   if (why_not.empty()) {
     auto opened = runtime::SharedControlBlock::Open(stored.block_name);
     if (opened.ok() && (*opened)->get()->job_id == id)
-      block = std::move(opened).value();
+      job.block = std::move(opened).value();  // kept also if the job ended: its figures
     else
       why_not = "its control block " + stored.block_name + " is gone";
   }
-  runtime::ControlBlock* cb = block ? block->get() : nullptr;
+  runtime::ControlBlock* cb = job.cb();
   // A job reported to no gandivad yet may have attached already: its block names its process.
   if (cb && job.pid <= 0) job.pid = cb->pid.load();
   if (why_not.empty()) {
@@ -147,10 +146,15 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     else
       pidfd = std::move(fd);
   }
-  if (why_not.empty() && cb->controller_gone.load())
-    why_not = "a gandivad released it for good";
-  if (why_not.empty() && job.ranks > 1)
-    why_not = "a gang's ranks are not re-adopted yet";
+  if (why_not.empty() && cb->controller_gone.load()) why_not = "a gandivad released it for good";
+  std::unique_ptr<Gang> gang;
+  if (why_not.empty() && job.ranks > 1) {
+    auto adopted = Gang::Adopt(job.block, job.ranks, options_.rank_timeout_ms * kMs);
+    if (adopted.ok())
+      gang = std::move(adopted).value();
+    else
+      why_not = adopted.status().message();
+  }
   DeviceLoop* dev = FindDevice(job.device);
   if (why_not.empty() && !dev) {
     dev = FindDevice(PickDevice(""));
@@ -169,10 +173,11 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     job.ended_ns = MonotonicNowNs();
     job.usage_at_end = stored.usage;
     job.end = {protocol::ExitReason::kLost, 0,
-               alive ? "not re-adopted after gandivad restarted (" + why_not +
-                           "); its process " + std::to_string(job.pid) + " runs on unmanaged"
-               : detached ? "it ended while gandivad was away, after detaching (exit status unknown)"
-                          : "it ended while gandivad was away (" + why_not + ")"};
+               alive ? "not re-adopted after gandivad restarted (" + why_not + "); its process " +
+                           std::to_string(job.pid) + " runs on unmanaged"
+               : detached
+                   ? "it ended while gandivad was away, after detaching (exit status unknown)"
+                   : "it ended while gandivad was away (" + why_not + ")"};
     if (alive)
       GD_LOG(kWarn, "job %llu (%s): %s", static_cast<unsigned long long>(id), job.name.c_str(),
              job.end.detail.c_str());
@@ -187,13 +192,18 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
   // Managed again: it parks at its next boundary (at once if it is parked, or
   // held at its first) and queues on its device. If it ran unmanaged after its
   // lease ran out, the fresh heartbeat brings it back (job_runtime.cc).
-  job.block = std::move(block);
   job.spawned = false;  // its parent was the old gandivad: its exit status is not ours to reap
   runtime::Heartbeat(cb, MonotonicNowNs());
   runtime::RequestSuspend(cb);
   const int fd = pidfd.get();
   jobs_.Restore(job, std::move(pidfd));  // the table owns the fd from here
   monitor_.WatchFd(id, fd);  // after: an exit that came first is seen now, with the job listed
+  if (gang) {
+    gang->SetLauncher(job.pid);
+    gang->Start();
+    std::lock_guard lock(mu_);
+    gangs_[id] = std::move(gang);
+  }
   dev->AddJob(id, job.SharedCb(), job.weight, stored.held, stored.usage);
   dev->SetMemoryCap(id, job.GpuMemoryCap());
   dev->SetProcess(id, job.pid);

@@ -57,8 +57,7 @@ StatusOr<int> CheckOwnership(const SqliteDb& db, const OwnedFormat& format) {
 Status SetDurability(SqliteDb& db, const OwnedFormat& format) {
   GD_ASSIGN_OR_RETURN(auto mode, QueryText(db, "PRAGMA journal_mode = WAL"));
   if (!mode || *mode != "wal") {
-    return FailedPrecondition(db.name() +
-                              ": cannot switch it to WAL mode (journal mode stays " +
+    return FailedPrecondition(db.name() + ": cannot switch it to WAL mode (journal mode stays " +
                               mode.value_or("unknown") + "; is it on a network filesystem?)");
   }
   return db.Exec(std::string("PRAGMA synchronous = ") + format.synchronous);
@@ -81,8 +80,7 @@ Status Upgrade(SqliteDb& db, const OwnedFormat& format, int version) {
   if (steps.empty())
     return FailedPrecondition(db.name() + ": " + from + ": this build cannot upgrade it");
   const std::string sql = steps + "UPDATE gandiva_schema SET value = '" +
-                          std::to_string(format.schema_version) +
-                          "' WHERE key = 'schema_version';";
+                          std::to_string(format.schema_version) + "' WHERE key = 'schema_version';";
   if (Status upgraded = ExecAtomically(db, sql); !upgraded.ok())
     return Status(upgraded.code(), db.name() + ": " + from + ": " + upgraded.message());
   GD_LOG(kInfo, "%s: upgraded from schema version %d to %d", db.name().c_str(), version,

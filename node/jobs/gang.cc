@@ -81,6 +81,24 @@ StatusOr<std::unique_ptr<Gang>> Gang::Create(std::shared_ptr<runtime::SharedCont
   return std::unique_ptr<Gang>(new Gang(std::move(leader), std::move(blocks), register_timeout_ns));
 }
 
+StatusOr<std::unique_ptr<Gang>> Gang::Adopt(std::shared_ptr<runtime::SharedControlBlock> leader,
+                                            uint32_t ranks, uint64_t register_timeout_ns) {
+  std::vector<std::unique_ptr<runtime::SharedControlBlock>> blocks;
+  for (uint32_t k = 0; k < ranks; ++k) {
+    const std::string name = leader->name() + runtime::kRankBlockSuffix + std::to_string(k);
+    auto block = runtime::SharedControlBlock::Open(name);
+    if (!block.ok() || (*block)->get()->gang_rank != k || (*block)->get()->gang_size != ranks)
+      return NotFound("rank " + std::to_string(k) + "'s control block " + name + " is gone");
+    blocks.push_back(std::move(block).value());
+  }
+  // Ranks that ended meanwhile show as gone when the thread first looks: the gang fails.
+  std::unique_ptr<Gang> gang(new Gang(std::move(leader), std::move(blocks), register_timeout_ns));
+  // The ranks may be running (released, or resumed on their lease): the next
+  // suspend is a new one, parking them all at one iteration.
+  gang->resumed_ = true;
+  return gang;
+}
+
 Gang::Gang(std::shared_ptr<runtime::SharedControlBlock> leader,
            std::vector<std::unique_ptr<runtime::SharedControlBlock>> ranks, uint64_t timeout_ns)
     : leader_block_(std::move(leader)),
@@ -117,6 +135,13 @@ void Gang::ReleaseForever() {
     runtime::ReleaseForever(r->get());
     runtime::SharedControlBlock::Remove(r->name());
   }
+}
+
+void Gang::ReleaseUntilAdopted() {
+  stopping_.store(true);
+  FutexWakeAll(&leader_->request);
+  Join();
+  for (auto& r : ranks_) runtime::RequestResume(r->get());
 }
 
 void Gang::Join() {

@@ -44,6 +44,10 @@ class Gang {
   static StatusOr<std::unique_ptr<Gang>> Create(std::shared_ptr<runtime::SharedControlBlock> leader,
                                                 uint32_t ranks, uint64_t register_timeout_ns,
                                                 int64_t owner_uid = -1);
+  // Takes back a gang that a gandivad before this one ran (node_readopt.cc): the
+  // ranks' blocks beside `leader`, opened again. NotFound if one is gone.
+  static StatusOr<std::unique_ptr<Gang>> Adopt(std::shared_ptr<runtime::SharedControlBlock> leader,
+                                               uint32_t ranks, uint64_t register_timeout_ns);
   ~Gang();
   Gang(const Gang&) = delete;
   Gang& operator=(const Gang&) = delete;
@@ -56,6 +60,9 @@ class Gang {
   void Finish();
   // The controller goes away: every rank resumes for good (fail-open), then the thread stops.
   void ReleaseForever();
+  // The controller goes away, to be started again: the thread stops, every rank
+  // resumes and keeps its block, so that the next one can Adopt the gang.
+  void ReleaseUntilAdopted();
   // Waits for the thread (after Finish or ReleaseForever).
   void Join();
   // Kills every rank process (SIGKILL) and the launcher (SIGTERM).

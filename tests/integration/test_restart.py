@@ -219,3 +219,62 @@ def test_an_unreadable_job_table_is_set_aside(tmp_path):
         assert "moved to" in d.read_log()
     finally:
         d.stop()
+
+
+def test_a_job_gandivad_launched_is_taken_back_with_its_output(daemon, tmp_path):
+    if not os.path.exists(JOB):
+        pytest.skip("synthetic_state_job not built")
+    daemon.start()
+    out = tmp_path / "launched.json"
+    r = daemon.cli("run", "--detach", "--name", "launched", "--", *job_cmd(out, seed=9)[:-2],
+                   "--report-every", "200", "--result", str(out))
+    job_id = int(r.stdout.strip())
+    wait_for(lambda: daemon.jobs()[job_id]["iterations"] > 250, 60, "the launched job training")
+    daemon.stop(signal.SIGKILL)
+    daemon.start()
+    job = daemon.jobs()[job_id]
+    assert job["launched"] and job["state"] not in ("exited", "failed"), job
+    # Its output file is gandivad's to serve again.
+    assert "[synthetic] iter 200" in daemon.cli("logs", str(job_id)).stdout
+    r = daemon.cli("wait", str(job_id), "--timeout-s", "120", check=False)
+    job = daemon.jobs()[job_id]
+    # It detached at its end; its exit status went with the gandivad that was its parent.
+    assert job["state"] == "exited" and job["exit_reason"] == "lost", job
+    res = json.loads(out.read_text())
+    assert res["iterations"] == ITERATIONS
+    assert res["checksum"] == reference(tmp_path, 9)["checksum"]
+
+
+def test_a_gang_is_taken_back_with_every_rank(daemon, tmp_path):
+    from conftest import BUILD as build, PYTHON
+    from test_gang import assert_same_training, ddp_cmd, progress, read
+    env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"), OMP_NUM_THREADS="1")
+    env.pop("GANDIVA_CONTROL_BLOCK", None)
+    ref_out = tmp_path / "reference"
+    subprocess.run(ddp_cmd(ref_out, work_ms=10), check=True, env=env, capture_output=True,
+                   timeout=180)
+    reference_losses = [read(ref_out, k) for k in range(2)]
+
+    daemon.start()
+    out = tmp_path / "ddp"
+    run = subprocess.Popen([GANDIVA, "run", "--ranks", "2", "--name", "ddp", "--",
+                            *ddp_cmd(out, work_ms=10)], env=dict(daemon.env, **{
+                                "PYTHONPATH": env["PYTHONPATH"]}),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for(lambda: progress(out) >= 15, 90, "the gang training")
+    gang_id = next(iter(daemon.jobs()))
+    daemon.stop(signal.SIGKILL)
+    time.sleep(0.3)
+    daemon.start()
+    assert "re-adopted 1 job(s)" in daemon.read_log(), daemon.read_log()
+    # Managed as one job again: a suspend parks every rank at one iteration.
+    daemon.cli("suspend", str(gang_id))
+    wait_for(lambda: daemon.jobs()[gang_id]["state"] == "suspended", 30, "the gang parked")
+    parked = [read(out, k) for k in range(2)]
+    time.sleep(0.5)
+    assert [read(out, k) for k in range(2)] == parked, "a rank trained while suspended"
+    daemon.cli("resume", str(gang_id))
+    assert run.wait(timeout=120) == 0, run.stderr.read()
+    rec = daemon.jobs()[gang_id]
+    assert rec["state"] == "exited" and rec["gang_error"] == "", rec
+    assert_same_training(out, reference_losses)

@@ -162,6 +162,30 @@ TEST_F(JobRuntimeTest, ResumesItselfWhenTheLeaseExpires) {
   EXPECT_EQ(cb()->park_count.load(), 1u);
 }
 
+// A gandivad started again re-adopts the job (node_readopt.cc): its heartbeat
+// on the same block brings the job back under management, and it parks again.
+TEST_F(JobRuntimeTest, IsManagedAgainWhenTheHeartbeatReturnsAfterItFailedOpen) {
+  StartJob(300 * kMs);
+  WaitForIterations(5);
+  RequestSuspend(cb());
+  Heartbeat(cb(), MonotonicNowNs());
+  ASSERT_TRUE(WaitForPhase(cb(), kPhaseParked, 5'000 * kMs));
+  ASSERT_TRUE(WaitForPhase(cb(), kPhaseRunning, 5'000 * kMs));  // the lease ran out
+  ASSERT_EQ(cb()->fail_open.load(), 1u);
+  WaitForIterations(Iterations() + 20);  // unmanaged for a while, the suspend still asked
+
+  Heartbeat(cb(), MonotonicNowNs());  // a controller again
+  ASSERT_TRUE(WaitForPhase(cb(), kPhaseParked, 5'000 * kMs));
+  EXPECT_EQ(cb()->fail_open.load(), 0u);
+  EXPECT_EQ(cb()->park_count.load(), 2u);
+  const uint64_t n = Iterations();
+  for (int i = 0; i < 5; ++i) Heartbeat(cb(), MonotonicNowNs());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(Iterations(), n) << "parked again: no progress";
+  RequestResume(cb());
+  WaitForIterations(n + 20);
+}
+
 TEST_F(JobRuntimeTest, ResumesAtOnceWhenTheControllerSaysItIsGone) {
   StartJob(60'000 * kMs);
   WaitForIterations(5);
@@ -170,6 +194,12 @@ TEST_F(JobRuntimeTest, ResumesAtOnceWhenTheControllerSaysItIsGone) {
   ReleaseForever(cb());
   ASSERT_TRUE(WaitForPhase(cb(), kPhaseRunning, 1'000 * kMs));
   EXPECT_EQ(cb()->fail_open.load(), 1u);
+  // Released for good: a heartbeat does not bring it back.
+  RequestSuspend(cb());
+  Heartbeat(cb(), MonotonicNowNs());
+  const uint64_t n = Iterations();
+  WaitForIterations(n + 50);
+  EXPECT_EQ(cb()->park_count.load(), 1u);
 }
 
 TEST(JobRuntimeUnmanagedTest, WithoutAControllerItMeasuresButNeverParks) {
