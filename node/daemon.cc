@@ -2,6 +2,7 @@
 #include "gandiva/node/daemon.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <malloc.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "api/metrics.h"
 #include "api/metrics_server.h"
@@ -55,6 +57,9 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
                      (default 60000)
   --max-jobs N       live jobs at once on this node; more are refused (default 256)
+  --shared-socket    the local socket serves every user of the node, each acting on their
+                     own jobs only (run gandivad as root); default: owner only
+  --admin-group NAME  members act on every job and on the node (with root and gandivad's user)
   --metrics ADDR:PORT  serve Prometheus metrics at http://ADDR:PORT/metrics (plain HTTP,
                      unauthenticated: bind an address only the monitoring reaches)
   --node NAME        node name (default: the host name)
@@ -80,6 +85,16 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   GD_ASSIGN_OR_RETURN(long long max_jobs, flags.GetInt("max-jobs", 256));
   if (max_jobs < 1 || max_jobs > 100000) return InvalidArgument("--max-jobs must be 1..100000");
   opts->max_jobs = static_cast<size_t>(max_jobs);
+  api->shared_local = flags.Has("shared-socket");
+  if (flags.Has("admin-group")) {
+    const std::string name = flags.Get("admin-group");
+    group g{};
+    group* found = nullptr;
+    std::vector<char> buf(16384);
+    if (getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found) != 0 || !found)
+      return InvalidArgument("--admin-group: no group '" + name + "' on this node");
+    opts->admin_group = found->gr_gid;
+  }
   if (flags.Has("devices")) {
     GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
     GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
@@ -250,11 +265,27 @@ int Serve(const NodeOptions& opts, const ApiServerOptions& api_options,
 
 int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
-  Flags flags(
-      {"devices", "slice-ms", "lease-ms", "endpoint", "tcp", "node", "log", "key",
-       "authorized-keys", "peers", "state-dir", "fault", "peer-timeout-ms", "device-memory-mib",
-       "job-log-cap-kib", "rank-timeout-ms", "freeze-parked", "metrics", "max-jobs"},
-      {"daemonize", "help"});
+  Flags flags({"devices",
+               "slice-ms",
+               "lease-ms",
+               "endpoint",
+               "tcp",
+               "node",
+               "log",
+               "key",
+               "authorized-keys",
+               "peers",
+               "state-dir",
+               "fault",
+               "peer-timeout-ms",
+               "device-memory-mib",
+               "job-log-cap-kib",
+               "rank-timeout-ms",
+               "freeze-parked",
+               "metrics",
+               "max-jobs",
+               "admin-group"},
+              {"daemonize", "help", "shared-socket"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 
   // Migration moves state in 4 MiB chunks that ZeroMQ and CURVE allocate and

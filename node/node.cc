@@ -43,7 +43,8 @@ Node::Node(NodeOptions options)
                    });
                  }),
       usage_flush_(std::chrono::seconds(1), [this](uint64_t) { FlushUsage(); }),
-      migrator_(this, MigratorOptionsFor(options_)) {
+      migrator_(this, MigratorOptionsFor(options_)),
+      access_(options_.admin_group) {
   for (const auto& d : options_.devices)
     devices_[d.name] =
         std::make_unique<DeviceLoop>(d, options_.slice_ms * kMs, options_.max_switch_records);
@@ -52,6 +53,15 @@ Node::Node(NodeOptions options)
 }
 
 Node::~Node() { Stop(); }
+
+void Node::Handle(Call call, Reply reply) {
+  const Status allowed = access_.Authorize(call, [this](uint64_t id) -> std::optional<int64_t> {
+    auto job = jobs_.Find(id);
+    return job.ok() ? std::optional<int64_t>(job->owner_uid) : std::nullopt;
+  });
+  if (!allowed.ok()) return reply(allowed);
+  dispatcher_.Dispatch(std::move(call), std::move(reply));
+}
 
 Status Node::Start() {
   if (devices_.empty()) return InvalidArgument("no devices to schedule");
@@ -170,6 +180,7 @@ StatusOr<Job> Node::Register(NewJob n) {
   job.env = std::move(n.env);
   job.migrated_from = std::move(n.migrated_from);
   job.managed_by = std::move(n.managed_by);
+  job.owner_uid = n.owner_uid;
   job.registered_ns = MonotonicNowNs();
   const std::string block_name =
       "/gandiva." + options_.node + "." + std::to_string(getpid()) + "." + std::to_string(job.id);

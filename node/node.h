@@ -18,9 +18,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "api/access.h"
 #include "devices/device_loop.h"
 #include "devices/devices.h"
 #include "devices/mps_daemon.h"
@@ -64,6 +66,7 @@ struct NodeOptions {
   uint64_t rank_timeout_ms = 60000;  // a gang's rank that has not registered by then fails it
   bool freeze_parked = true;         // stop parked jobs' processes (ProcessFreezer)
   size_t max_jobs = 256;             // live jobs at once; more are refused (resource_exhausted)
+  std::optional<gid_t> admin_group;  // --admin-group: its members act on every job
 };
 
 inline constexpr uint32_t kMaxRanks = 64;
@@ -110,8 +113,9 @@ class Node final : public JobHost {
   // directory manages them again. Without one they are released for good.
   void Stop();
 
-  // Serves one API request; `reply` is completed at once or by a worker.
-  void Handle(Call call, Reply reply) { dispatcher_.Dispatch(std::move(call), std::move(reply)); }
+  // Serves one API request, if its caller may make it (api/access.h); `reply`
+  // is completed at once or by a worker.
+  void Handle(Call call, Reply reply);
 
   const NodeOptions& options() const { return options_; }
   JobTable& jobs() { return jobs_; }
@@ -192,6 +196,7 @@ class Node final : public JobHost {
   Migrator migrator_;
   MpsDaemon mps_;
   Dispatcher dispatcher_;
+  AccessPolicy access_;
   bool started_ = false;
   bool stopped_ = false;
 };

@@ -72,6 +72,7 @@ struct Job {
   uint64_t process_start = 0;  // its start time (process_identity.h): tells it from a pid reuse
   std::shared_ptr<runtime::SharedControlBlock> block;
 
+  int64_t owner_uid = -1;  // the user it was registered for (may act on it); -1: gandivad's own
   bool launched = false;   // started by the launch request (gandivad is its parent)
   std::string user;        // who launched it, as they said
   std::string stdout_log;  // its output files, when this daemon started it

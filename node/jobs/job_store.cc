@@ -57,6 +57,7 @@ std::string JobToStoredText(const Job& j) {
       {"spawned", j.spawned},
       {"pid", j.pid},
       {"process_start", j.process_start},
+      {"owner_uid", j.owner_uid},
       {"launched", j.launched},
       {"user", j.user},
       {"stdout_log", j.stdout_log},
@@ -97,6 +98,7 @@ StatusOr<Job> JobFromStoredText(const std::string& text) {
     j.spawned = in.at("spawned").get<bool>();
     j.pid = in.at("pid").get<int>();
     j.process_start = in.at("process_start").get<uint64_t>();
+    j.owner_uid = in.value("owner_uid", int64_t{-1});
     j.launched = in.at("launched").get<bool>();
     j.user = in.at("user").get<std::string>();
     j.stdout_log = in.at("stdout_log").get<std::string>();

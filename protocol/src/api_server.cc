@@ -96,9 +96,13 @@ Status ApiServer::Bind() {
     impl_->local.set(zmq::sockopt::affinity, uint64_t{1});  // I/O thread 1
     impl_->local.set(zmq::sockopt::maxmsgsize, kMaxMessageBytes);
     impl_->local.bind(ep);
-    chmod(path.c_str(), 0600);
+    // Shared: every local user may connect, and acts only on their own jobs (the
+    // daemon checks each call against the caller's uid).
+    chmod(path.c_str(), options_.shared_local ? 0666 : 0600);
+    if (options_.shared_local) chmod(path.parent_path().c_str(), 0755);
     impl_->ipc_path = path;
-    GD_LOG(kInfo, "API listening on %s (owner only)", ep.c_str());
+    GD_LOG(kInfo, "API listening on %s (%s)", ep.c_str(),
+           options_.shared_local ? "every local user, each on their own jobs" : "owner only");
 
     if (!options_.tcp_endpoint.empty()) {
       if (options_.server_keys.secret_key.empty())
@@ -165,7 +169,16 @@ void ApiServer::ServeOne(int socket_index) {
     }
     send(result);
   });
-  handler_(Call{std::move(*request)}, std::move(reply));
+  Caller caller;
+  caller.in_process = false;
+  if (socket_index == 0) {
+    const char* peer = frames[2].gets("Peer-Address");
+    if (auto c = CallerFromPeerAddress(peer ? peer : ""))
+      caller = *c;  // else: uid -1, trusted with nothing
+  } else {
+    caller.remote = true;
+  }
+  handler_(Call{std::move(*request), caller}, std::move(reply));
 }
 
 void ApiServer::SendQueued() {

@@ -2,6 +2,7 @@
 #include "gandiva/protocol/dispatcher.h"
 
 #include <atomic>
+#include <charconv>
 
 #include "gandiva/common/log.h"
 
@@ -52,6 +53,28 @@ void Dispatcher::Dispatch(Call call, Reply reply) const {
     GD_LOG(kError, "internal error while serving a request: %s", e.what());
     reply(Internal(e.what()));
   }
+}
+
+std::optional<Caller> CallerFromPeerAddress(std::string_view address) {
+  // The last three fields: a host part may hold colons of its own.
+  int64_t fields[3];
+  for (int k = 2; k >= 0; --k) {
+    const size_t colon = address.rfind(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    const std::string_view digits = address.substr(colon + 1);
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() || value < 0)
+      return std::nullopt;
+    fields[k] = value;
+    address = address.substr(0, colon);
+  }
+  Caller c;
+  c.in_process = false;
+  c.uid = fields[0];
+  c.gid = fields[1];
+  c.pid = fields[2];
+  return c;
 }
 
 }  // namespace gandiva::protocol

@@ -20,8 +20,9 @@ namespace fs = std::filesystem;
 class JobStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("gd-job-store-" + std::to_string(getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("gd-job-store-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     path_ = (dir_ / "jobs.db").string();
@@ -157,8 +158,8 @@ TEST_F(JobStoreTest, TheJobTableWritesEveryChangeThroughAndErasesWhatItDrops) {
                                 return Status::Ok();
                               })
                   .ok());
-  ASSERT_TRUE(table.SetExitCode(3, 5, {protocol::ExitReason::kExited, 0, "exited with code 5"})
-                  .ok());
+  ASSERT_TRUE(
+      table.SetExitCode(3, 5, {protocol::ExitReason::kExited, 0, "exited with code 5"}).ok());
   ASSERT_TRUE(table.End(1, false, 0, {}).has_value());
   ASSERT_TRUE(table.End(3, true, 5, {}).has_value());  // drops ended job 1 (max_ended 1)
   auto all = store->LoadAll();
@@ -213,15 +214,13 @@ TEST_F(JobStoreTest, ARecordThatCannotBeReadIsDataLossNamingTheJob) {
     auto store = Open();
     store->Put(FullJob());
   }
-  for (const char* record : {"not json", "{\"id\": 42}", "[1, 2]",
-                             "{\"id\": 42, \"name\": 5}"}) {
+  for (const char* record : {"not json", "{\"id\": 42}", "[1, 2]", "{\"id\": 42, \"name\": 5}"}) {
     Sql(std::string("UPDATE jobs SET record = '") + record + "' WHERE id = 42");
     auto store = Open();
     auto all = store->LoadAll();
     ASSERT_FALSE(all.ok()) << record;
     EXPECT_EQ(all.status().code(), StatusCode::kDataLoss);
-    EXPECT_NE(all.status().message().find("job 42"), std::string::npos)
-        << all.status().ToString();
+    EXPECT_NE(all.status().message().find("job 42"), std::string::npos) << all.status().ToString();
   }
 }
 

@@ -1,5 +1,6 @@
 // gandivad's API endpoints: a ZeroMQ ROUTER socket on a local Unix socket
-// (owner-only, no authentication) and optionally one on TCP that requires
+// (owner-only, or open to every local user with shared_local; each call says
+// who made it, from the kernel's peer credentials) and optionally one on TCP that requires
 // CURVE authentication with an authorized client key. Every request gets
 // exactly one reply; malformed requests get an error reply and are counted;
 // none stops the server.
@@ -34,6 +35,7 @@ struct ApiServerOptions {
   std::string tcp_endpoint;               // tcp://host:port, or empty
   CurveKeyPair server_keys;               // required with tcp_endpoint
   std::set<std::string> authorized_keys;  // client public keys the TCP endpoint accepts
+  bool shared_local = false;  // the local socket open to every user (0666), not owner-only
 };
 
 class ApiServer {

@@ -13,7 +13,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "gandiva/protocol/codec.h"
 #include "gandiva/status.h"
@@ -21,8 +23,24 @@
 namespace gandiva::protocol {
 
 // One request, as a handler gets it.
+// Who sent a request. On the local Unix socket the kernel says which user
+// (SO_PEERCRED, which ZeroMQ hands over as the message's Peer-Address); on
+// the TCP endpoint the caller holds an authorized CURVE key: an operator's
+// tool, the scheduler or a peer node, trusted with every job.
+struct Caller {
+  bool in_process = true;  // made inside the daemon itself (its metrics page, tests)
+  bool remote = false;     // the CURVE-authenticated TCP endpoint
+  int64_t uid = -1;        // local: the connecting process's user; -1: not known
+  int64_t gid = -1;
+  int64_t pid = -1;
+};
+
+// "HOST:UID:GID:PID", what ZeroMQ reports for a Unix-socket peer; nullopt otherwise.
+std::optional<Caller> CallerFromPeerAddress(std::string_view peer_address);
+
 struct Call {
   Request request;
+  Caller caller;  // a call made in-process (tests, the metrics page) has none: uid -1
   const Json& body() const { return request.body; }
 };
 

@@ -1,0 +1,115 @@
+// Who may do what on a shared node; see access.h.
+#include "api/access.h"
+
+#include <grp.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+#include "gandiva/protocol/schema.h"
+
+namespace gandiva::controller {
+
+using protocol::Json;
+using protocol::MessageType;
+
+Access AccessOf(MessageType type) {
+  switch (type) {
+    case MessageType::kHello:
+    case MessageType::kListDevices:
+    case MessageType::kListJobs:
+    case MessageType::kListSwitches:
+      return Access::kAnyone;
+    case MessageType::kRegisterJob:
+      return Access::kNewJob;
+    case MessageType::kReadLog:
+    case MessageType::kJobStarted:
+    case MessageType::kJobExited:
+    case MessageType::kSuspend:
+    case MessageType::kResume:
+    case MessageType::kKill:
+    case MessageType::kCheckpoint:
+      return Access::kJobOwner;
+    default:  // launch, set_slice, set_share_mode, set_weight, assign_device, migrations
+      return Access::kAdmin;
+  }
+}
+
+namespace {
+
+std::string UserName(int64_t uid) {
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (uid >= 0 && getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) == 0 &&
+      found)
+    return std::string(found->pw_name) + " (uid " + std::to_string(uid) + ")";
+  return "uid " + std::to_string(uid);
+}
+
+}  // namespace
+
+bool AccessPolicy::InAdminGroup(int64_t uid, int64_t gid) const {
+  if (!admin_group_) return false;
+  if (gid == static_cast<int64_t>(*admin_group_)) return true;
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) != 0 || !found)
+    return false;
+  std::vector<gid_t> groups(64);
+  int n = static_cast<int>(groups.size());
+  if (getgrouplist(found->pw_name, found->pw_gid, groups.data(), &n) < 0) {
+    groups.resize(n);
+    if (getgrouplist(found->pw_name, found->pw_gid, groups.data(), &n) < 0) return false;
+  }
+  for (int k = 0; k < n; ++k)
+    if (groups[k] == *admin_group_) return true;
+  return false;
+}
+
+bool AccessPolicy::IsAdmin(const protocol::Caller& c) const {
+  if (c.remote || c.in_process) return true;
+  if (c.uid < 0) return false;  // a local caller the kernel did not name: trusted with nothing
+  return c.uid == 0 || c.uid == static_cast<int64_t>(geteuid()) || InAdminGroup(c.uid, c.gid);
+}
+
+Status AccessPolicy::Authorize(
+    protocol::Call& call, const std::function<std::optional<int64_t>(uint64_t)>& owner_of) const {
+  const MessageType type = call.request.type;
+  const Access access = AccessOf(type);
+  if (access == Access::kAnyone || IsAdmin(call.caller)) return Status::Ok();
+  const protocol::Caller& c = call.caller;
+  const std::string who = UserName(c.uid);
+  const std::string what(protocol::WireName(type));
+  Json& body = call.request.body;
+  switch (access) {
+    case Access::kNewJob:
+      // Its control block is given to the caller's uid (gandivad running as root).
+      if (!body.contains("uid")) {
+        body["uid"] = c.uid;
+        return Status::Ok();
+      }
+      if (body["uid"].is_number_integer() && body["uid"].get<int64_t>() == c.uid)
+        return Status::Ok();
+      return PermissionDenied(who + " may register jobs for itself only, not for uid " +
+                              body["uid"].dump());
+    case Access::kJobOwner: {
+      if (!body.contains("job") || !body["job"].is_number_integer())
+        return Status::Ok();  // the handler refuses the request as malformed
+      const int64_t id = body["job"].get<int64_t>();
+      const auto owner = id > 0 ? owner_of(static_cast<uint64_t>(id)) : std::nullopt;
+      if (!owner || (*owner >= 0 && *owner == c.uid)) return Status::Ok();
+      return PermissionDenied("job " + std::to_string(id) + " belongs to " +
+                              (*owner >= 0 ? UserName(*owner) : std::string("gandivad's user")) +
+                              "; " + who + " may not " + what + " it");
+    }
+    default:
+      return PermissionDenied(what + " is for the node's admins (root, gandivad's user, " +
+                              "--admin-group); " + who + " is not one");
+  }
+}
+
+}  // namespace gandiva::controller

@@ -1,0 +1,53 @@
+// Who may do what on a node that several users share (gandivad --shared-socket:
+// its local socket open to every user, each call carrying the caller's uid).
+//
+// Reading (hello, list_jobs, list_devices, list_switches) is for everyone. A job
+// is acted on (suspend, resume, kill, checkpoint, its output, its start and
+// exit reports) by its owner, the uid it was registered for, and by admins.
+// Registering a job is for everyone, for themselves: a caller who is not an
+// admin registers for its own uid only. What shapes the node or other users'
+// share (slices, share modes, weights, device moves, migrations, launching a
+// command that gandivad runs as its own user) is for admins.
+//
+// Admins: callers on the TCP endpoint (they hold an authorized CURVE key: the
+// scheduler, peers, operators), root, gandivad's own user, members of
+// --admin-group, and calls made inside gandivad itself.
+#ifndef GANDIVA_NODE_API_ACCESS_H_
+#define GANDIVA_NODE_API_ACCESS_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "gandiva/protocol/dispatcher.h"
+#include "gandiva/status.h"
+
+namespace gandiva::controller {
+
+enum class Access { kAnyone, kNewJob, kJobOwner, kAdmin };
+
+// What a message needs; a type this table does not name needs an admin.
+Access AccessOf(protocol::MessageType type);
+
+class AccessPolicy {
+ public:
+  explicit AccessPolicy(std::optional<gid_t> admin_group = std::nullopt)
+      : admin_group_(admin_group) {}
+
+  bool IsAdmin(const protocol::Caller& caller) const;
+  // Ok, or permission_denied saying who may. `owner_of(job)` is the uid a job
+  // was registered for (-1: gandivad's own), nullopt for no such job (the
+  // handler then says so). A non-admin's register_job gets its uid filled in.
+  Status Authorize(protocol::Call& call,
+                   const std::function<std::optional<int64_t>(uint64_t job)>& owner_of) const;
+
+ private:
+  bool InAdminGroup(int64_t uid, int64_t gid) const;
+  std::optional<gid_t> admin_group_;
+};
+
+}  // namespace gandiva::controller
+
+#endif  // GANDIVA_NODE_API_ACCESS_H_

@@ -1,0 +1,155 @@
+"""Per-user access on a shared node: gandivad runs as root with --shared-socket, real
+users created by this test connect to its local socket, and the kernel's peer
+credentials say who each caller is. A user acts on their own jobs only; another
+user, not an admin, gets permission_denied; members of --admin-group and root act
+on every job; reading is for everyone. The job's control block belongs to its
+user, owner-only."""
+
+import glob
+import grp
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, GANDIVA, GANDIVAD, wait_for
+
+JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
+USERS = ("gd-alice", "gd-bob", "gd-carol")
+ADMINS = "gd-admins"
+
+
+def ensure_users():
+    if subprocess.run(["getent", "group", ADMINS], capture_output=True).returncode != 0:
+        subprocess.run(["groupadd", "--system", ADMINS], check=True, capture_output=True)
+    for user in USERS:
+        if subprocess.run(["id", user], capture_output=True).returncode != 0:
+            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/bin/sh", user],
+                           check=True, capture_output=True)
+    subprocess.run(["usermod", "-a", "-G", ADMINS, "gd-carol"], check=True, capture_output=True)
+
+
+def as_user(user, *args, env=None, **kw):
+    return subprocess.run(["runuser", "-u", user, "--", *args], env=env, capture_output=True,
+                          text=True, timeout=60, **kw)
+
+
+@pytest.fixture
+def shared_node():
+    if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"):
+        pytest.skip("needs root, useradd and runuser to create and act as other users")
+    if not os.path.exists(JOB):
+        pytest.skip("synthetic_state_job not built")
+    ensure_users()
+    if as_user("gd-bob", GANDIVA, "--help").returncode != 0:
+        pytest.skip("the build is not readable by other users")
+    # Under /tmp, readable by every user (pytest's tmp_path is root's alone).
+    root = subprocess.run(["mktemp", "-d", "/tmp/gd-users-XXXXXX"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    os.chmod(root, 0o755)
+    work = os.path.join(root, "work")
+    os.mkdir(work)
+    os.chmod(work, 0o777)
+    endpoint = f"ipc://{root}/run/gd.sock"
+    log = open(os.path.join(root, "gandivad.log"), "w")
+    proc = subprocess.Popen([GANDIVAD, "--endpoint", endpoint, "--state-dir",
+                             os.path.join(root, "state"), "--devices", "cpu:1", "--shared-socket",
+                             "--admin-group", ADMINS], stdout=log, stderr=subprocess.STDOUT)
+    env = dict(os.environ, GANDIVA_ENDPOINT=endpoint, OMP_NUM_THREADS="1")
+    wait_for(lambda: subprocess.run([GANDIVA, "ps"], env=env, capture_output=True).returncode == 0,
+             20, "gandivad up")
+    yield {"root": root, "work": work, "env": env, "proc": proc}
+    proc.terminate()
+    proc.wait(timeout=20)
+    log.close()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def cli(node, user, *args):
+    if user == "root":
+        return subprocess.run([GANDIVA, *args], env=node["env"], capture_output=True, text=True,
+                               timeout=60)
+    return as_user(user, GANDIVA, *args, env=node["env"])
+
+
+def jobs(node, user="gd-bob"):
+    r = cli(node, user, "ps", "--all", "--json")
+    assert r.returncode == 0, r.stderr
+    return {j["id"]: j for j in json.loads(r.stdout)}
+
+
+def test_each_user_acts_on_their_own_jobs_and_admins_on_all(shared_node):
+    node = shared_node
+    result = os.path.join(node["work"], "alice.json")
+    run = subprocess.Popen(["runuser", "-u", "gd-alice", "--", GANDIVA, "run", "--name", "alices",
+                            "--", JOB, "--mib", "1", "--iterations", "100000", "--result", result],
+                           env=node["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    # Everyone reads: bob sees alice's job training.
+    job = wait_for(lambda: next((j for j in jobs(node).values()
+                                 if j["name"] == "alices" and j["iterations"] > 10), None), 60,
+                   "alice's job training")
+    jid = str(job["id"])
+
+    # Its control block is alice's, owner-only.
+    blocks = glob.glob(f"/dev/shm/gandiva.*.{node['proc'].pid}.{jid}")
+    assert len(blocks) == 1, blocks
+    st = os.stat(blocks[0])
+    assert st.st_uid == pwd.getpwnam("gd-alice").pw_uid and st.st_mode & 0o777 == 0o600
+
+    # Bob, not an admin, may not touch it, nor the node.
+    for args in (("suspend", jid), ("kill", jid), ("checkpoint", jid, "--to", node["work"])):
+        r = cli(node, "gd-bob", *args)
+        assert r.returncode != 0, args
+        assert "belongs to gd-alice" in r.stderr and "may not" in r.stderr, r.stderr
+    r = cli(node, "gd-bob", "slice", "--device", "cpu0", "--ms", "60")
+    assert r.returncode != 0 and "is for the node's admins" in r.stderr, r.stderr
+    assert jobs(node)[job["id"]]["state"] == "running"
+
+    # Alice may, on her own job.
+    assert cli(node, "gd-alice", "suspend", jid).returncode == 0
+    wait_for(lambda: jobs(node)[job["id"]]["state"] == "suspended", 30, "suspended by alice")
+    assert cli(node, "gd-alice", "resume", jid).returncode == 0
+    wait_for(lambda: jobs(node)[job["id"]]["state"] == "running", 30, "resumed by alice")
+
+    # Carol, in --admin-group, and root act on every job.
+    assert cli(node, "gd-carol", "suspend", jid).returncode == 0
+    wait_for(lambda: jobs(node)[job["id"]]["state"] == "suspended", 30, "suspended by carol")
+    assert cli(node, "root", "resume", jid).returncode == 0
+    r = cli(node, "gd-carol", "slice", "--device", "cpu0", "--ms", "60")
+    assert r.returncode == 0, r.stderr
+
+    # Alice ends her job.
+    assert cli(node, "gd-alice", "kill", jid).returncode == 0
+    assert run.wait(timeout=60) != 0
+    assert jobs(node)[job["id"]]["state"] in ("failed", "exited")
+
+
+def test_without_shared_socket_other_users_cannot_connect(tmp_path):
+    if os.geteuid() != 0 or not shutil.which("runuser"):
+        pytest.skip("needs root and runuser")
+    ensure_users()
+    if as_user("gd-bob", GANDIVA, "--help").returncode != 0:
+        pytest.skip("the build is not readable by other users")
+    root = subprocess.run(["mktemp", "-d", "/tmp/gd-users-XXXXXX"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    os.chmod(root, 0o755)
+    endpoint = f"ipc://{root}/gd.sock"
+    proc = subprocess.Popen([GANDIVAD, "--endpoint", endpoint, "--devices", "cpu:1"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        env = dict(os.environ, GANDIVA_ENDPOINT=endpoint)
+        wait_for(lambda: subprocess.run([GANDIVA, "ps"], env=env, capture_output=True)
+                 .returncode == 0, 20, "gandivad up")
+        assert os.stat(f"{root}/gd.sock").st_mode & 0o777 == 0o600
+        r = subprocess.run(["runuser", "-u", "gd-bob", "--", GANDIVA, "ps"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        shutil.rmtree(root, ignore_errors=True)
