@@ -57,6 +57,7 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
                      (default 60000)
   --max-jobs N       live jobs at once on this node; more are refused (default 256)
+  --max-jobs-per-user N  live jobs of one user at once (jobs registered for a uid); default: no limit
   --shared-socket    the local socket serves every user of the node, each acting on their
                      own jobs only (run gandivad as root); default: owner only
   --admin-group NAME  members act on every job and on the node (with root and gandivad's user)
@@ -85,6 +86,10 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   GD_ASSIGN_OR_RETURN(long long max_jobs, flags.GetInt("max-jobs", 256));
   if (max_jobs < 1 || max_jobs > 100000) return InvalidArgument("--max-jobs must be 1..100000");
   opts->max_jobs = static_cast<size_t>(max_jobs);
+  GD_ASSIGN_OR_RETURN(long long per_user, flags.GetInt("max-jobs-per-user", 0));
+  if (per_user < 0 || per_user > 100000)
+    return InvalidArgument("--max-jobs-per-user must be 0..100000 (0: no limit)");
+  opts->max_jobs_per_user = static_cast<size_t>(per_user);
   api->shared_local = flags.Has("shared-socket");
   if (flags.Has("admin-group")) {
     const std::string name = flags.Get("admin-group");
@@ -284,7 +289,8 @@ int RunDaemon(const std::vector<std::string>& args) {
                "freeze-parked",
                "metrics",
                "max-jobs",
-               "admin-group"},
+               "admin-group",
+               "max-jobs-per-user"},
               {"daemonize", "help", "shared-socket"});
   if (auto code = CheckCommandLine(flags, args)) return *code;
 

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "api/node_handlers.h"
 #include "gandiva/common/clock.h"
 #include "gandiva/common/log.h"
@@ -164,9 +166,19 @@ StatusOr<Job> Node::Register(NewJob n) {
   std::lock_guard lock(mu_);
   // A bound on what one node holds: each job is a control block, a process
   // watch and a place in a device's rotation.
-  if (const size_t live = jobs_.LiveJobs().size(); live >= options_.max_jobs)
-    return ResourceExhausted("node " + options_.node + " runs " + std::to_string(live) +
+  const std::vector<Job> live = jobs_.LiveJobs();
+  if (live.size() >= options_.max_jobs)
+    return ResourceExhausted("node " + options_.node + " runs " + std::to_string(live.size()) +
                              " jobs, its limit (--max-jobs)");
+  // And on what one user holds, so that one user cannot take a shared node's places.
+  if (options_.max_jobs_per_user && n.owner_uid >= 0) {
+    const size_t own = std::count_if(live.begin(), live.end(),
+                                     [&](const Job& j) { return j.owner_uid == n.owner_uid; });
+    if (own >= options_.max_jobs_per_user)
+      return ResourceExhausted("uid " + std::to_string(n.owner_uid) + " runs " +
+                               std::to_string(own) + " jobs on node " + options_.node +
+                               ", the limit per user (--max-jobs-per-user)");
+  }
   const std::string device = PickDevice(n.device);
   DeviceLoop* dev = FindDevice(device);
   if (!dev) return NotFound("no device '" + device + "' on node " + options_.node);

@@ -58,7 +58,7 @@ def shared_node():
     log = open(os.path.join(root, "gandivad.log"), "w")
     proc = subprocess.Popen([GANDIVAD, "--endpoint", endpoint, "--state-dir",
                              os.path.join(root, "state"), "--devices", "cpu:1", "--shared-socket",
-                             "--admin-group", ADMINS], stdout=log, stderr=subprocess.STDOUT)
+                             "--admin-group", ADMINS, "--max-jobs-per-user", "1"], stdout=log, stderr=subprocess.STDOUT)
     env = dict(os.environ, GANDIVA_ENDPOINT=endpoint, OMP_NUM_THREADS="1")
     wait_for(lambda: subprocess.run([GANDIVA, "ps"], env=env, capture_output=True).returncode == 0,
              20, "gandivad up")
@@ -121,6 +121,15 @@ def test_each_user_acts_on_their_own_jobs_and_admins_on_all(shared_node):
     wait_for(lambda: jobs(node)[job["id"]]["state"] == "suspended", 30, "suspended by carol")
     assert cli(node, "root", "resume", jid).returncode == 0
     r = cli(node, "gd-carol", "slice", "--device", "cpu0", "--ms", "60")
+    assert r.returncode == 0, r.stderr
+
+    # One live job per user here (--max-jobs-per-user 1): alice's second is refused,
+    # bob's first is not.
+    r = as_user("gd-alice", GANDIVA, "run", "--", JOB, "--mib", "1", "--iterations", "5",
+                env=node["env"])
+    assert r.returncode != 0 and "the limit per user" in r.stderr, r.stderr
+    r = as_user("gd-bob", GANDIVA, "run", "--", JOB, "--mib", "1", "--iterations", "5",
+                env=node["env"])
     assert r.returncode == 0, r.stderr
 
     # Alice ends her job.

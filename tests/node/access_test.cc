@@ -104,14 +104,14 @@ TEST(AccessTest, AUserRegistersJobsForThemselvesOnly) {
   Call plain = MakeCall(MessageType::kRegisterJob, {{"command", {"x"}}}, Local(kAlice));
   ASSERT_TRUE(policy.Authorize(plain, AliceOwnsJob1).ok());
   EXPECT_EQ(plain.body().at("uid"), kAlice) << "the caller's uid is filled in";
-  Call own = MakeCall(MessageType::kRegisterJob, {{"command", {"x"}}, {"uid", kAlice}},
-                      Local(kAlice));
+  Call own =
+      MakeCall(MessageType::kRegisterJob, {{"command", {"x"}}, {"uid", kAlice}}, Local(kAlice));
   EXPECT_TRUE(policy.Authorize(own, AliceOwnsJob1).ok());
-  Call other = MakeCall(MessageType::kRegisterJob, {{"command", {"x"}}, {"uid", kAlice}},
-                        Local(kBob));
+  Call other =
+      MakeCall(MessageType::kRegisterJob, {{"command", {"x"}}, {"uid", kAlice}}, Local(kBob));
   EXPECT_EQ(policy.Authorize(other, AliceOwnsJob1).code(), StatusCode::kPermissionDenied);
-  Call by_root = MakeCall(MessageType::kRegisterJob, {{"command", {"x"}}, {"uid", kAlice}},
-                          Local(0));
+  Call by_root =
+      MakeCall(MessageType::kRegisterJob, {{"command", {"x"}}, {"uid", kAlice}}, Local(0));
   EXPECT_TRUE(policy.Authorize(by_root, AliceOwnsJob1).ok()) << "Slurm's plugin, as root";
 }
 
