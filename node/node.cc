@@ -377,8 +377,8 @@ DeviceUsage Node::UsageOf(const Job& job) const {
 
 StatusOr<MovableJob> Node::LiveJob(int64_t id) {
   GD_ASSIGN_OR_RETURN(Job job, jobs_.Live(id));
-  return MovableJob{job.id,     job.name, job.command,    job.cwd,       job.env,
-                    job.weight, job.pid,  job.SharedCb(), job.managed_by};
+  return MovableJob{job.id,     job.name, job.command,    job.cwd,        job.env,
+                    job.weight, job.pid,  job.SharedCb(), job.managed_by, job.owner_uid};
 }
 
 void Node::SetHeld(uint64_t id, bool held) {

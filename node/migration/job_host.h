@@ -30,6 +30,7 @@ struct MovableJob {
   int pid = 0;
   std::shared_ptr<runtime::ControlBlock> cb;  // stays mapped while this lives
   std::string managed_by;                     // "" unless another system owns its processes
+  int64_t owner_uid = -1;                     // the user it was registered for; -1: gandivad's
 };
 
 // A job arriving by migration, to be started here and held warm.

@@ -6,7 +6,6 @@ on every job; reading is for everyone. The job's control block belongs to its
 user, owner-only."""
 
 import glob
-import grp
 import json
 import os
 import pwd
@@ -38,8 +37,9 @@ def as_user(user, *args, env=None, **kw):
                           text=True, timeout=60, **kw)
 
 
-@pytest.fixture
-def shared_node():
+def other_users_dir():
+    """Creates the test's users (or skips) and returns a fresh directory under /tmp
+    that every user can reach (pytest's tmp_path is root's alone)."""
     if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"):
         pytest.skip("needs root, useradd and runuser to create and act as other users")
     if not os.path.exists(JOB):
@@ -47,10 +47,15 @@ def shared_node():
     ensure_users()
     if as_user("gd-bob", GANDIVA, "--help").returncode != 0:
         pytest.skip("the build is not readable by other users")
-    # Under /tmp, readable by every user (pytest's tmp_path is root's alone).
     root = subprocess.run(["mktemp", "-d", "/tmp/gd-users-XXXXXX"], capture_output=True,
                           text=True, check=True).stdout.strip()
     os.chmod(root, 0o755)
+    return root
+
+
+@pytest.fixture
+def shared_node():
+    root = other_users_dir()
     work = os.path.join(root, "work")
     os.mkdir(work)
     os.chmod(work, 0o777)
@@ -138,15 +143,8 @@ def test_each_user_acts_on_their_own_jobs_and_admins_on_all(shared_node):
     assert jobs(node)[job["id"]]["state"] in ("failed", "exited")
 
 
-def test_without_shared_socket_other_users_cannot_connect(tmp_path):
-    if os.geteuid() != 0 or not shutil.which("runuser"):
-        pytest.skip("needs root and runuser")
-    ensure_users()
-    if as_user("gd-bob", GANDIVA, "--help").returncode != 0:
-        pytest.skip("the build is not readable by other users")
-    root = subprocess.run(["mktemp", "-d", "/tmp/gd-users-XXXXXX"], capture_output=True,
-                          text=True, check=True).stdout.strip()
-    os.chmod(root, 0o755)
+def test_without_shared_socket_other_users_cannot_connect():
+    root = other_users_dir()
     endpoint = f"ipc://{root}/gd.sock"
     proc = subprocess.Popen([GANDIVAD, "--endpoint", endpoint, "--devices", "cpu:1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
