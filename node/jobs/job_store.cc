@@ -205,7 +205,10 @@ void JobStore::PutUsage(const std::vector<std::pair<uint64_t, DeviceUsage>>& usa
     put.BindText(2, UsageToJson(u).dump());
     s = put.Run();
   }
-  s = s.ok() ? db_->Exec("COMMIT") : (db_->Exec("ROLLBACK"), s);
+  if (s.ok())
+    s = db_->Exec("COMMIT");
+  else
+    (void)db_->Exec("ROLLBACK");  // the write's own error is the one to report
   Note(s, "jobs' device figures");
 }
 

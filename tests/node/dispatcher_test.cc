@@ -31,7 +31,7 @@ StatusOr<Json> Dispatch(const Dispatcher& d, MessageType type,
   if (!request.ok()) return request.status();
   std::promise<StatusOr<Json>> reply;
   auto future = reply.get_future();
-  d.Dispatch(Call{*request}, Reply([&reply](const StatusOr<Json>& r) { reply.set_value(r); }));
+  d.Dispatch(Call{*request, {}}, Reply([&reply](const StatusOr<Json>& r) { reply.set_value(r); }));
   return future.get();
 }
 
@@ -102,7 +102,7 @@ class NodeHandlersTest : public ::testing::Test {
     if (!request.ok()) return request.status();
     std::promise<StatusOr<Json>> reply;
     auto future = reply.get_future();
-    node_->Handle(controller::Call{*request},
+    node_->Handle(controller::Call{*request, {}},
                   Reply([&reply](const StatusOr<Json>& r) { reply.set_value(r); }));
     return future.get();
   }

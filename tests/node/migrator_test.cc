@@ -397,7 +397,7 @@ class ArrivalTest : public MigratorTest {
     EXPECT_TRUE(request.ok()) << request.status().ToString();
     auto promise = std::make_shared<std::promise<StatusOr<Json>>>();
     auto future = promise->get_future();
-    controller::Call call{*request};
+    controller::Call call{*request, {}};
     const uint64_t t0 = MonotonicNowNs();
     dispatcher_.Dispatch(std::move(call),
                          Reply([promise](const StatusOr<Json>& r) { promise->set_value(r); }));
