@@ -9,6 +9,7 @@
 // block and simply continue. A job that ended meanwhile is recorded as ended
 // then; one that cannot be re-adopted is released to run on and says why.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -147,6 +148,16 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
       pidfd = std::move(fd);
   }
   if (why_not.empty() && cb->controller_gone.load()) why_not = "a gandivad released it for good";
+  // Never two copies of one job training: a migration's copy whose state had not
+  // arrived exits once released (exit_if_orphaned), and a job that had moved on
+  // to another node, but whose process this node had not ended yet, is ended now.
+  if (why_not.empty() && cb->exit_if_orphaned.load())
+    why_not = "it was a migration's copy whose state had not arrived";
+  const bool moved_on = why_not.empty() && job.migrated;
+  if (moved_on) {
+    kill(job.pid, SIGKILL);
+    why_not = "it had moved to another node";
+  }
   std::unique_ptr<Gang> gang;
   if (why_not.empty() && job.ranks > 1) {
     auto adopted = Gang::Adopt(job.block, job.ranks, options_.rank_timeout_ms * kMs);
@@ -169,15 +180,22 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     const bool detached = cb && cb->phase.load() == runtime::kPhaseExited;
     ReleaseBlocksForever(stored.block_name, job.ranks);
     job.ended = true;
-    job.failed = !detached;
+    job.failed = !detached && !moved_on;
     job.ended_ns = MonotonicNowNs();
     job.usage_at_end = stored.usage;
-    job.end = {protocol::ExitReason::kLost, 0,
-               alive ? "not re-adopted after gandivad restarted (" + why_not + "); its process " +
-                           std::to_string(job.pid) + " runs on unmanaged"
-               : detached
-                   ? "it ended while gandivad was away, after detaching (exit status unknown)"
-                   : "it ended while gandivad was away (" + why_not + ")"};
+    const bool copy = cb && cb->exit_if_orphaned.load();  // released, it exits by itself
+    std::string detail;
+    if (moved_on)
+      detail = "it continues on another node; its process here was ended";
+    else if (alive)
+      detail = "not re-adopted after gandivad restarted (" + why_not + "); its process " +
+               std::to_string(job.pid) + (copy ? " exits" : " runs on unmanaged");
+    else if (detached)
+      detail = "it ended while gandivad was away, after detaching (exit status unknown)";
+    else
+      detail = "it ended while gandivad was away (" + why_not + ")";
+    job.end = {moved_on ? protocol::ExitReason::kMigrated : protocol::ExitReason::kLost, 0,
+               std::move(detail)};
     if (alive)
       GD_LOG(kWarn, "job %llu (%s): %s", static_cast<unsigned long long>(id), job.name.c_str(),
              job.end.detail.c_str());
