@@ -183,6 +183,7 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     job.failed = !detached && !moved_on;
     job.ended_ns = MonotonicNowNs();
     job.usage_at_end = stored.usage;
+    job.FreezeFigures();
     const bool copy = cb && cb->exit_if_orphaned.load();  // released, it exits by itself
     std::string detail;
     if (moved_on)

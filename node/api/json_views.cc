@@ -48,10 +48,11 @@ protocol::SwapState SwapStateOf(uint32_t state) {
 Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
                const std::optional<Operation>& operation) {
   // An ended job read back from the job table after a restart has no block
-  // left: its figures from the block read as zero (static storage: zeroed).
+  // left: its iteration figures are those frozen at its end, the rest zero.
   static ControlBlock kNoBlock;
   const ControlBlock* cb = job.cb() ? job.cb() : &kNoBlock;
-  auto stats = runtime::ReadIterationStats(cb->profile);
+  const auto stats =
+      job.cb() || !job.final_stats ? runtime::ReadIterationStats(cb->profile) : *job.final_stats;
   const uint64_t now = MonotonicNowNs();
   const uint64_t end = job.ended ? job.ended_ns : now;
   return Json{{"id", job.id},
@@ -74,7 +75,7 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
               {"slices", usage.slices},
               {"swaps", usage.swaps},
               {"swapped_bytes", cb->swapped_bytes.load()},
-              {"parks", cb->park_count.load()},
+              {"parks", job.cb() ? cb->park_count.load() : job.final_parks},
               {"device_time_s", usage.DeviceTimeAt(now) / 1e9},
               {"wall_time_s", (end - job.registered_ns) / 1e9},
               {"device_bytes", cb->device_bytes.load()},

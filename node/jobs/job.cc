@@ -32,6 +32,12 @@ JobState Job::State() const {
   return LiveJobState(cb());
 }
 
+void Job::FreezeFigures() {
+  if (!cb()) return;
+  final_stats = runtime::ReadIterationStats(cb()->profile);
+  final_parks = cb()->park_count.load();
+}
+
 uint64_t Job::GpuMemoryCap() const {
   auto it = env.find(runtime::kEnvGpuMemoryBytes);
   if (it == env.end() || it->second.empty()) return 0;

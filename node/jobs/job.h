@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gandiva/contract/profiler.h"
 #include "gandiva/contract/shared_control_block.h"
 #include "gandiva/protocol/enums.h"
 
@@ -87,6 +88,12 @@ struct Job {
   uint64_t registered_ns = 0;
   uint64_t ended_ns = 0;
   DeviceUsage usage_at_end;  // its device figures, frozen when it ended
+  // Its own figures (from its control block) at its end: what is shown once the
+  // block is gone, for a record read back after a restart. nullopt while live.
+  std::optional<runtime::IterationStats> final_stats;
+  uint64_t final_parks = 0;
+  // Copies the control block's figures into final_stats and final_parks.
+  void FreezeFigures();
 
   uint32_t ranks = 1;      // processes in the job: > 1 for a gang (node/jobs/gang.h)
   std::string gang_error;  // why the gang failed (a rank died, never registered), or ""

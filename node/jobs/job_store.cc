@@ -79,6 +79,13 @@ std::string JobToStoredText(const Job& j) {
       {"migrated_from", j.migrated_from},
       {"managed_by", j.managed_by},
   };
+  if (j.final_stats) {
+    const runtime::IterationStats& f = *j.final_stats;
+    out["final"] = {{"iterations", f.iterations}, {"mean_ms", f.mean_ms},
+                    {"ewma_ms", f.ewma_ms},       {"p50_ms", f.p50_ms},
+                    {"p99_ms", f.p99_ms},         {"iterations_per_s", f.iterations_per_s},
+                    {"parks", j.final_parks}};
+  }
   // Replace, not throw, on bytes that are not UTF-8 (a command line may hold any).
   return out.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -122,6 +129,18 @@ StatusOr<Job> JobFromStoredText(const std::string& text) {
     j.migrated = in.at("migrated").get<bool>();
     j.migrated_from = in.at("migrated_from").get<std::string>();
     j.managed_by = in.at("managed_by").get<std::string>();
+    if (in.contains("final")) {
+      const Json& f = in.at("final");
+      runtime::IterationStats stats;
+      stats.iterations = f.at("iterations").get<uint64_t>();
+      stats.mean_ms = f.at("mean_ms").get<double>();
+      stats.ewma_ms = f.at("ewma_ms").get<double>();
+      stats.p50_ms = f.at("p50_ms").get<double>();
+      stats.p99_ms = f.at("p99_ms").get<double>();
+      stats.iterations_per_s = f.at("iterations_per_s").get<double>();
+      j.final_stats = stats;
+      j.final_parks = f.at("parks").get<uint64_t>();
+    }
     if (j.id == 0 || j.ranks == 0) return DataLoss("a stored job record has id or ranks 0");
     return j;
   } catch (const Json::exception& e) {  // a missing field or one of the wrong type

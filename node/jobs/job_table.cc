@@ -127,6 +127,7 @@ std::optional<JobTable::Ended> JobTable::End(uint64_t id, bool failed, int exit_
   job.usage_at_end = usage;
   job.usage_at_end.device_time_ns = usage.DeviceTimeAt(job.ended_ns);
   job.usage_at_end.running_since_ns = 0;
+  job.FreezeFigures();
   if (job.block) runtime::SharedControlBlock::Remove(job.block->name());
   Persist(job);
   Ended ended{job, std::move(it->second.pidfd)};

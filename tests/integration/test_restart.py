@@ -193,6 +193,10 @@ def test_a_job_that_ended_while_gandivad_was_down_is_recorded(daemon, tmp_path):
                             "--iterations", "5"], env=daemon.env, capture_output=True, timeout=60)
     assert extra.returncode == 0, extra.stderr
     assert max(daemon.jobs()) == 5
+    # Ended before a restart, a job keeps its figures (frozen when it ended).
+    daemon.stop()
+    daemon.start()
+    assert daemon.jobs()[5]["iterations"] == 5 and daemon.jobs()[5]["state"] == "exited"
     assert runs[3][1].wait(timeout=60) == 128 + signal.SIGKILL
     del runs[3]
     check_results(daemon, tmp_path, runs)

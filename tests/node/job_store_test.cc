@@ -78,6 +78,12 @@ Job FullJob() {
   j.migrated = false;
   j.migrated_from = "n1/3";
   j.managed_by = "slurm";
+  runtime::IterationStats final_stats;
+  final_stats.iterations = 1234;
+  final_stats.mean_ms = 1.5;
+  final_stats.p99_ms = 9.25;
+  j.final_stats = final_stats;
+  j.final_parks = 17;
   return j;
 }
 
@@ -89,6 +95,11 @@ void ExpectSameRecord(const Job& a, const Job& b) {
   EXPECT_EQ(a.end.reason, b.end.reason);
   EXPECT_EQ(a.usage_at_end.slices, b.usage_at_end.slices);
   EXPECT_EQ(a.process_start, b.process_start);
+  ASSERT_EQ(a.final_stats.has_value(), b.final_stats.has_value());
+  if (a.final_stats) {
+    EXPECT_EQ(a.final_stats->iterations, b.final_stats->iterations);
+  }
+  EXPECT_EQ(a.final_parks, b.final_parks);
 }
 
 TEST_F(JobStoreTest, WhatIsWrittenIsReadBackAfterTheStoreIsOpenedAgain) {
