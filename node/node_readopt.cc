@@ -156,6 +156,11 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
   const bool moved_on = why_not.empty() && job.migrated;
   if (moved_on) {
     kill(job.pid, SIGKILL);
+    for (const std::string& name : RankBlockNames(stored.block_name, job.ranks))
+      if (auto rank = runtime::SharedControlBlock::Open(name); rank.ok())
+        if (const int pid = (*rank)->get()->pid.load();
+            pid > 0 && (*rank)->get()->phase.load() != runtime::kPhaseExited)
+          kill(pid, SIGKILL);  // as Gang::KillAll: a rank that detached is not signalled
     why_not = "it had moved to another node";
   }
   std::unique_ptr<Gang> gang;
