@@ -24,6 +24,15 @@ def scrape(port, path="/metrics"):
         return r.read().decode()
 
 
+def scrape_once_up(port):
+    """A scrape, or None while the endpoint is not listening yet: gandivad opens it
+    once its node has started (the job table read back first), after its API socket."""
+    try:
+        return scrape(port)
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
 def samples(text, name):
     """{labels: value} of one metric family."""
     out = {}
@@ -40,7 +49,7 @@ def test_a_scrape_passes_promtool_and_follows_the_jobs(daemon_factory):
     jobs = [d.run(PYTHON, SCHED_JOB, "--steps", "400", "--step-ms", "5", name=f"m{i}")
             for i in range(2)]
     try:
-        first = wait_for(lambda: (t := scrape(port)) and len(
+        first = wait_for(lambda: (t := scrape_once_up(port)) and len(
             [v for v in samples(t, "gandiva_job_iterations_total").values() if v > 5]) == 2 and t,
             60, "both jobs iterating")
         check = subprocess.run([promtool, "check", "metrics"], input=first, capture_output=True,
