@@ -11,7 +11,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -137,7 +136,7 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
   if (why_not.empty()) {
     // The pidfd first: once open it pins the process, so the start time read
     // after it is that process's.
-    UniqueFd fd(job.pid > 0 ? static_cast<int>(syscall(SYS_pidfd_open, job.pid, 0)) : -1);
+    UniqueFd fd = OpenPidfd(job.pid);
     const auto started = ProcessStartTicks(job.pid);
     if (!fd.valid())
       why_not = job.pid > 0 ? "its process " + std::to_string(job.pid) + " ended"

@@ -3,7 +3,6 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "gandiva/common/units.h"
 #include "gandiva/contract/environment.h"
 #include "jobs/gang_transfer.h"
+#include "jobs/process_identity.h"
 
 namespace gandiva::controller {
 
@@ -51,8 +51,6 @@ std::string HowItDied(int pid) {
   }
   return "died";
 }
-
-int PidfdOpen(int pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
 
 }  // namespace
 
@@ -216,7 +214,7 @@ void Gang::WatchRanks() {
       const int pid = r->pid.load(std::memory_order_acquire);
       if (pid <= 0) continue;  // not registered yet
       pids_[k] = pid;
-      pidfds_[k].Reset(PidfdOpen(pid));
+      pidfds_[k] = OpenPidfd(pid);
       if (!pidfds_[k].valid()) {  // gone already
         gone_[k] = true;
         if (r->phase.load() != runtime::kPhaseExited)

@@ -6,13 +6,14 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+
+#include "jobs/process_identity.h"
 
 namespace gandiva::controller {
 
@@ -111,7 +112,7 @@ StatusOr<StartedProcess> StartProcess(const LaunchSpec& spec) {
   if (const int rc = Spawn(path, spec, out.get(), err, &pid); rc != 0)
     return StartError(spec.argv[0], rc);
   // Our child, not reaped yet: its pid cannot be reused, so the pidfd is its.
-  StartedProcess started{pid, UniqueFd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)))};
+  StartedProcess started{pid, OpenPidfd(pid)};
   Status joined = spec.cgroup_dir.empty() ? Status::Ok() : JoinCgroup(spec.cgroup_dir, pid);
   if (!started.pidfd.valid() || !joined.ok()) {
     kill(pid, SIGKILL);

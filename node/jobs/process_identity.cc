@@ -1,11 +1,18 @@
 // Process start times and the boot id; see process_identity.h.
 #include "jobs/process_identity.h"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 
 namespace gandiva::controller {
+
+UniqueFd OpenPidfd(int pid) {
+  return UniqueFd(pid > 0 ? static_cast<int>(syscall(SYS_pidfd_open, pid, 0)) : -1);
+}
 
 std::optional<uint64_t> ProcessStartTicks(int pid) {
   if (pid <= 0) return std::nullopt;

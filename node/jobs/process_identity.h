@@ -8,8 +8,13 @@
 #include <optional>
 #include <string>
 
+#include "gandiva/common/unique_fd.h"
+
 namespace gandiva::controller {
 
+// A pidfd for process `pid` (invalid if there is none): it stays that
+// process's even if the pid is reused later.
+UniqueFd OpenPidfd(int pid);
 // When process `pid` started, in clock ticks after boot; nullopt if there is none.
 std::optional<uint64_t> ProcessStartTicks(int pid);
 // This boot's id (/proc/sys/kernel/random/boot_id); "" if it cannot be read.

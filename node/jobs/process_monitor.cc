@@ -3,8 +3,9 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "jobs/process_identity.h"
 
 namespace gandiva::controller {
 
@@ -37,7 +38,7 @@ void ProcessMonitor::Stop() {
 }
 
 StatusOr<UniqueFd> ProcessMonitor::Watch(uint64_t job, int pid) {
-  UniqueFd fd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  UniqueFd fd = OpenPidfd(pid);
   if (!fd.valid()) return NotFound("process " + std::to_string(pid) + " is not running");
   WatchFd(job, fd.get());
   return fd;
