@@ -148,24 +148,28 @@ class Proxy:
 def netns_available():
     if shutil.which("ip") is None or os.geteuid() != 0:
         return False
-    r = subprocess.run(["ip", "netns", "add", "gd-probe"], capture_output=True)
+    # A name of this process's own: with a fixed one, a second suite probing at
+    # the same moment finds the name taken and skips its netns tests.
+    probe = f"gd-probe-{os.getpid()}"
+    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True)
     if r.returncode != 0:
         return False
-    subprocess.run(["ip", "netns", "del", "gd-probe"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
     return True
 
 
 def make_netns_pair(tag):
     """Two namespaces joined by a veth pair: 10.77.x.1 and 10.77.x.2."""
-    a, b = f"gd-{tag}-a", f"gd-{tag}-b"
+    # "gdp": apart from NetnsLan's gd-<tag>-<name> namespaces and gd<tag><name> links.
+    a, b = f"gdp-{tag}-a", f"gdp-{tag}-b"
     sub = 77
     cmds = [
         ["ip", "netns", "add", a], ["ip", "netns", "add", b],
-        ["ip", "link", "add", f"gd{tag}a", "type", "veth", "peer", "name", f"gd{tag}b"],
-        ["ip", "link", "set", f"gd{tag}a", "netns", a], ["ip", "link", "set", f"gd{tag}b", "netns", b],
-        ["ip", "-n", a, "addr", "add", f"10.{sub}.0.1/24", "dev", f"gd{tag}a"],
-        ["ip", "-n", b, "addr", "add", f"10.{sub}.0.2/24", "dev", f"gd{tag}b"],
-        ["ip", "-n", a, "link", "set", f"gd{tag}a", "up"], ["ip", "-n", b, "link", "set", f"gd{tag}b", "up"],
+        ["ip", "link", "add", f"gdp{tag}a", "type", "veth", "peer", "name", f"gdp{tag}b"],
+        ["ip", "link", "set", f"gdp{tag}a", "netns", a], ["ip", "link", "set", f"gdp{tag}b", "netns", b],
+        ["ip", "-n", a, "addr", "add", f"10.{sub}.0.1/24", "dev", f"gdp{tag}a"],
+        ["ip", "-n", b, "addr", "add", f"10.{sub}.0.2/24", "dev", f"gdp{tag}b"],
+        ["ip", "-n", a, "link", "set", f"gdp{tag}a", "up"], ["ip", "-n", b, "link", "set", f"gdp{tag}b", "up"],
         ["ip", "-n", a, "link", "set", "lo", "up"], ["ip", "-n", b, "link", "set", "lo", "up"],
     ]
     for c in cmds:
@@ -184,13 +188,14 @@ class NetnsLan:
     process on the host (the scheduler) reaches every node over TCP and the
     nodes reach each other, while each node's jobs live in its namespace."""
 
-    def __init__(self, tag, names):
-        self.tag = int(tag) % 250
-        self.bridge = f"gdbr{self.tag}"
+    def __init__(self, names, tag=None):
+        """tag: where the search for a free tag starts (default: this process's
+        pid). Two suites may run on one machine: creating the bridge claims a
+        tag (it fails if another LAN holds it), and a taken tag is skipped."""
         self.spaces = {}
+        self._claim(os.getpid() if tag is None else int(tag))
         subnet = f"10.78.{self.tag}"
         try:
-            self._ip("link", "add", self.bridge, "type", "bridge")
             self._ip("addr", "add", f"{subnet}.254/24", "dev", self.bridge)
             self._ip("link", "set", self.bridge, "up")
             for i, name in enumerate(names):
@@ -207,6 +212,18 @@ class NetnsLan:
         except subprocess.CalledProcessError:
             self.delete()
             raise
+
+    def _claim(self, start):
+        spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        for i in range(250):
+            tag = (start + i) % 250
+            if f"gd-{tag}-" in spaces:  # namespaces left by a LAN that was never deleted
+                continue
+            if subprocess.run(["ip", "link", "add", f"gdbr{tag}", "type", "bridge"],
+                              capture_output=True).returncode == 0:
+                self.tag, self.bridge = tag, f"gdbr{tag}"
+                return
+        raise RuntimeError("no free NetnsLan tag (250 bridges gdbrN taken?)")
 
     @staticmethod
     def _ip(*args):

@@ -58,18 +58,6 @@ def _in_netns(netns, *cmd):
     return ["nsenter", f"--net=/run/netns/{netns}", *cmd]
 
 
-def _free_tag():
-    """A NetnsLan tag whose bridge and namespaces do not exist yet (other
-    netns tests may run beside this one), starting from our pid."""
-    spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    for i in range(250):
-        tag = (os.getpid() + i) % 250
-        taken = subprocess.run(["ip", "link", "show", f"gdbr{tag}"], capture_output=True).returncode == 0
-        if not taken and f"gd-{tag}-" not in spaces:
-            return tag
-    raise RuntimeError("no free NetnsLan tag")
-
-
 def parse_job(line):
     """`scontrol show job -o` output as a dict. Values may contain spaces
     (a word without '=' belongs to the value before it)."""
@@ -138,8 +126,9 @@ class SlurmCluster:
     # -- start ----------------------------------------------------------------
 
     def _start(self, plugstack_lines, gandivad, idle_timeout):
-        self.tag = _free_tag()
-        self.lan = nodes.NetnsLan(self.tag, self.names)
+        # A tag no other LAN on this machine holds (another suite may run beside this one).
+        self.lan = nodes.NetnsLan(self.names)
+        self.tag = self.lan.tag
         self.host_addr = f"10.78.{self.lan.tag}.254"
         self.nodes = dict(self.lan.spaces)  # name -> (netns, address)
         self._start_munged()

@@ -26,7 +26,7 @@ def net_namespace(pid):
 
 
 def test_three_nodes_in_namespaces_run_jobs_and_survive_a_node_death(tmp_path):
-    lan = nodes.NetnsLan(os.getpid(), ("a", "b", "c"))
+    lan = nodes.NetnsLan(("a", "b", "c"))
     cluster = None
     try:
         cluster = SchedCluster(tmp_path, names=("a", "b", "c"), lan=lan)

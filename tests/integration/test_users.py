@@ -23,13 +23,28 @@ ADMINS = "gd-admins"
 
 
 def ensure_users():
-    if subprocess.run(["getent", "group", ADMINS], capture_output=True).returncode != 0:
-        subprocess.run(["groupadd", "--system", ADMINS], check=True, capture_output=True)
+    """Creates the group and users if missing. A second suite on this machine may
+    create them at the same moment: then groupadd/useradd fail (the name is taken,
+    or /etc/passwd is locked), so each is retried until it exists."""
+    def exists(kind, name):
+        return subprocess.run(["getent", kind, name], capture_output=True).returncode == 0
+
+    def create(kind, name, cmd):
+        deadline = time.monotonic() + 60
+        while not exists(kind, name):
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0 and not exists(kind, name) and time.monotonic() > deadline:
+                raise AssertionError(f"{' '.join(cmd)}: {r.stderr}")
+            if r.returncode != 0:
+                time.sleep(0.1)  # a lock held by the other suite's useradd: try again
+
+    create("group", ADMINS, ["groupadd", "--system", ADMINS])
     for user in USERS:
-        if subprocess.run(["id", user], capture_output=True).returncode != 0:
-            subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/bin/sh", user],
-                           check=True, capture_output=True)
-    subprocess.run(["usermod", "-a", "-G", ADMINS, "gd-carol"], check=True, capture_output=True)
+        create("passwd", user, ["useradd", "--system", "--no-create-home", "--shell", "/bin/sh", user])
+    deadline = time.monotonic() + 60
+    while subprocess.run(["usermod", "-a", "-G", ADMINS, "gd-carol"], capture_output=True).returncode != 0:
+        assert time.monotonic() < deadline, "usermod -a -G gd-admins gd-carol kept failing"
+        time.sleep(0.1)
 
 
 def as_user(user, *args, env=None, **kw):
