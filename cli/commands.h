@@ -32,6 +32,9 @@ Status WriteJsonReport(const std::string& json, const std::string& path);
 // gandiva sim --pack-prediction: the pack predictor against always trying.
 bool IsPackPrediction(const Args& args);
 int SimPackCommand(const Args& args);
+// gandiva sim --failures: failure handling (retry, classify, validate) on the Philly trace.
+bool IsFailureExperiment(const Args& args);
+int SimFailuresCommand(const Args& args);
 int KeygenCommand(const Args& args);      // gandiva keygen --out DIR [--name N]
 int CheckpointCommand(const Args& args);  // gandiva checkpoint JOB --to DIR
 int MigrateCommand(const Args& args);     // gandiva migrate JOB --to NODE[:DEVICE]

@@ -57,6 +57,8 @@ Replays a job trace on a simulated GPU cluster (docs/simulator.md).
   --alibaba DIR --placement first-fit,best-fit,fgd   see gandiva sim --placement --help
  pack prediction on the co-location table (no time):
   --pack-prediction [--neighbours K]                 see gandiva sim --pack-prediction --help
+ failed jobs: retry everything, classify and retry infrastructure, validate first:
+  --failures [--validate N]                          see gandiva sim --failures --help
 )";
 
 // Where the default trace, machine lists and co-location table live, when
@@ -247,6 +249,7 @@ int SimCommand(const Args& args) {
   // Placement without time (the fragmentation experiment) is its own mode.
   if (IsPlacementExperiment(args)) return SimPlacementCommand(args);
   if (IsPackPrediction(args)) return SimPackCommand(args);
+  if (IsFailureExperiment(args)) return SimFailuresCommand(args);
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
     std::fputs(kUsage, stdout);
