@@ -66,6 +66,7 @@ struct Job {
   uint32_t version = 0;
   GpuPool::Parts held;
   double first_start = -1;
+  double sliced = 0;  // seconds this job has waited for validation slices
 };
 
 enum Kind : uint8_t { kRunEnd = 0, kValidationEnd = 1, kSubmit = 2 };
@@ -174,13 +175,19 @@ class Replay {
     Push(now_ + j.run_length, kValidationEnd, id);
   }
 
-  // The smallest running job with at least n GPUs, else running jobs in id
-  // order until they hold n: each is suspended for the slice.
+  // The smallest running job with at least n GPUs, and of those the one that
+  // has waited least for slices (so no one job pays for every validation),
+  // else running jobs in id order until they hold n: each is suspended for
+  // the slice.
   void ShareWithRunning(int n, double slice) {
     std::vector<int> picked;
     int best = -1;
-    for (int r : running_)
-      if (Gpus(r) >= n && (best < 0 || Gpus(r) < Gpus(best))) best = r;
+    for (int r : running_) {
+      if (Gpus(r) < n) continue;
+      if (best < 0 || Gpus(r) < Gpus(best) ||
+          (Gpus(r) == Gpus(best) && jobs_[r].sliced < jobs_[best].sliced))
+        best = r;
+    }
     if (best >= 0) {
       picked.push_back(best);
     } else {
@@ -193,6 +200,7 @@ class Replay {
     for (int r : picked) {
       Job& c = jobs_[r];
       c.end += delay;
+      c.sliced += delay;
       ++c.version;
       Push(c.end, kRunEnd, r);
       lost += Gpus(r) * delay;
