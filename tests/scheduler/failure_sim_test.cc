@@ -148,6 +148,17 @@ TEST(FailureSimTest, ValidationSlicesARunningJobAndDelaysIt) {
   EXPECT_DOUBLE_EQ(p.makespan, 2000);
 }
 
+TEST(FailureSimTest, ValidationSlicesSpreadOverRunningJobs) {
+  // Two GPUs: A and B validate at 0-110 and run 110-1110. C (at 200) slices
+  // A, so D (at 400) slices B, not A again: both end at 1221, and C and D,
+  // queued by then, run 1221-2221.
+  const auto jobs = Jobs({J{0, 1000}, J{0, 1000}, J{200, 1000}, J{400, 1000}});
+  const FailureModel none = Model(Fixed(30, ExitClass::kUser, false), /*failing_share=*/0);
+  const FailureSimResult v = Replay(jobs, none, FailureVariant::kValidate, 1, 2);
+  EXPECT_EQ(v.succeeded, 4);
+  EXPECT_DOUBLE_EQ(v.makespan, 2221);
+}
+
 TEST(FailureSimTest, PhillyModelIsDeterministicAndMatchesTheStudyShares) {
   FailureModelOptions o;
   auto a = FailureModel::Make(PhillyFailureReasons(), o);
