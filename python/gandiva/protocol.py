@@ -75,6 +75,7 @@ class ShareMode(WireEnum):
 
 
 class SchedJobState(WireEnum):
+    VALIDATING = "validating"  # its first iterations, before it queues
     QUEUED = "queued"
     STARTING = "starting"  # being launched on its node
     RUNNING = "running"

@@ -10,8 +10,8 @@ namespace gandiva::sched::live::job_row {
 const char* const kColumnList =
     "name, user, vc, gpus, ranks, command, cwd, env, restartable, submit_time, state, attempt, "
     "node, device, node_job, checkpoint_dir, checkpoint_time, start_time, end_time, attained, "
-    "run_time, exit_code, detail, cancel_requested, ended, kind";
-const int kColumnCount = 26;
+    "run_time, exit_code, detail, cancel_requested, ended, kind, failure, retries, not_before";
+const int kColumnCount = 29;
 
 namespace {
 
@@ -96,7 +96,7 @@ Status Validate(const JobRecord& job) {
   }
   if (job.command.empty()) return InvalidArgument("a job needs a command");
   for (double t : {job.submit_time, job.checkpoint_time, job.start_time, job.end_time, job.attained,
-                   job.run_time}) {
+                   job.run_time, job.not_before}) {
     if (std::isnan(t)) return InvalidArgument("job " + std::to_string(job.id) + " has a NaN time");
   }
   return Status::Ok();
@@ -132,6 +132,9 @@ Status Bind(const JobRecord& job, Statement& stmt, int first) {
   stmt.BindInt(i++, job.cancel_requested ? 1 : 0);
   stmt.BindInt(i++, IsEnded(job.state) ? 1 : 0);
   stmt.BindText(i++, job.kind);
+  stmt.BindText(i++, FailureClassName(job.failure));
+  stmt.BindInt(i++, job.retries);
+  stmt.BindDouble(i++, job.not_before);
   if (i - first != kColumnCount) return Internal("job_row::Bind and kColumnList disagree");
   return Status::Ok();
 }
@@ -171,6 +174,12 @@ StatusOr<JobRecord> Read(const Statement& stmt, const std::string& path) {
   job.cancel_requested = stmt.Int(c++) != 0;
   ++c;  // ended: derived from state
   job.kind = stmt.Text(c++);
+  const std::string failure = stmt.Text(c++);
+  std::optional<FailureClass> parsed_failure = ParseFailureClass(failure);
+  if (!parsed_failure) return BadRow(path, job.id, "unknown failure class \"" + failure + "\"");
+  job.failure = *parsed_failure;
+  job.retries = static_cast<int>(stmt.Int(c++));
+  job.not_before = stmt.Double(c++);
   return job;
 }
 

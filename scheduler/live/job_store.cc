@@ -17,7 +17,8 @@ using sqlite::ResetOnExit;
 
 namespace {
 
-constexpr std::array<std::pair<LiveJobState, const char*>, 7> kStateNames{{
+constexpr std::array<std::pair<LiveJobState, const char*>, 8> kStateNames{{
+    {LiveJobState::kValidating, "validating"},
     {LiveJobState::kQueued, "queued"},
     {LiveJobState::kStarting, "starting"},
     {LiveJobState::kRunning, "running"},
@@ -33,7 +34,7 @@ sqlite::OwnedFormat Format() {
   sqlite::OwnedFormat f;
   f.label = {"scheduler database", "gandiva scheduler database"};
   f.format = "gandiva-scheduler";
-  f.schema_version = 2;  // version 2 added jobs.kind
+  f.schema_version = 3;  // version 2 added jobs.kind; 3 failure, retries, not_before
   f.schema_sql =
       // AUTOINCREMENT: an id is never handed out twice, even if rows are deleted one day.
       "CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -44,13 +45,20 @@ sqlite::OwnedFormat Format() {
       " node_job INTEGER NOT NULL, checkpoint_dir TEXT NOT NULL, checkpoint_time REAL NOT NULL,"
       " start_time REAL NOT NULL, end_time REAL NOT NULL, attained REAL NOT NULL,"
       " run_time REAL NOT NULL, exit_code INTEGER NOT NULL, detail TEXT NOT NULL,"
-      " cancel_requested INTEGER NOT NULL, ended INTEGER NOT NULL, kind TEXT NOT NULL);"
+      " cancel_requested INTEGER NOT NULL, ended INTEGER NOT NULL, kind TEXT NOT NULL,"
+      " failure TEXT NOT NULL DEFAULT '', retries INTEGER NOT NULL DEFAULT 0,"
+      " not_before REAL NOT NULL DEFAULT 0);"
       // List(false) walks only the jobs that have not ended, in id order.
       "CREATE INDEX IF NOT EXISTS jobs_not_ended ON jobs(id) WHERE ended = 0;"
       "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
   f.upgrade_sql = [](int from) {
     std::string sql;
     if (from < 2) sql += "ALTER TABLE jobs ADD COLUMN kind TEXT NOT NULL DEFAULT '';";
+    if (from < 3)
+      sql +=
+          "ALTER TABLE jobs ADD COLUMN failure TEXT NOT NULL DEFAULT '';"
+          "ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;"
+          "ALTER TABLE jobs ADD COLUMN not_before REAL NOT NULL DEFAULT 0;";
     return sql;
   };
   return f;

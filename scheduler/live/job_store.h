@@ -35,10 +35,12 @@
 #include <vector>
 
 #include "gandiva/status.h"
+#include "live/exit_class.h"
 
 namespace gandiva::sched::live {
 
 enum class LiveJobState {
+  kValidating,  // its first iterations run in a short slice before it queues (--validate)
   kQueued,
   kStarting,
   kRunning,
@@ -47,7 +49,8 @@ enum class LiveJobState {
   kFailed,
   kCancelled
 };
-// "queued", "starting", "running", "suspended", "finished", "failed", "cancelled":
+// "validating", "queued", "starting", "running", "suspended", "finished",
+// "failed", "cancelled":
 // the names stored in the database and shown to users.
 const char* LiveJobStateName(LiveJobState state);
 std::optional<LiveJobState> ParseLiveJobState(std::string_view name);
@@ -79,6 +82,12 @@ struct JobRecord {
   int exit_code = 0;
   std::string detail;  // why it failed / was cancelled
   bool cancel_requested = false;
+  // Its latest failure's class (kNone if none); retries of infrastructure
+  // failures and preemptions so far; and when it may run again (unix seconds,
+  // 0: now) while it backs off before a retry.
+  FailureClass failure = FailureClass::kNone;
+  int retries = 0;
+  double not_before = 0;
 
   bool operator==(const JobRecord&) const = default;
 };

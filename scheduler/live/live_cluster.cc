@@ -73,6 +73,7 @@ double LiveCluster::Now() const { return wall() - epoch_; }
 
 JobState LiveCluster::state(JobId job) const {
   switch (jobs_[job].record.state) {
+    case LiveJobState::kValidating:  // not the policy's yet: it waits, as far as it can tell
     case LiveJobState::kQueued:
     case LiveJobState::kSuspended:
       return JobState::kPending;
@@ -181,28 +182,36 @@ JobId LiveCluster::Admit(const JobRecord& record) {
     j.info.job_type =
         kind_types_.try_emplace(record.kind, static_cast<int>(kind_types_.size())).first->second;
   j.pending_since = record.submit_time - epoch_;
+  if (record.state == LiveJobState::kQueued) waiting_.push_back(id);
   return id;
 }
 
 StatusOr<std::vector<JobId>> LiveCluster::Recover() {
   GD_ASSIGN_OR_RETURN(auto records, store_->List(/*include_ended=*/true));
   const NodeReports reports = PollNodes();
+  const protocol::Json kNoJobs = protocol::Json::array();
   std::vector<JobId> arrived;
   for (const JobRecord& r : records) {
-    const JobId id = Admit(r);
+    const JobId id = Admit(r);  // a queued one waits for TakeArrivals
+    const int n = NodeIndex(r.node);
+    const bool answered = n >= 0 && reports[n].ok();
+    const protocol::Json& node_jobs = answered ? (*reports[n])["jobs"] : kNoJobs;
     switch (r.state) {
-      case LiveJobState::kQueued:
-        arrived.push_back(id);
+      case LiveJobState::kValidating:
+        AdoptValidation(id, node_jobs, answered);
         break;
       case LiveJobState::kStarting:
       case LiveJobState::kRunning:
       case LiveJobState::kSuspended: {
-        const int n = NodeIndex(r.node);
-        const bool answered = n >= 0 && reports[n].ok();
-        AdoptOrRequeue(id, answered ? (*reports[n])["jobs"] : protocol::Json::array(), answered);
-        if (jobs_[id].record.state == LiveJobState::kQueued ||
-            jobs_[id].record.state == LiveJobState::kSuspended)
-          arrived.push_back(id);
+        // The policy hears of it as it would have: running, or parked and
+        // waiting, or queued again (then through TakeArrivals).
+        jobs_[id].offered = true;
+        AdoptOrRequeue(id, node_jobs, answered);
+        if (jobs_[id].record.state == LiveJobState::kQueued) {
+          jobs_[id].offered = false;
+          waiting_.push_back(id);
+        }
+        if (jobs_[id].record.state == LiveJobState::kSuspended) arrived.push_back(id);
         break;
       }
       default:
@@ -217,9 +226,19 @@ StatusOr<bool> LiveCluster::Cancel(JobId job) {
     return NotFound("no job " + std::to_string(job + 1));
   Job& j = jobs_[job];
   switch (j.record.state) {
-    case LiveJobState::kQueued:
+    case LiveJobState::kQueued: {
+      // The policy is told only if it knew the job (not while it waits to retry).
+      const bool offered = j.offered;
+      j.offered = false;
       Finish(job, LiveJobState::kCancelled, -1, "cancelled before it started");
-      return true;
+      return offered;
+    }
+    case LiveJobState::kValidating:
+      if (j.record.node.empty()) {
+        Finish(job, LiveJobState::kCancelled, -1, "cancelled before its validation run");
+        return false;
+      }
+      break;
     case LiveJobState::kFinished:
     case LiveJobState::kFailed:
     case LiveJobState::kCancelled:

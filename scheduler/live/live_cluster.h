@@ -35,8 +35,10 @@
 #include "gandiva/scheduler/cluster.h"
 #include "gandiva/scheduler/free_index.h"
 #include "gandiva/scheduler/topology.h"
+#include "live/exit_class.h"
 #include "live/job_store.h"
 #include "live/node_set.h"
+#include "live/retry_policy.h"
 
 namespace gandiva::sched::live {
 
@@ -55,9 +57,12 @@ struct LiveTopology {
 StatusOr<LiveTopology> DiscoverTopology(NodeApi& nodes);
 
 // What Refresh reports to the scheduler loop, which tells the policy.
+// Only jobs the policy was told of (TakeArrivals, Recover) are reported.
 struct ClusterEvents {
-  std::vector<JobId> finished;  // ended (done, failed or cancelled): OnFinish
-  std::vector<JobId> requeued;  // lost with their node: OnFinish, then OnArrival
+  // Ended (done, failed or cancelled), or back in the queue to wait for a
+  // retry (it arrives again through TakeArrivals when its wait is over): OnFinish.
+  std::vector<JobId> finished;
+  std::vector<JobId> requeued;  // its migration failed: OnFinish, then OnArrival
 };
 
 struct LiveClusterOptions {
@@ -70,6 +75,16 @@ struct LiveClusterOptions {
   double node_dead_after_s = 5;      // a node silent this long: its jobs go back to the queue
   int pack_capacity = 2;             // jobs at once on a device a policy packs
   std::function<double()> wall_now;  // unix seconds (injected for tests)
+  // Failures (exit_class.h): infrastructure failures and preemptions are
+  // retried under `retry`; the job's own errors end it at once.
+  RetryOptions retry;
+  // Pre-run validation: a new job first runs until it has done this many
+  // iterations (or ran validate_timeout_s without ending: a job that reports
+  // no iterations) as a guest on a device, at validate_weight of a full share,
+  // and only then queues for the policy. 0: jobs queue at once.
+  int validate_iterations = 0;
+  double validate_timeout_s = 120;
+  double validate_weight = 0.25;
 };
 
 class LiveCluster final : public Cluster {
@@ -80,11 +95,19 @@ class LiveCluster final : public Cluster {
 
   // ---- The scheduler loop's side ----
   // Loads every job from the store (after a restart) and reconciles the ones
-  // that were starting, running or suspended with what their nodes report.
-  // Returns the jobs the policy must be told arrived (queued and suspended).
+  // that were starting, running, suspended or validating with what their
+  // nodes report. Returns the suspended jobs, which the policy must be told
+  // arrived; the queued ones come through TakeArrivals.
   StatusOr<std::vector<JobId>> Recover();
-  // A job the store just took; returns its id here (store id - 1).
+  // A job the store just took; returns its id here (store id - 1). A queued
+  // one arrives through TakeArrivals; a validating one after its validation.
   JobId Admit(const JobRecord& record);
+  // The queued jobs the policy has not been told of and may run now (new,
+  // validated, or done waiting for a retry), in the order they queued: OnArrival.
+  std::vector<JobId> TakeArrivals();
+  // Starts the validation runs of jobs that wait for one (--validate). Outside
+  // a store batch: each launch is recorded durably before the node is asked.
+  void ValidatePending();
   // Every node's list_jobs, in node order. Only reads the node set, which is
   // thread-safe: the scheduler calls it without its lock, so a node that does
   // not answer holds up no client of the scheduler.
@@ -120,6 +143,9 @@ class LiveCluster final : public Cluster {
     int64_t share_changes = 0, checkpoints = 0, requeues = 0, failed_actions = 0;
     int64_t stops = 0;               // parked jobs checkpointed and stopped (stop_parked_after_s)
     int64_t packs = 0, unpacks = 0;  // share_changes by the mode asked for
+    int64_t retries = 0;             // failed runs queued again (infrastructure, preempted)
+    int64_t validations = 0;         // validation runs launched
+    int64_t validated = 0, failed_validation = 0;  // jobs through validation, and ended in it
   };
   const Counters& counters() const { return counters_; }
 
@@ -162,6 +188,8 @@ class LiveCluster final : public Cluster {
     std::string checkpointing;            // the dir of a checkpoint under way
     bool stop_when_checkpointed = false;  // that checkpoint is to stop the parked job
     double last_checkpoint_asked = 0;
+    // The policy was told it arrived (OnArrival), and not yet that it finished.
+    bool offered = false;
   };
 
   // Placement bookkeeping (no node calls).
@@ -182,12 +210,28 @@ class LiveCluster final : public Cluster {
                    ClusterEvents& events);
   void TakeInJob(JobId job, const protocol::Json& node_job, ClusterEvents& events);
   void Finish(JobId job, LiveJobState state, int exit_code, const std::string& detail);
+  // Adds `job` to an event list for the policy if it was offered to it.
+  void Report(JobId job, std::vector<JobId>& out);
+  // Failures (failures.cc): a run that ended badly is classified from its
+  // node's report and output, then retried (Retry) or ended (Finish).
+  Classified ClassifyEnd(JobId job, const protocol::Json& node_job);
+  std::string OutputTail(int node, int64_t node_job) const;
+  void Fail(JobId job, const Classified& why, int exit_code, ClusterEvents& events);
+  void Retry(JobId job, const std::string& why, ClusterEvents& events);
+  // Validation (validation.cc).
+  Status LaunchValidation(JobId job);
+  GpuId ValidationDevice();
+  void TakeInValidation(JobId job, const protocol::Json& node_job, ClusterEvents& events);
+  void AdoptValidation(JobId job, const protocol::Json& node_jobs, bool node_answered);
+  void ClearRun(JobId job);  // forgets where its run was (node, device, node id)
   void NodeDown(int node, ClusterEvents& events);
   void NodeUp(int node);
   void MaybeCheckpoint(JobId job);
   bool RequestCheckpoint(JobId job);  // false if the node refused
   void StopParked(JobId job);         // its stop checkpoint is complete
   void AdoptOrRequeue(JobId job, const protocol::Json& node_jobs, bool node_answered);
+  // Its run in a list_jobs reply: by id once known, else by launch name.
+  const protocol::Json* FindRun(const Job& job, const protocol::Json& node_jobs) const;
   void Requeue(JobId job, const std::string& why);
   void ToQueue(JobId job, const std::string& detail);  // Requeue's and StopParked's common part
   std::string LaunchName(const Job& job) const;
@@ -214,6 +258,8 @@ class LiveCluster final : public Cluster {
   std::vector<JobId> ended_by_actions_;
   std::vector<JobId> requeued_by_actions_;
   std::vector<JobId> planned_;  // launches waiting for the pass's batch to commit
+  std::vector<JobId> waiting_;  // queued, not yet offered to the policy (TakeArrivals)
+  size_t validate_cursor_ = 0;  // where ValidationDevice's search starts: spreads ties
   Counters counters_;
 };
 

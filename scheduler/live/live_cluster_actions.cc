@@ -35,6 +35,7 @@ Status LiveCluster::Start(JobId job, std::span<const GpuId> gpus) {
   if (gpu < 0 || gpu >= topology_.num_gpus()) return InvalidArgument("no such device");
   if (!node_up_[devices_[gpu].node]) return Unavailable("the device's node is down");
   if (!free_.IsFree(gpu) && members_[gpu].empty()) return FailedPrecondition("device not usable");
+  jobs_[job].offered = true;  // a policy starts only the jobs it knows
   Status s =
       jobs_[job].record.state == LiveJobState::kSuspended ? ResumeOn(job, gpu) : Launch(job, gpu);
   if (!s.ok()) {
@@ -93,8 +94,10 @@ Status LiveCluster::SendLaunch(JobId job, bool planned) {
   if (!reply.ok() && NodeRefusedTheJob(reply.status().code())) {
     // The job itself cannot start there (no such command, a bad restore
     // directory): it fails, as it would anywhere, rather than block the queue.
-    Finish(job, LiveJobState::kFailed, 127, reply.status().message());
-    ended_by_actions_.push_back(job);
+    j.record.failure = FailureClass::kUser;
+    Finish(job, LiveJobState::kFailed, 127,
+           "user error: cannot start: " + reply.status().message());
+    Report(job, ended_by_actions_);
     return reply.status();
   }
   if (!reply.ok()) {

@@ -135,13 +135,20 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
       continue;
     }
     if (j.record.node != name || j.record.node_job == 0) continue;
-    if (j.record.state != LiveJobState::kRunning && j.record.state != LiveJobState::kSuspended)
+    if (j.record.state != LiveJobState::kRunning && j.record.state != LiveJobState::kSuspended &&
+        j.record.state != LiveJobState::kValidating)
       continue;
     const Json* nj = index.Find(j.record.node_job);
     if (!nj) {
-      Requeue(id, name + " does not know its job " + std::to_string(j.record.node_job) +
-                      " any more (gandivad restarted?)");
-      events.requeued.push_back(id);
+      Fail(id,
+           {FailureClass::kInfrastructure, name + " does not know its job " +
+                                               std::to_string(j.record.node_job) +
+                                               " any more (gandivad restarted?)"},
+           -1, events);
+      continue;
+    }
+    if (j.record.state == LiveJobState::kValidating) {
+      TakeInValidation(id, *nj, events);
       continue;
     }
     TakeInJob(id, *nj, events);
@@ -180,16 +187,20 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
   if ((state == "exited" || state == "failed" || state == "migrated") &&
       nj["exit_reason"] != "none") {
     const int code = nj["exit_code"].get<int>();
-    if (j.record.cancel_requested) Finish(id, LiveJobState::kCancelled, code, "cancelled");
-    // Success is an exit status of 0 (the node's "failed" also covers a job
-    // that ended without detaching from its control block, which a job may).
-    else if (nj["exit_reason"] == "exited" && code == 0)
+    if (j.record.cancel_requested) {
+      Finish(id, LiveJobState::kCancelled, code, "cancelled");
+    } else if (nj["exit_reason"] == "exited" && code == 0) {
+      // Success is an exit status of 0 (the node's "failed" also covers a job
+      // that ended without detaching from its control block, which a job may).
       Finish(id, LiveJobState::kFinished, 0, "");
-    else
-      Finish(id, LiveJobState::kFailed, code,
-             state == "migrated" ? "migrated away by someone else"
-                                 : nj["exit_detail"].get<std::string>());
-    events.finished.push_back(id);
+    } else if (state == "migrated") {
+      // It runs on, elsewhere, outside this scheduler: not run again here.
+      Finish(id, LiveJobState::kFailed, code, "migrated away by someone else");
+    } else {
+      Fail(id, ClassifyEnd(id, nj), code, events);  // reports it
+      return;
+    }
+    Report(id, events.finished);
     return;
   }
   // Cancelled while it was moving (no node id to signal then), or a kill that
@@ -269,10 +280,8 @@ void LiveCluster::NodeDown(int n, ClusterEvents& events) {
   for (JobId id = 0; id < num_jobs(); ++id) {
     const Job& j = jobs_[id];
     if (j.record.id == 0 || state(id) == JobState::kFinished) continue;
-    if (j.record.node == name || (j.moving && j.moving_from == name)) {
-      Requeue(id, "node " + name + " went down");
-      events.requeued.push_back(id);
-    }
+    if (j.record.node == name || (j.moving && j.moving_from == name))
+      Fail(id, {FailureClass::kInfrastructure, "node " + name + " went down"}, -1, events);
   }
   for (GpuId g = 0; g < topology_.num_gpus(); ++g)
     if (devices_[g].node == n && free_.IsFree(g))
@@ -287,6 +296,18 @@ void LiveCluster::NodeUp(int n) {
       free_.Release(std::span<const GpuId>(&gpu_ids_[g], 1));
 }
 
+const Json* LiveCluster::FindRun(const Job& j, const Json& node_jobs) const {
+  const Json* found = nullptr;
+  for (const Json& nj : node_jobs) {
+    const bool by_id = j.record.node_job > 0 && nj["id"].get<int64_t>() == j.record.node_job;
+    const bool by_name = j.record.node_job == 0 && nj["name"] == LaunchName(j);
+    // An ended one too: it ended while the scheduler was away, and the next
+    // Refresh finishes it rather than running it again.
+    if ((by_id || by_name) && (!found || LiveOnNode(nj))) found = &nj;
+  }
+  return found;
+}
+
 void LiveCluster::AdoptOrRequeue(JobId id, const Json& node_jobs, bool node_answered) {
   Job& j = jobs_[id];
   const GpuId gpu = GpuOf(j.record.node, j.record.device);
@@ -296,13 +317,7 @@ void LiveCluster::AdoptOrRequeue(JobId id, const Json& node_jobs, bool node_answ
   }
   const Json* found = nullptr;
   if (node_answered) {
-    for (const Json& nj : node_jobs) {
-      const bool by_id = j.record.node_job > 0 && nj["id"].get<int64_t>() == j.record.node_job;
-      const bool by_name = j.record.node_job == 0 && nj["name"] == LaunchName(j);
-      // An ended one too: it ended while the scheduler was away, and the next
-      // Refresh finishes it rather than running it again.
-      if ((by_id || by_name) && (!found || LiveOnNode(nj))) found = &nj;
-    }
+    found = FindRun(j, node_jobs);
     if (!found) {
       Requeue(id, "its node " + j.record.node +
                       " does not know it (the scheduler stopped while it started or moved)");

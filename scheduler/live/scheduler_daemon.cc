@@ -35,6 +35,16 @@ constexpr const char* kUsage = R"(usage: gandiva scheduler --nodes FILE --state-
   --node-dead-after S   a node silent this long loses its jobs to the queue (default 5)
   --stop-parked-after S  a restartable job suspended this long is checkpointed and stopped,
                       freeing its node; it restarts from the checkpoint (default 0: stays parked)
+  --validate N        run each new job for its first N iterations in a short slice (weight
+                      0.25, beside the device's jobs) before it queues, so that a job that
+                      crashes at start fails in seconds (default 0: queue at once)
+  --validate-timeout S  a validation run that reports no iterations passes after S seconds
+                      without failing (default 120)
+  --max-retries N     how often a job whose run failed through no fault of its own (node lost,
+                      daemon gone, device error, killed from outside) runs again (default 3);
+                      the job's own errors (syntax, import, arguments, out of memory) never do
+  --retry-backoff S   the wait before the first retry, doubling for each next one up to
+                      600 s (default 10)
   --log LEVEL         error, warn, info (default) or debug
 )";
 
@@ -57,6 +67,17 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o,
   if (o->checkpoint_every_s < 0 || o->node_dead_after_s <= 0 || o->stop_parked_after_s < 0)
     return InvalidArgument(
         "--checkpoint-every, --node-dead-after and --stop-parked-after must be positive");
+  GD_ASSIGN_OR_RETURN(long long validate, flags.GetInt("validate", 0));
+  if (validate < 0 || validate > 1000000) return InvalidArgument("--validate must be 0..1000000");
+  o->validate_iterations = static_cast<int>(validate);
+  GD_ASSIGN_OR_RETURN(o->validate_timeout_s, flags.GetDouble("validate-timeout", 120));
+  if (!(o->validate_timeout_s > 0)) return InvalidArgument("--validate-timeout must be positive");
+  GD_ASSIGN_OR_RETURN(long long retries, flags.GetInt("max-retries", 3));
+  if (retries < 0 || retries > 100) return InvalidArgument("--max-retries must be 0..100");
+  o->retry.max_retries = static_cast<int>(retries);
+  GD_ASSIGN_OR_RETURN(o->retry.backoff_s, flags.GetDouble("retry-backoff", 10));
+  if (!(o->retry.backoff_s >= 0 && o->retry.backoff_s <= o->retry.max_backoff_s))
+    return InvalidArgument("--retry-backoff must be 0..600 seconds");
   GD_RETURN_IF_ERROR(ApplyPolicyFlags(flags, &o->policy_options));
   // Growing a job needs a job across several devices, which is not built.
   o->policy_options.gandiva_grow = false;
@@ -78,6 +99,10 @@ int RunSchedulerDaemon(const std::vector<std::string>& args) {
                                   "checkpoint-every",
                                   "node-dead-after",
                                   "stop-parked-after",
+                                  "validate",
+                                  "validate-timeout",
+                                  "max-retries",
+                                  "retry-backoff",
                                   "log"};
   std::set<std::string> boolean = {"help"};
   valued.merge(PolicyValuedFlags());

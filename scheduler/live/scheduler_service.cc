@@ -94,6 +94,9 @@ StatusOr<std::unique_ptr<SchedulerService>> SchedulerService::Create(
   copts.node_dead_after_s = o.node_dead_after_s;
   copts.pack_capacity = std::max(2, o.policy_options.gandiva_max_share);
   copts.wall_now = std::move(wall_now);
+  copts.retry = o.retry;
+  copts.validate_iterations = o.validate_iterations;
+  copts.validate_timeout_s = o.validate_timeout_s;
   s->cluster_ = std::make_unique<LiveCluster>(s->nodes_.get(), s->store_.get(), std::move(topo),
                                               std::move(copts), epoch);
   GD_ASSIGN_OR_RETURN(s->arrived_, s->cluster_->Recover());
@@ -128,13 +131,16 @@ void SchedulerService::LogCounters() const {
   const LiveCluster::Counters& c = cluster_->counters();
   GD_LOG(kInfo,
          "actions: launches %lld resumes %lld suspends %lld migrations %lld assigns %lld "
-         "packs %lld unpacks %lld checkpoints %lld requeues %lld failed %lld stops %lld",
+         "packs %lld unpacks %lld checkpoints %lld requeues %lld failed %lld stops %lld "
+         "retries %lld validations %lld validated %lld failed_validation %lld",
          static_cast<long long>(c.launches), static_cast<long long>(c.resumes),
          static_cast<long long>(c.suspends), static_cast<long long>(c.migrations),
          static_cast<long long>(c.assigns), static_cast<long long>(c.packs),
          static_cast<long long>(c.unpacks), static_cast<long long>(c.checkpoints),
          static_cast<long long>(c.requeues), static_cast<long long>(c.failed_actions),
-         static_cast<long long>(c.stops));
+         static_cast<long long>(c.stops), static_cast<long long>(c.retries),
+         static_cast<long long>(c.validations), static_cast<long long>(c.validated),
+         static_cast<long long>(c.failed_validation));
 }
 
 // The nodes are polled without the lock (Poll: a dead one takes its whole
@@ -161,6 +167,7 @@ void SchedulerService::Pass(const LiveCluster::NodeReports& reports) {
   }
   for (JobId j : arrived_) policy_->OnArrival(*cluster_, j);
   arrived_.clear();
+  for (JobId j : cluster_->TakeArrivals()) policy_->OnArrival(*cluster_, j);
   // Every pass: the policies keep their own clocks (introspection rounds, LAS
   // queue crossings) and act only when something is due.
   cluster_->clear_wake();
@@ -172,6 +179,7 @@ void SchedulerService::Pass(const LiveCluster::NodeReports& reports) {
   const bool launches_batched = Batch(store_->Begin());
   cluster_->LaunchPlanned();
   if (launches_batched) Batch(store_->Commit());
+  cluster_->ValidatePending();
 }
 
 bool SchedulerService::Batch(const Status& s) {
@@ -218,8 +226,9 @@ StatusOr<Json> SchedulerService::Submit(const Json& req) {
         "a job across several devices is not built yet; a gang of processes on one device "
         "is (ranks)");
   r.submit_time = UnixNow();
+  if (options_.validate_iterations > 0) r.state = LiveJobState::kValidating;
   GD_ASSIGN_OR_RETURN(r.id, store_->Add(r));  // durable before the reply
-  arrived_.push_back(cluster_->Admit(r));
+  cluster_->Admit(r);  // the policy hears of it in the next pass (or once validated)
   return Json{{"job", r.id}, {"name", r.name}};
 }
 
@@ -249,7 +258,10 @@ Json SchedulerService::JobJson(JobId id) const {
           {"rate", rate},
           {"checkpoint_dir", r.checkpoint_dir},
           {"exit_code", r.exit_code},
-          {"detail", r.detail}};
+          {"detail", r.detail},
+          {"failure", FailureClassName(r.failure)},
+          {"retries", r.retries},
+          {"not_before", r.not_before}};
 }
 
 StatusOr<Json> SchedulerService::Queue(const Json& req) {

@@ -39,6 +39,9 @@ struct SchedulerOptions {
   double stop_parked_after_s = 0;              // see LiveClusterOptions; 0: never
   double node_dead_after_s = 5;
   int node_timeout_ms = 2000;
+  RetryOptions retry;           // infrastructure failures and preemptions
+  int validate_iterations = 0;  // --validate N: 0 queues new jobs at once
+  double validate_timeout_s = 120;
 };
 
 class SchedulerService {
@@ -83,7 +86,7 @@ class SchedulerService {
   std::unique_ptr<NodeApi> nodes_;
   std::unique_ptr<LiveCluster> cluster_;
   std::unique_ptr<Policy> policy_;
-  std::vector<JobId> arrived_;   // submitted since the last pass
+  std::vector<JobId> arrived_;   // recovered parked jobs, for the first pass
   std::vector<JobId> finished_;  // cancelled while queued since the last pass
   double last_schedule_ = -1;
 };

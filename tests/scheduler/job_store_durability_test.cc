@@ -172,7 +172,8 @@ TEST(JobStoreDurabilityTest, NewerSchemaVersionIsRefused) {
 }
 
 // A database from before jobs had a kind (schema version 1: the same tables
-// without jobs.kind) is upgraded in place and keeps every job.
+// without jobs.kind, nor the failure columns of version 3) is upgraded in
+// place and keeps every job.
 TEST(JobStoreDurabilityTest, SchemaVersion1IsUpgradedKeepingItsJobs) {
   TempDir dir;
   const std::string path = dir.File("jobs.db");
@@ -185,6 +186,9 @@ TEST(JobStoreDurabilityTest, SchemaVersion1IsUpgradedKeepingItsJobs) {
   ASSERT_EQ(sqlite3_open(path.c_str(), &raw), SQLITE_OK);
   ASSERT_EQ(sqlite3_exec(raw,
                          "ALTER TABLE jobs DROP COLUMN kind;"
+                         "ALTER TABLE jobs DROP COLUMN failure;"
+                         "ALTER TABLE jobs DROP COLUMN retries;"
+                         "ALTER TABLE jobs DROP COLUMN not_before;"
                          "UPDATE gandiva_schema SET value = '1' WHERE key = 'schema_version'",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)

@@ -1,0 +1,150 @@
+// LiveCluster's pre-run validation (live_cluster.h, --validate N): a newly
+// submitted job first runs as a guest on some device, at a small weight
+// beside whatever the policy runs there, until it has done N iterations. A job
+// that crashes at start (a syntax error, a missing module, a bad argument, no
+// memory) thus fails within seconds of its submission, not after it waited
+// its turn for a whole device; one that gets through is stopped and queued
+// for the policy like any other. Philly (Jeon et al., ATC'19) found that most
+// failed jobs fail early and on user errors.
+//
+// The validation run is not the policy's: it takes no device from it (the
+// node time-slices it with the device's jobs) and the policy hears of the job
+// only once it is validated. It is stopped, not kept: the job starts again
+// from the beginning (or its latest checkpoint) wherever the policy puts it,
+// so its first N iterations run twice, the price of learning early.
+#include "gandiva/common/log.h"
+#include "live/live_cluster.h"
+
+namespace gandiva::sched::live {
+
+using protocol::Json;
+using protocol::MessageType;
+
+void LiveCluster::ValidatePending() {
+  const double now = wall();
+  for (JobId id = 0; id < num_jobs(); ++id) {
+    const Job& j = jobs_[id];
+    if (j.record.state != LiveJobState::kValidating || !j.record.node.empty() ||
+        j.record.not_before > now)
+      continue;
+    if (!LaunchValidation(id).ok()) return;  // no device up: the next pass tries again
+  }
+}
+
+// The least busy device of a node that is up: a free one costs nobody
+// anything. Ties go round the devices, so that a burst of submissions does
+// not pile onto one.
+GpuId LiveCluster::ValidationDevice() {
+  const GpuId n = topology_.num_gpus();
+  GpuId best = -1;
+  for (GpuId k = 0; k < n; ++k) {
+    const GpuId g = static_cast<GpuId>((validate_cursor_ + k) % n);
+    if (!node_up_[devices_[g].node]) continue;
+    if (best < 0 || members_[g].size() < members_[best].size()) best = g;
+  }
+  if (best >= 0) validate_cursor_ = static_cast<size_t>(best + 1);
+  return best;
+}
+
+Status LiveCluster::LaunchValidation(JobId job) {
+  const GpuId gpu = ValidationDevice();
+  if (gpu < 0) return Unavailable("no node is up");
+  Job& j = jobs_[job];
+  const LiveDevice& d = devices_[gpu];
+  // Recorded before the node is asked, like every launch: a scheduler that
+  // dies in between finds the run by its name (AdoptValidation).
+  j.record.attempt += 1;
+  j.record.node = nodes_->address(d.node).name;
+  j.record.device = d.name;
+  j.record.node_job = 0;
+  GD_RETURN_IF_ERROR(Persist(job));
+  Json req = {{"command", j.record.command}, {"cwd", j.record.cwd},
+              {"name", LaunchName(j)},       {"device", d.name},
+              {"user", j.record.user},       {"ranks", j.record.ranks},
+              {"weight", options_.validate_weight}};
+  if (!j.record.env.empty()) req["env"] = j.record.env;
+  auto reply = nodes_->Call(d.node, MessageType::kLaunch, req);
+  if (!reply.ok()) {
+    ClearRun(job);
+    SaveBestEffort(job);
+    if (reply.status().code() == StatusCode::kUnavailable ||
+        reply.status().code() == StatusCode::kDeadlineExceeded)
+      return reply.status();  // says nothing of the job: tried again next pass
+    // The node refused the job itself (no such program, a bad directory).
+    ClusterEvents none;
+    Fail(job, {FailureClass::kUser, "cannot start: " + reply.status().message()}, 127, none);
+    return Status::Ok();
+  }
+  ++counters_.validations;
+  j.record.node_job = (*reply)["job"].get<int64_t>();
+  j.device_time_s = j.wall_time_s = 0;
+  GD_LOG(kInfo, "job %d: validation run on %s:%s (until %d iterations)", job + 1,
+         j.record.node.c_str(), d.name.c_str(), options_.validate_iterations);
+  return Persist(job);
+}
+
+void LiveCluster::TakeInValidation(JobId job, const Json& nj, ClusterEvents& events) {
+  Job& j = jobs_[job];
+  j.device_time_s = nj["device_time_s"].get<double>();
+  j.wall_time_s = nj["wall_time_s"].get<double>();
+  const bool ended = nj["exit_reason"] != "none";
+  if (ended) {
+    const int code = nj["exit_code"].get<int>();
+    if (j.record.cancel_requested) {
+      Finish(job, LiveJobState::kCancelled, code, "cancelled in validation");
+    } else if (nj["exit_reason"] == "exited" && code == 0) {
+      // A job shorter than its validation: it is done.
+      ++counters_.validated;
+      Finish(job, LiveJobState::kFinished, 0, "finished in its validation run");
+    } else {
+      Fail(job, ClassifyEnd(job, nj), code, events);
+    }
+    return;
+  }
+  if (j.record.cancel_requested) {
+    KillBestEffort(NodeIndex(j.record.node), j.record.node_job);
+    return;
+  }
+  const auto iterations = nj.value("iterations", uint64_t{0});
+  const bool enough = iterations >= static_cast<uint64_t>(options_.validate_iterations);
+  if (!enough && j.wall_time_s < options_.validate_timeout_s) return;
+  ++counters_.validated;
+  const std::string how =
+      enough ? "validated: " + std::to_string(iterations) + " iterations in " +
+                   std::to_string(static_cast<int>(j.wall_time_s)) + " s"
+             : "validated: ran " + std::to_string(static_cast<int>(j.wall_time_s)) +
+                   " s without failing (" + std::to_string(iterations) + " iterations reported)";
+  GD_LOG(kInfo, "job %d %s; it queues", job + 1, how.c_str());
+  // Its run is no longer the job's current one: RefreshNode's sweep of
+  // left-over runs stops it, in this very refresh.
+  j.pending_since = Now();
+  ToQueue(job, how);
+  waiting_.push_back(job);
+}
+
+// After a restart: a validation run its node still has is followed again; one
+// it does not know (the scheduler died before the launch reached it) is
+// launched again; an unanswered node keeps it until it is declared down.
+void LiveCluster::AdoptValidation(JobId job, const Json& node_jobs, bool node_answered) {
+  Job& j = jobs_[job];
+  if (j.record.node.empty() || !node_answered) return;
+  const Json* found = FindRun(j, node_jobs);
+  if (!found) {
+    ClearRun(job);
+  } else {
+    j.record.node_job = (*found)["id"].get<int64_t>();
+  }
+  SaveBestEffort(job);
+}
+
+void LiveCluster::ClearRun(JobId job) {
+  Job& j = jobs_[job];
+  j.record.attained = Attained(job);  // its service so far is kept
+  j.record.run_time = RunTime(job);
+  j.record.node.clear();
+  j.record.device.clear();
+  j.record.node_job = 0;
+  j.device_time_s = j.wall_time_s = 0;
+}
+
+}  // namespace gandiva::sched::live
