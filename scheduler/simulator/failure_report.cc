@@ -42,9 +42,10 @@ std::string FormatFailureTable(const FailureReport& rep) {
                 "failGPUh", "valGPUh", "totGPUh", "savedGPUh", "saved", "rep p50", "rep p90",
                 "okJCT", "okWait");
   out += line;
+  const double base_waste = rep.runs.empty() ? 0 : rep.runs.front().wasted_gpu_hours();
   const double base = rep.runs.empty() ? 0 : rep.runs.front().total_gpu_hours;
   for (const auto& r : rep.runs) {
-    const double saved = base - r.total_gpu_hours;
+    const double saved = base_waste - r.wasted_gpu_hours();
     std::snprintf(line, sizeof line,
                   "%-9s %6lld %6lld %6lld %6lld %6lld %6lld %6lld %6lld %9.0f %8.0f %9.0f %9.0f "
                   "%5.2f%% %7s %7s %7s %7s\n",
@@ -64,7 +65,8 @@ std::string FormatFailureTable(const FailureReport& rep) {
       "was reported;\n runs: full runs started; retry: tries after a failure; valid/caught: "
       "validation runs and failures inside them;\n failGPUh: GPU-hours of runs and validations "
       "that failed; totGPUh: all GPU-hours (runs, validations,\n co-runners' slice overhead); "
-      "saved: against the first row, and as a share of its total;\n rep p50/p90: submit to the "
+      "saved: the first row's GPU-hours not spent on finished work, less this row's,\n and as a "
+      "share of the first row's total;\n rep p50/p90: submit to the "
       "user hearing of a failure; okJCT/okWait: mean JCT and wait of jobs that never fail)\n";
   return out;
 }
@@ -95,31 +97,35 @@ std::string FailureReportToJson(const FailureReport& rep) {
                             {"jobs", r.jobs},
                             {"rtf_minutes_p50_p90_p95", {r.p50, r.p90, r.p95}},
                             {"rtf_share_percent", r.rtf_share}});
+  const double base_waste = rep.runs.empty() ? 0 : rep.runs.front().wasted_gpu_hours();
   const double base = rep.runs.empty() ? 0 : rep.runs.front().total_gpu_hours;
   j["runs"] = nlohmann::json::array();
   for (const auto& r : rep.runs)
-    j["runs"].push_back({{"variant", r.variant},
-                         {"jobs", r.jobs},
-                         {"failing_jobs", r.failing_jobs},
-                         {"succeeded", r.succeeded},
-                         {"failed", r.failed},
-                         {"attempts", r.attempts},
-                         {"retries", r.retries},
-                         {"validations", r.validations},
-                         {"caught_in_validation", r.caught_in_validation},
-                         {"failed_gpu_hours", r.failed_gpu_hours},
-                         {"validation_gpu_hours", r.validation_gpu_hours},
-                         {"slice_overhead_gpu_hours", r.slice_overhead_gpu_hours},
-                         {"total_gpu_hours", r.total_gpu_hours},
-                         {"saved_gpu_hours", base - r.total_gpu_hours},
-                         {"saved_share", base > 0 ? (base - r.total_gpu_hours) / base : 0.0},
-                         {"report_seconds_p50", r.report_p50},
-                         {"report_seconds_p90", r.report_p90},
-                         {"report_seconds_mean", r.report_mean},
-                         {"ok_jct_seconds_mean", r.ok_jct_mean},
-                         {"ok_wait_seconds_mean", r.ok_wait_mean},
-                         {"makespan_seconds", r.makespan},
-                         {"sim_seconds", r.sim_seconds}});
+    j["runs"].push_back(
+        {{"variant", r.variant},
+         {"jobs", r.jobs},
+         {"failing_jobs", r.failing_jobs},
+         {"succeeded", r.succeeded},
+         {"failed", r.failed},
+         {"attempts", r.attempts},
+         {"retries", r.retries},
+         {"validations", r.validations},
+         {"caught_in_validation", r.caught_in_validation},
+         {"failed_gpu_hours", r.failed_gpu_hours},
+         {"validation_gpu_hours", r.validation_gpu_hours},
+         {"slice_overhead_gpu_hours", r.slice_overhead_gpu_hours},
+         {"total_gpu_hours", r.total_gpu_hours},
+         {"useful_gpu_hours", r.useful_gpu_hours},
+         {"wasted_gpu_hours", r.wasted_gpu_hours()},
+         {"saved_gpu_hours", base_waste - r.wasted_gpu_hours()},
+         {"saved_share", base > 0 ? (base_waste - r.wasted_gpu_hours()) / base : 0.0},
+         {"report_seconds_p50", r.report_p50},
+         {"report_seconds_p90", r.report_p90},
+         {"report_seconds_mean", r.report_mean},
+         {"ok_jct_seconds_mean", r.ok_jct_mean},
+         {"ok_wait_seconds_mean", r.ok_wait_mean},
+         {"makespan_seconds", r.makespan},
+         {"sim_seconds", r.sim_seconds}});
   return j.dump(2);
 }
 

@@ -247,6 +247,7 @@ class Replay {
     r_.total_gpu_hours += gpu_hours;
     if (!j.try_fails) {
       ++r_.succeeded;
+      r_.useful_gpu_hours += gpu_hours;
       if (j.reason < 0) {
         ok_jct_ += now_ - j.spec->info.submit_time;
         ok_wait_ += j.first_start - j.spec->info.submit_time;

@@ -92,6 +92,7 @@ TEST(FailureSimTest, FailureAfterTheValidationWindowIsNotCaught) {
   EXPECT_DOUBLE_EQ(v.validation_gpu_hours, 110.0 / 3600);
   EXPECT_DOUBLE_EQ(v.failed_gpu_hours, 600.0 / 3600);
   EXPECT_DOUBLE_EQ(v.total_gpu_hours, 710.0 / 3600);
+  EXPECT_DOUBLE_EQ(v.wasted_gpu_hours(), 710.0 / 3600);
 }
 
 TEST(FailureSimTest, InfrastructureFailureRetriedWithBackoffUpToTheLimit) {
@@ -141,6 +142,7 @@ TEST(FailureSimTest, ValidationSlicesARunningJobAndDelaysIt) {
   EXPECT_DOUBLE_EQ(v.ok_wait_mean, (110 + (1221 - 200)) / 2.0);
   EXPECT_NEAR(v.slice_overhead_gpu_hours, 1.0 / 3600, 1e-12);
   EXPECT_NEAR(v.total_gpu_hours, (2000 + 220 + 1) / 3600.0, 1e-12);
+  EXPECT_NEAR(v.useful_gpu_hours, 2000 / 3600.0, 1e-12);
   // Without failures, the other variants spend exactly the jobs' work.
   const FailureSimResult p = Replay(jobs, none, FailureVariant::kPhilly);
   EXPECT_DOUBLE_EQ(p.total_gpu_hours, 2000 / 3600.0);
@@ -157,6 +159,38 @@ TEST(FailureSimTest, ValidationSlicesSpreadOverRunningJobs) {
   const FailureSimResult v = Replay(jobs, none, FailureVariant::kValidate, 1, 2);
   EXPECT_EQ(v.succeeded, 4);
   EXPECT_DOUBLE_EQ(v.makespan, 2221);
+}
+
+TEST(FailureSimTest, TotalsAddUpOnAPhillyLikeWorkload) {
+  std::vector<J> js;
+  for (int i = 0; i < 3000; ++i)
+    js.push_back(J{i * 20.0, 60.0 + (i * 7919 % 20000), i % 10 == 0 ? 8 : 1});
+  const auto jobs = Jobs(js);
+  auto model = FailureModel::Make(PhillyFailureReasons(), {});
+  ASSERT_TRUE(model.ok());
+  double work = 0;
+  for (const auto& j : jobs) work += j.info.num_gpus * j.duration / 3600;
+  for (auto variant :
+       {FailureVariant::kPhilly, FailureVariant::kClassify, FailureVariant::kValidate}) {
+    const FailureSimResult r = Replay(jobs, *model, variant, 4, 8);
+    EXPECT_EQ(r.succeeded + r.failed, 3000) << r.variant;
+    EXPECT_GT(r.failing_jobs, 400) << r.variant;
+    EXPECT_LE(r.useful_gpu_hours, work + 1e-9) << r.variant;
+    const double waste = r.failed_gpu_hours + r.validation_gpu_hours + r.slice_overhead_gpu_hours;
+    if (variant == FailureVariant::kValidate) {
+      // Failures caught in validation count as failed and as validation time.
+      EXPECT_LE(r.wasted_gpu_hours(), waste + 1e-9);
+      EXPECT_GE(r.wasted_gpu_hours(), r.failed_gpu_hours - 1e-9);
+    } else {
+      EXPECT_NEAR(r.wasted_gpu_hours(), r.failed_gpu_hours, 1e-6) << r.variant;
+      EXPECT_EQ(r.validations, 0);
+    }
+  }
+  // Classifying never retries more than Philly does on the same draws.
+  const FailureSimResult p = Replay(jobs, *model, FailureVariant::kPhilly, 4, 8);
+  const FailureSimResult c = Replay(jobs, *model, FailureVariant::kClassify, 4, 8);
+  EXPECT_LT(c.retries, p.retries);
+  EXPECT_LT(c.failed_gpu_hours, p.failed_gpu_hours);
 }
 
 TEST(FailureSimTest, PhillyModelIsDeterministicAndMatchesTheStudyShares) {

@@ -67,6 +67,9 @@ struct FailureSimResult {
   double failed_gpu_hours = 0;       // GPU time of attempts (and validations) that failed
   double validation_gpu_hours = 0;   // GPU time of every validation run
   double total_gpu_hours = 0;        // every attempt and validation run
+  double useful_gpu_hours = 0;       // runs that finished the job's work
+  // What failures cost: total - useful (failed runs, validations, slice overhead).
+  double wasted_gpu_hours() const { return total_gpu_hours - useful_gpu_hours; }
   // GPU time jobs that shared their GPUs with a validation lost beyond the
   // validation's own: their other GPUs idle during the slice, and switching.
   double slice_overhead_gpu_hours = 0;
@@ -89,8 +92,9 @@ struct FailureReport {
   std::string trace, cluster;
   double load = 1;
   FailureModelOptions model;
-  FailureSimConfig config;             // the settings of the classify / validate runs
-  std::vector<FailureSimResult> runs;  // the first is the baseline of "saved"
+  FailureSimConfig config;  // the settings of the classify / validate runs
+  // The first is the baseline: "saved" is its wasted GPU time less a run's.
+  std::vector<FailureSimResult> runs;
 };
 
 std::string FormatFailureTable(const FailureReport& report);
