@@ -124,6 +124,7 @@ std::string FailureReportToJson(const FailureReport& rep) {
          {"report_seconds_mean", r.report_mean},
          {"ok_jct_seconds_mean", r.ok_jct_mean},
          {"ok_wait_seconds_mean", r.ok_wait_mean},
+         {"succeeded_jct_seconds_mean", r.succeeded_jct_mean},
          {"makespan_seconds", r.makespan},
          {"sim_seconds", r.sim_seconds}});
   return j.dump(2);

@@ -248,6 +248,7 @@ class Replay {
     if (!j.try_fails) {
       ++r_.succeeded;
       r_.useful_gpu_hours += gpu_hours;
+      succeeded_jct_ += now_ - j.spec->info.submit_time;
       if (j.reason < 0) {
         ok_jct_ += now_ - j.spec->info.submit_time;
         ok_wait_ += j.first_start - j.spec->info.submit_time;
@@ -288,6 +289,7 @@ class Replay {
     r_.total_gpu_hours += r_.validation_gpu_hours + r_.slice_overhead_gpu_hours;
     for (const Job& j : jobs_) r_.failing_jobs += j.reason >= 0;
     if (ok_jobs_ > 0) r_.ok_jct_mean = ok_jct_ / ok_jobs_, r_.ok_wait_mean = ok_wait_ / ok_jobs_;
+    if (r_.succeeded > 0) r_.succeeded_jct_mean = succeeded_jct_ / r_.succeeded;
     if (!report_.empty()) {
       std::sort(report_.begin(), report_.end());
       auto at = [&](double q) { return report_[static_cast<size_t>(q * (report_.size() - 1))]; };
@@ -312,7 +314,7 @@ class Replay {
   double now_ = 0;
   FailureSimResult r_;
   std::vector<double> report_;
-  double ok_jct_ = 0, ok_wait_ = 0;
+  double ok_jct_ = 0, ok_wait_ = 0, succeeded_jct_ = 0;
   int64_t ok_jobs_ = 0;
 };
 

@@ -174,6 +174,7 @@ TEST(FailureSimTest, TotalsAddUpOnAPhillyLikeWorkload) {
        {FailureVariant::kPhilly, FailureVariant::kClassify, FailureVariant::kValidate}) {
     const FailureSimResult r = Replay(jobs, *model, variant, 4, 8);
     EXPECT_EQ(r.succeeded + r.failed, 3000) << r.variant;
+    EXPECT_GE(r.succeeded_jct_mean, r.ok_jct_mean * 0.5) << r.variant;
     EXPECT_GT(r.failing_jobs, 400) << r.variant;
     EXPECT_LE(r.useful_gpu_hours, work + 1e-9) << r.variant;
     const double waste = r.failed_gpu_hours + r.validation_gpu_hours + r.slice_overhead_gpu_hours;

@@ -77,6 +77,7 @@ struct FailureSimResult {
   double report_p50 = 0, report_p90 = 0, report_mean = 0;
   // Jobs that never fail (the same jobs in every variant): JCT and queueing.
   double ok_jct_mean = 0, ok_wait_mean = 0;
+  double succeeded_jct_mean = 0;  // every job that finished, retried ones included
   double makespan = 0;
   double sim_seconds = 0;  // wall time of the run
 };
