@@ -46,6 +46,7 @@ constexpr OutputPattern kOutputPatterns[] = {
     {"CUDA_ERROR_OUT_OF_MEMORY", kUser, "GPU out of memory"},
     {"CUBLAS_STATUS_ALLOC_FAILED", kUser, "GPU out of memory"},
     {"MemoryError", kUser, "CPU out of memory"},
+    {"DefaultCPUAllocator", kUser, "CPU out of memory"},
     {"std::bad_alloc", kUser, "CPU out of memory"},
     {"can't allocate memory", kUser, "CPU out of memory"},
     {"Cannot allocate memory", kUser, "CPU out of memory"},
