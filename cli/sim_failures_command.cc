@@ -45,7 +45,8 @@ queue, under each way of handling failures (docs/simulator.md):
  handling:
   --philly-max-trials T Philly's attempts for a transient failure (default 5)
   --retry-limit L       retries of infrastructure failures (default 3)
-  --backoff S           seconds before the first retry, doubling (default 60)
+  --backoff S           seconds before the first retry, doubling (default 10)
+  --max-backoff S       the longest wait before a retry (default 600)
   --validate N          iterations of the validation run, on one GPU (default 100)
   --validate-startup S  seconds to start a job before its first iteration (default 60)
   --json PATH           JSON report (default gandiva_sim_failures.json; '-' for stdout,
@@ -82,7 +83,7 @@ Status Default(const std::string& dir, const std::string& flag, const std::strin
 Status ParseArgs(const Args& args, Options* o) {
   Flags f({"data-dir", "trace", "cluster", "machines", "colocation", "load", "max-jobs", "seed",
            "variants", "failing-share", "retry-success", "philly-max-trials", "retry-limit",
-           "backoff", "validate", "validate-startup", "json"},
+           "backoff", "max-backoff", "validate", "validate-startup", "json"},
           {"failures", "skip-bad-rows", "no-clip"});
   GD_RETURN_IF_ERROR(f.Parse(args));
   if (!f.positionals().empty())
@@ -112,6 +113,7 @@ Status ParseArgs(const Args& args, Options* o) {
   GD_RETURN_IF_ERROR(FlagCount(f, "philly-max-trials", &c.philly_max_trials, 1));
   GD_RETURN_IF_ERROR(FlagCount(f, "retry-limit", &c.retry_limit, 0));
   GD_RETURN_IF_ERROR(FlagNumber(f, "backoff", &c.backoff_seconds, 0));
+  GD_RETURN_IF_ERROR(FlagNumber(f, "max-backoff", &c.max_backoff_seconds, 0));
   GD_RETURN_IF_ERROR(FlagCount(f, "validate", &c.validate_iterations, 0));
   GD_RETURN_IF_ERROR(FlagNumber(f, "validate-startup", &c.validate_startup_seconds, 0));
   c.clip_to_duration = !f.Has("no-clip");

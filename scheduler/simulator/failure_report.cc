@@ -83,6 +83,7 @@ std::string FailureReportToJson(const FailureReport& rep) {
   j["settings"] = {{"philly_max_trials", c.philly_max_trials},
                    {"retry_limit", c.retry_limit},
                    {"backoff_seconds", c.backoff_seconds},
+                   {"max_backoff_seconds", c.max_backoff_seconds},
                    {"validate_iterations", c.validate_iterations},
                    {"validate_startup_seconds", c.validate_startup_seconds},
                    {"switch_seconds", c.switch_seconds},

@@ -273,7 +273,8 @@ class Replay {
     } else if (why.seen_as == ExitClass::kPreempted) {
       delay = 0;
     } else if (why.seen_as == ExitClass::kInfra && j.infra_retries < config_.retry_limit) {
-      delay = config_.backoff_seconds * std::ldexp(1.0, j.infra_retries++);
+      delay = std::min(config_.max_backoff_seconds,
+                       config_.backoff_seconds * std::ldexp(1.0, j.infra_retries++));
     }
     if (delay < 0) {
       ++r_.failed;
@@ -343,8 +344,9 @@ StatusOr<FailureSimResult> RunFailureSim(const Topology& topo, const PerfModel& 
                                          const FailureModel& model,
                                          const FailureSimConfig& config) {
   if (config.philly_max_trials < 1 || config.retry_limit < 0 || config.backoff_seconds < 0 ||
-      config.validate_iterations < 0 || config.validate_startup_seconds < 0 ||
-      config.switch_seconds < 0 || !(config.default_iteration_seconds > 0))
+      config.max_backoff_seconds < 0 || config.validate_iterations < 0 ||
+      config.validate_startup_seconds < 0 || config.switch_seconds < 0 ||
+      !(config.default_iteration_seconds > 0))
     return InvalidArgument("failure replay: a count or time is out of range");
   for (const auto& j : jobs)
     if (j.info.num_gpus < 1 || j.info.num_gpus > topo.num_gpus())

@@ -97,35 +97,57 @@ TEST(FailureSimTest, FailureAfterTheValidationWindowIsNotCaught) {
 
 TEST(FailureSimTest, InfrastructureFailureRetriedWithBackoffUpToTheLimit) {
   const auto jobs = Jobs({J{0, 3600}});
-  // Every retry fails too: fail at 30; retry at 90 (60 s backoff), fail at 120;
-  // retry at 240 (120 s), fail at 270; retry at 510 (240 s), fail at 540: the
+  // Every retry fails too: fail at 30; retry at 40 (10 s backoff), fail at 70;
+  // retry at 90 (20 s), fail at 120; retry at 160 (40 s), fail at 190: the
   // limit of 3 retries is reached and the failure reported.
   const FailureModel never = Model(Fixed(30, ExitClass::kInfra, true), 1, /*retry_success=*/0);
   const FailureSimResult c = Replay(jobs, never, FailureVariant::kClassify);
   EXPECT_EQ(c.attempts, 4);
   EXPECT_EQ(c.retries, 3);
   EXPECT_EQ(c.failed, 1);
-  EXPECT_DOUBLE_EQ(c.report_p50, 540);
+  EXPECT_DOUBLE_EQ(c.report_p50, 190);
   EXPECT_DOUBLE_EQ(c.failed_gpu_hours, 4 * 30.0 / 3600);
   // Philly retries at once, up to 5 attempts in all.
   const FailureSimResult p = Replay(jobs, never, FailureVariant::kPhilly);
   EXPECT_EQ(p.attempts, 5);
   EXPECT_DOUBLE_EQ(p.report_p50, 150);
   // A transient failure does not strike the validation run (it is not the
-  // job's doing): validated 0-110, the runs fail at 140, 230 (after 60 s),
-  // 380 (120 s) and 650 (240 s); retries do not validate again.
+  // job's doing): validated 0-110, the runs fail at 140, 180 (after 10 s),
+  // 230 (20 s) and 300 (40 s); retries do not validate again.
   const FailureSimResult v = Replay(jobs, never, FailureVariant::kValidate);
   EXPECT_EQ(v.validations, 1);
   EXPECT_EQ(v.caught_in_validation, 0);
   EXPECT_EQ(v.attempts, 4);
-  EXPECT_DOUBLE_EQ(v.report_p50, 650);
+  EXPECT_DOUBLE_EQ(v.report_p50, 300);
   // When the retry succeeds the job finishes, one backoff late.
   const FailureModel always = Model(Fixed(30, ExitClass::kInfra, true), 1, /*retry_success=*/1);
   const FailureSimResult ok = Replay(jobs, always, FailureVariant::kClassify);
   EXPECT_EQ(ok.succeeded, 1);
   EXPECT_EQ(ok.failed, 0);
   EXPECT_EQ(ok.retries, 1);
-  EXPECT_DOUBLE_EQ(ok.makespan, 30 + 60 + 3600);
+  EXPECT_DOUBLE_EQ(ok.makespan, 30 + 10 + 3600);
+}
+
+TEST(FailureSimTest, BackoffIsCappedAndAPreemptionIsRequeuedAtOnce) {
+  const auto jobs = Jobs({J{0, 3600}});
+  FailureSimConfig c;
+  c.variant = FailureVariant::kClassify;
+  c.retry_limit = 2;
+  c.backoff_seconds = 500;
+  c.max_backoff_seconds = 600;
+  // Fail at 30, retry at 530, fail at 560, retry at 1160 (600, not 1000), fail
+  // at 1190.
+  const FailureModel never = Model(Fixed(30, ExitClass::kInfra, true), 1, 0);
+  auto r = RunFailureSim(Topology::Uniform(1, 1), PerfModel::Neutral(), jobs, never, c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_DOUBLE_EQ(r->report_p50, 1190);
+  // A preempted job goes back to the queue at once, whatever the limit.
+  c.retry_limit = 0;
+  const FailureModel preempted = Model(Fixed(30, ExitClass::kPreempted, true), 1, 1);
+  r = RunFailureSim(Topology::Uniform(1, 1), PerfModel::Neutral(), jobs, preempted, c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->succeeded, 1);
+  EXPECT_DOUBLE_EQ(r->makespan, 30 + 3600);
 }
 
 TEST(FailureSimTest, ValidationSlicesARunningJobAndDelaysIt) {

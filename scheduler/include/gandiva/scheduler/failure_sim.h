@@ -37,9 +37,11 @@ struct FailureSimConfig {
   // Philly: a transient failure is retried until it succeeds or the job has
   // made this many attempts (the study gives no limit; see the docs).
   int philly_max_trials = 5;
-  // classify / validate.
-  int retry_limit = 3;          // retries of infrastructure failures per job
-  double backoff_seconds = 60;  // before retry k: backoff * 2^(k-1)
+  // classify / validate, with the live scheduler's defaults
+  // (scheduler/live/retry_policy.h).
+  int retry_limit = 3;               // retries of infrastructure failures per job
+  double backoff_seconds = 10;       // before retry k: backoff * 2^(k-1) ...
+  double max_backoff_seconds = 600;  // ... but no longer than this
   // validate: iterations run before queuing, and what starting the job costs
   // (container, framework, first data) before the first iteration.
   int validate_iterations = 100;
