@@ -32,6 +32,7 @@ and keys from `gandiva keygen`, all under one temporary directory.
 """
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -43,6 +44,7 @@ import time
 
 SIZES_MIB = [64, 256, 1024, 2048]
 GOAL_SIZE_MIB, GOAL_DOWNTIME_MS, GOAL_RATIO = 1024, 1000.0, 1.5
+RUNS = itertools.count(1)
 
 
 def free_port():
@@ -161,12 +163,18 @@ def run_floor(build, mib, repeat):
     return json.loads(out)
 
 
-def iterations_for(job_exe, mib, work, warm_iterations):
+class EndedBeforeMigration(Exception):
+    """The job ran all its iterations on a before the migration took it: the
+    machine got slower than the calibration run said (other work started)."""
+
+
+def iterations_for(job_exe, mib, work, warm_iterations, margin):
     """How many iterations the job runs, sized from a short calibration run on
     this machine, now: the job must still be running on a after it reached
     `warm_iterations` and b started and warmed its copy (which initialises N
     MiB, measures its state and reserves N MiB of receive memory: about two of
-    the calibration's start-ups), with a wide margin for a loaded machine."""
+    the calibration's start-ups), with `margin` such start-ups for a loaded
+    machine. Returns (iterations, the calibration's figures)."""
     result = os.path.join(work, f"calibrate-{mib}.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GANDIVA_")}
     t0 = time.monotonic()
@@ -176,7 +184,9 @@ def iterations_for(job_exe, mib, work, warm_iterations):
     with open(result) as f:
         loop_s = json.load(f)["elapsed_s"]
     startup_s, iteration_s = max(wall - loop_s, 0.1), max(loop_s / 200, 1e-4)
-    return warm_iterations + int(6 * startup_s / iteration_s) + 1000
+    iterations = warm_iterations + int(margin * startup_s / iteration_s) + 1000
+    return iterations, {"startup_s": round(startup_s, 3), "iteration_ms": round(iteration_s * 1e3, 3),
+                        "margin_startups": margin, "iterations": iterations}
 
 
 def reference_run(job_exe, mib, iterations, work):
@@ -195,19 +205,35 @@ def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations):
     for p in (result, timing):
         if os.path.exists(p):
             os.unlink(p)
-    run = subprocess.Popen([a.gandiva, "run", "--name", f"synthetic-{mib}", "--",
+    # A name per run: `ps --all` still lists an earlier try's job.
+    name = f"synthetic-{mib}-{next(RUNS)}"
+    run = subprocess.Popen([a.gandiva, "run", "--name", name, "--",
                             *job_cmd(job_exe, mib, iterations, result, timing)],
                            env=a.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        job = wait_for(lambda: next((j for j in json.loads(a.cli("ps", "--json"))
-                                     if j["name"] == f"synthetic-{mib}"), None), 60, "the job on a")
-        wait_for(lambda: a.job(job["id"])["iterations"] >= warm_iterations, 120, "iterations on a")
+        # Deadlines for a busy machine: starting a job initialises N MiB.
+        job = wait_for(lambda: next((j for j in json.loads(a.cli("ps", "--all", "--json"))
+                                     if j["name"] == name), None), 300, "the job on a")
+        wait_for(lambda: a.job(job["id"])["iterations"] >= warm_iterations
+                 or a.job(job["id"])["state"] in ("exited", "failed"), 300, "iterations on a")
         t0 = time.monotonic()
-        op = json.loads(a.cli("migrate", str(job["id"]), "--to", b.name, "--json"))
+        try:
+            op = json.loads(a.cli("migrate", str(job["id"]), "--to", b.name, "--json"))
+        except RuntimeError as e:
+            op = {"state": "failed", "error": str(e)}
         wall = time.monotonic() - t0
         if op["state"] != "done":
+            # Whether the job had simply finished on a first (the run was too
+            # short for this machine now), or the migration itself failed.
+            # A job that ended is seen ended at once; 10 s covers a slow monitor.
+            deadline = time.monotonic() + 10
+            while (a.job(job["id"])["state"] not in ("exited", "failed", "migrated")
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            if a.job(job["id"])["state"] == "exited":
+                raise EndedBeforeMigration(f"{iterations} iterations: {op}")
             raise RuntimeError(f"migration of {mib} MiB failed: {op}")
-        run.wait(timeout=60)
+        run.wait(timeout=300)
         wait_for(lambda: b.job(op["to_job"])["state"] in ("exited", "failed"), 300, "the job to end on b")
         if b.job(op["to_job"])["state"] != "exited":
             raise RuntimeError(f"the {mib} MiB job failed on b")
@@ -225,9 +251,23 @@ def measure(a, b, build, job_exe, root, mib, args):
     load_before = os.getloadavg()[0]
     floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
     warm_iterations = 300
-    iterations = iterations_for(job_exe, mib, root, warm_iterations)
+    # Sized from the iteration rate measured now; should other work slow the
+    # machine down after that, the job may still end before it moves: then
+    # again, longer (the reference run comes after, for the count that moved).
+    margin, tries = args.margin_startups, []
+    while True:
+        iterations, calibration = iterations_for(job_exe, mib, root, warm_iterations, margin)
+        tries.append(calibration)
+        try:
+            op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, warm_iterations)
+            break
+        except EndedBeforeMigration as e:
+            if len(tries) == 4:
+                raise RuntimeError(f"{mib} MiB: the job ended before the migration {len(tries)} times: {e}")
+            margin = max(margin * 4, 6)
+            print(f"  {mib} MiB: the job ended on a before it moved ({e}); again with "
+                  f"{margin} start-ups of margin", flush=True)
     ref = reference_run(job_exe, mib, iterations, root)
-    op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, warm_iterations)
     if res["checksum"] != ref["checksum"] or res["iterations"] != iterations:
         raise RuntimeError(f"{mib} MiB: migrated checksum {res['checksum']} != reference "
                            f"{ref['checksum']} (iterations {res['iterations']})")
@@ -246,6 +286,7 @@ def measure(a, b, build, job_exe, root, mib, args):
         "loadavg_1m_before": load_before,
         "migrate_command_s": round(wall, 3), "operation_s": op.get("duration_s"),
         "restored_at_iteration": res["restored_at_iteration"], "iterations": iterations,
+        "sizing": tries,
         "checksum": res["checksum"], "checksum_matches_reference": True,
         "phases_ms": phases(events, down), "floor": floor}
     print(f"  {mib} MiB: downtime {down:.1f} ms, checksum ok, phases {row['phases_ms']}", flush=True)
@@ -291,6 +332,9 @@ def main():
     ap.add_argument("--out", default=".", help="directory for bench_migration.json")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES_MIB)), help="state sizes in MiB")
     ap.add_argument("--floor-repeat", type=int, default=3, help="transfer_floor runs per path (best taken)")
+    ap.add_argument("--margin-startups", type=float, default=6,
+                    help="the job runs on for this many calibration start-ups after the warm "
+                         "iterations (x4, at least 6, on each retry, if it still ended before it moved)")
     ap.add_argument("--skip-floor", action="store_true", help="migrations only (e.g. under perf record)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
     args = ap.parse_args()
