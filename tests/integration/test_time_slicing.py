@@ -1,6 +1,7 @@
 """Integration tests: a real gandivad time-slicing real PyTorch and libtorch
 training processes on one device."""
 
+import bisect
 import os
 import signal
 import socket
@@ -47,8 +48,26 @@ def test_two_jobs_alternate_at_boundaries_and_never_overlap(daemon_factory, tmp_
     for s in switches:
         assert {s["from"], s["to"]} == ids
         assert 0 <= s["handover_ms"] < 50
-    # Parked time is not iteration time.
-    assert jobs["a"]["p99_ms"] < 40
+    # Parked time is not iteration time: gandivad's p99 stays within the job's own
+    # iteration times (boundary to boundary, i.e. end to end, leaving out each gap in
+    # which b ran), not a slice of b's longer. The bound comes from what the job
+    # measured: a busy machine stretches its iterations (p99 82 ms beside a second
+    # suite) past any fixed figure.
+    own = unparked_iteration_ms(ra["intervals"], rb["intervals"])
+    assert len(own) > 100
+    assert jobs["a"]["p99_ms"] < max(own) + 10, (jobs["a"]["p99_ms"], sorted(own)[-5:])
+
+
+def unparked_iteration_ms(mine, other):
+    """End-to-end times of a job's iterations (ms) in which no iteration of the
+    other job ran: iteration time as the job itself saw it, with no park in it."""
+    other_starts = sorted(s for s, _ in other)
+    out = []
+    for (_, e0), (_, e1) in zip(mine, mine[1:]):
+        i = bisect.bisect_left(other_starts, e0)
+        if i == len(other_starts) or other_starts[i] >= e1:
+            out.append((e1 - e0) / 1e6)
+    return out
 
 
 def test_slice_length_is_honoured(daemon_factory, tmp_path):
