@@ -119,8 +119,7 @@ bool IsRetryable(FailureClass c) {
 Classified ClassifyRunEnd(const RunEnd& end) {
   if (end.reason == "exited" && end.exit_code == 0) return {};
   for (const OutputPattern& p : kOutputPatterns)
-    if (end.output_tail.find(p.text) != std::string::npos)
-      return {p.failure, std::string(p.cause)};
+    if (end.output_tail.find(p.text) != std::string::npos) return {p.failure, std::string(p.cause)};
   if (const std::string e = TracebackException(end.output_tail); !e.empty())
     return {FailureClass::kUser, "crashed with " + e};
   if (end.reason == "failed_to_start") return {FailureClass::kUser, "cannot start: " + end.detail};

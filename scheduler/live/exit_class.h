@@ -32,9 +32,9 @@ bool IsRetryable(FailureClass c);
 struct RunEnd {
   std::string reason;  // exit_reason: "exited", "killed", "failed_to_start", "lost"
   int exit_code = 0;
-  int signal = 0;          // exit_signal: N when killed by signal N
-  std::string detail;      // exit_detail, in words
-  std::string output_tail; // the end of its stderr then stdout ("" when unread)
+  int signal = 0;           // exit_signal: N when killed by signal N
+  std::string detail;       // exit_detail, in words
+  std::string output_tail;  // the end of its stderr then stdout ("" when unread)
 };
 
 struct Classified {

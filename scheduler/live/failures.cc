@@ -24,7 +24,7 @@ constexpr int64_t kStdoutTail = 4 * 1024;
 // The last bytes of one of a launched run's logs ("" when the node has none
 // or does not answer: the classification then goes by the exit alone).
 std::string LogTail(const NodeApi& nodes, int node, int64_t node_job, const char* stream,
-                           int64_t bytes) {
+                    int64_t bytes) {
   auto size = nodes.Call(node, MessageType::kReadLog,
                          {{"job", node_job}, {"stream", stream}, {"max_bytes", 1}});
   if (!size.ok() || !size->contains("end_offset")) return "";

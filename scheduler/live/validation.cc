@@ -58,9 +58,12 @@ Status LiveCluster::LaunchValidation(JobId job) {
   j.record.device = d.name;
   j.record.node_job = 0;
   GD_RETURN_IF_ERROR(Persist(job));
-  Json req = {{"command", j.record.command}, {"cwd", j.record.cwd},
-              {"name", LaunchName(j)},       {"device", d.name},
-              {"user", j.record.user},       {"ranks", j.record.ranks},
+  Json req = {{"command", j.record.command},
+              {"cwd", j.record.cwd},
+              {"name", LaunchName(j)},
+              {"device", d.name},
+              {"user", j.record.user},
+              {"ranks", j.record.ranks},
               {"weight", options_.validate_weight}};
   if (!j.record.env.empty()) req["env"] = j.record.env;
   auto reply = nodes_->Call(d.node, MessageType::kLaunch, req);

@@ -46,7 +46,8 @@ TEST(ExitClassTest, TheEndingsOfRealJobs) {
        FailureClass::kUser, "syntax error"},
       {Exited(1, std::string(kTracebackHead) + "ModuleNotFoundError: No module named 'apex'\n"),
        FailureClass::kUser, "import error"},
-      {Exited(2, "usage: train.py [-h] [--lr LR]\ntrain.py: error: unrecognized arguments: --lrr\n"),
+      {Exited(2,
+              "usage: train.py [-h] [--lr LR]\ntrain.py: error: unrecognized arguments: --lrr\n"),
        FailureClass::kUser, "argument error"},
       {Exited(1, std::string(kTracebackHead) +
                      "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 20.00 GiB\n"),
@@ -56,7 +57,8 @@ TEST(ExitClassTest, TheEndingsOfRealJobs) {
       {Exited(1, std::string(kTracebackHead) +
                      "RuntimeError: CUDA error: uncorrectable ECC error encountered\n"),
        FailureClass::kInfrastructure, "ECC"},
-      {Exited(1, "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error\n"),
+      {Exited(1,
+              "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error\n"),
        FailureClass::kInfrastructure, "NCCL"},
       {Exited(1, std::string(kTracebackHead) + "KeyError: 'learning_rate'\n"), FailureClass::kUser,
        "crashed with KeyError"},
@@ -90,8 +92,8 @@ TEST(ExitClassTest, HowItEndedDecidesWhenTheOutputSaysNothing) {
 
 TEST(ExitClassTest, ADeviceErrorOutranksThePythonErrorItSurfacesAs) {
   // The device failed under the job: a RuntimeError in Python, but not the job's fault.
-  const Classified c = ClassifyRunEnd(
-      Exited(1, std::string(kTracebackHead) + "RuntimeError: CUDA error: GPU has fallen off the bus\n"));
+  const Classified c = ClassifyRunEnd(Exited(
+      1, std::string(kTracebackHead) + "RuntimeError: CUDA error: GPU has fallen off the bus\n"));
   EXPECT_EQ(c.failure, FailureClass::kInfrastructure);
   EXPECT_TRUE(IsRetryable(c.failure));
   EXPECT_FALSE(IsRetryable(FailureClass::kUser));
