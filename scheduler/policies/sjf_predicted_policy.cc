@@ -36,6 +36,9 @@ class SjfPolicy : public PolicyBase {
     queue_.insert({predicted, c.info(j).submit_time, j});
   }
   void OnFinish(Cluster& c, JobId j) override {
+    // A live job that goes back to the queue to retry a failed run has not
+    // finished: its run so far says nothing of its duration. It arrives again.
+    if (c.state(j) != JobState::kFinished) return;
     double run = c.RunTime(j);
     auto it = predicted_.find(j);
     if (it != predicted_.end()) {
