@@ -222,11 +222,16 @@ class LiveCluster final : public Cluster {
   Status LaunchValidation(JobId job);
   GpuId ValidationDevice();
   void TakeInValidation(JobId job, const protocol::Json& node_job, ClusterEvents& events);
+  void EndValidation(JobId job, const std::string& how);  // it queues for the policy
   void AdoptValidation(JobId job, const protocol::Json& node_jobs, bool node_answered);
   void ClearRun(JobId job);  // forgets where its run was (node, device, node id)
   void NodeDown(int node, ClusterEvents& events);
   void NodeUp(int node);
   void MaybeCheckpoint(JobId job);
+  // Takes in the end of a checkpoint this scheduler asked for (`op`, the job's
+  // operation on its node): a complete one becomes the job's latest. True once
+  // it ended, done or failed.
+  bool TakeInCheckpoint(JobId job, const protocol::Json& op);
   bool RequestCheckpoint(JobId job);  // false if the node refused
   void StopParked(JobId job);         // its stop checkpoint is complete
   void AdoptOrRequeue(JobId job, const protocol::Json& node_jobs, bool node_answered);

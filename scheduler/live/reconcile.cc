@@ -210,29 +210,32 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
     j.rate.reset();
   else
     j.rate = nj["rate_vs_alone"].get<double>();
-  const Json& op = nj["operation"];
-  if (!j.checkpointing.empty() && !op.is_null() && op["kind"] == "checkpoint" &&
-      op["target"] == j.checkpointing && op["state"] != "running") {
-    if (op["state"] == "done") {
-      const std::string previous = j.record.checkpoint_dir;
-      j.record.checkpoint_dir = j.checkpointing;
-      j.record.checkpoint_time = wall();
-      if (Persist(id).ok() && !previous.empty() && previous != j.record.checkpoint_dir) {
-        std::error_code ec;
-        std::filesystem::remove_all(previous, ec);  // only the latest is needed
-      }
-    } else {
-      GD_LOG(kWarn, "job %d: checkpoint failed: %s", id + 1,
-             op["error"].get<std::string>().c_str());
-      j.stop_when_checkpointed = false;  // it stays parked; asked again after a wait
-    }
-    j.checkpointing.clear();
-    if (j.stop_when_checkpointed) {
-      StopParked(id);
-      return;
-    }
+  if (TakeInCheckpoint(id, nj["operation"]) && j.stop_when_checkpointed) {
+    StopParked(id);
+    return;
   }
   MaybeCheckpoint(id);
+}
+
+bool LiveCluster::TakeInCheckpoint(JobId id, const Json& op) {
+  Job& j = jobs_[id];
+  if (j.checkpointing.empty() || op.is_null() || op["kind"] != "checkpoint" ||
+      op["target"] != j.checkpointing || op["state"] == "running")
+    return false;
+  if (op["state"] == "done") {
+    const std::string previous = j.record.checkpoint_dir;
+    j.record.checkpoint_dir = j.checkpointing;
+    j.record.checkpoint_time = wall();
+    if (Persist(id).ok() && !previous.empty() && previous != j.record.checkpoint_dir) {
+      std::error_code ec;
+      std::filesystem::remove_all(previous, ec);  // only the latest is needed
+    }
+  } else {
+    GD_LOG(kWarn, "job %d: checkpoint failed: %s", id + 1, op["error"].get<std::string>().c_str());
+    j.stop_when_checkpointed = false;  // it stays parked; asked again after a wait
+  }
+  j.checkpointing.clear();
+  return true;
 }
 
 // Periodic checkpoints of running restartable jobs, and the checkpoint that

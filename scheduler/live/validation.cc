@@ -9,9 +9,10 @@
 //
 // The validation run is not the policy's: it takes no device from it (the
 // node time-slices it with the device's jobs) and the policy hears of the job
-// only once it is validated. It is stopped, not kept: the job starts again
-// from the beginning (or its latest checkpoint) wherever the policy puts it,
-// so its first N iterations run twice, the price of learning early.
+// only once it is validated. It is stopped, not kept: a restartable job is
+// checkpointed first and goes on from there wherever the policy puts it;
+// another starts again from the beginning, so its first N iterations run
+// twice, the price of learning early.
 #include "gandiva/common/log.h"
 #include "live/live_cluster.h"
 
@@ -110,13 +111,26 @@ void LiveCluster::TakeInValidation(JobId job, const Json& nj, ClusterEvents& eve
   }
   const auto iterations = nj.value("iterations", uint64_t{0});
   const bool enough = iterations >= static_cast<uint64_t>(options_.validate_iterations);
-  if (!enough && j.wall_time_s < options_.validate_timeout_s) return;
-  ++counters_.validated;
   const std::string how =
       enough ? "validated: " + std::to_string(iterations) + " iterations in " +
                    std::to_string(static_cast<int>(j.wall_time_s)) + " s"
              : "validated: ran " + std::to_string(static_cast<int>(j.wall_time_s)) +
                    " s without failing (" + std::to_string(iterations) + " iterations reported)";
+  if (TakeInCheckpoint(job, nj["operation"])) {
+    EndValidation(job, how + (j.record.checkpoint_dir.empty() ? "" : "; it goes on from there"));
+    return;
+  }
+  if (!j.checkpointing.empty()) return;  // its first iterations are being saved
+  if (!enough && j.wall_time_s < options_.validate_timeout_s) return;
+  // A restartable job keeps what its validation run did: it queues once that
+  // is checkpointed, and its first run restores it. Others start over.
+  if (j.record.restartable && RequestCheckpoint(job)) return;
+  EndValidation(job, how);
+}
+
+void LiveCluster::EndValidation(JobId job, const std::string& how) {
+  Job& j = jobs_[job];
+  ++counters_.validated;
   GD_LOG(kInfo, "job %d %s; it queues", job + 1, how.c_str());
   // Its run is no longer the job's current one: RefreshNode's sweep of
   // left-over runs stops it, in this very refresh.

@@ -107,16 +107,23 @@ def test_without_validation_a_broken_job_waits_for_the_device(cluster, tmp_path)
     assert j["state"] == "failed" and j["failure"] == "user" and "syntax error" in j["detail"], j
 
 
-def test_a_validated_job_queues_and_runs_to_the_same_result(cluster, tmp_path):
+@pytest.mark.parametrize("restartable", [False, True])
+def test_a_validated_job_queues_and_runs_to_the_same_result(cluster, tmp_path, restartable):
     steps = 40
     reference = reference_digest(tmp_path, steps)
     cluster.start("--validate", "5")
-    job = cluster.submit_job(steps, 20, tmp_path / "r.json")
+    job = cluster.submit_job(steps, 20, tmp_path / "r.json",
+                             flags=("--restartable",) if restartable else ())
     j = cluster.wait_ended([job], timeout=120)[job]
     assert j["state"] == "finished", j
     assert j["attempt"] == 2, "one validation run, then its run"
     r = json.loads((tmp_path / "r.json").read_text())
-    assert r["weights_sha256"] == reference, "the validation run left nothing behind"
+    assert r["weights_sha256"] == reference, "validation changed nothing of the result"
+    if restartable:
+        # Checkpointed at the end of its validation: its run went on from there.
+        assert r["resumed_at"] is not None and r["resumed_at"] >= 5, r
+    else:
+        assert r["resumed_at"] is None, "started over"
     assert "validated: " in cluster.read_log()
 
 

@@ -76,6 +76,33 @@ TEST_F(LiveFailuresTest, ANewJobValidatesAsAGuestAndQueuesAfterItsIterations) {
   EXPECT_EQ(c->counters().validated, 1);
 }
 
+TEST_F(LiveFailuresTest, ARestartableJobKeepsWhatItsValidationRunDid) {
+  validate_iterations_ = 3;
+  auto c = MakeCluster();
+  JobRecord r = Submitted("train");
+  r.restartable = true;
+  ASSERT_TRUE(store_->Update(r).ok());
+  const JobId j = c->Admit(r);
+  c->ValidatePending();
+  const int node = nodes_.calls.back().node;
+  NodeRun(nodes_, node, 1)["iterations"] = 3;
+  c->Refresh();
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1);
+  const std::string dir = nodes_.calls.back().fields["dir"];
+  EXPECT_EQ(Stored(1).state, LiveJobState::kValidating) << "until its checkpoint is complete";
+  EXPECT_FALSE(KilledOn(nodes_, node, 1));
+  NodeRun(nodes_, node, 1)["operation"] = {
+      {"kind", "checkpoint"}, {"target", dir}, {"state", "done"}};
+  c->Refresh();
+  EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
+  EXPECT_EQ(Stored(1).checkpoint_dir, dir);
+  EXPECT_TRUE(KilledOn(nodes_, node, 1));
+  ASSERT_EQ(c->TakeArrivals(), std::vector<JobId>{j});
+  const GpuId b = 1;
+  ASSERT_TRUE(c->Start(j, {&b, 1}).ok());
+  EXPECT_EQ(nodes_.calls.back().fields["restore"], dir) << "it goes on from its validation";
+}
+
 TEST_F(LiveFailuresTest, ARunThatReportsNoIterationsPassesAfterTheTimeout) {
   validate_iterations_ = 5;
   auto c = MakeCluster();
