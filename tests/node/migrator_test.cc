@@ -6,8 +6,10 @@
 #include "migration/migrator.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 
+#include <filesystem>
 #include <future>
 #include <map>
 #include <thread>
@@ -214,12 +216,24 @@ MigrationTimeouts ShortTimeouts() {
 
 class MigratorTest : public ::testing::Test {
  protected:
-  void SetUp() override { record_->expected = Pattern(kStateBytes); }
+  // A directory of the test's own for the transfer sockets and checkpoints: their
+  // names (xfer-out-1-1.sock) are the same in every test, and two tests may run at
+  // once (ctest -j, or a second suite on the machine).
+  void SetUp() override {
+    record_->expected = Pattern(kStateBytes);
+    std::string pattern = ::testing::TempDir() + "gd_migrator_XXXXXX";
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
 
   std::unique_ptr<Migrator> MakeMigrator(PeerStep fail_at, PeerFault fault = PeerFault::kNone) {
     MigratorOptions o;
     o.node = "a";
-    o.state_dir = ::testing::TempDir();
+    o.state_dir = dir_;
     o.peers["b"] = PeerInfo{"b", "tcp://127.0.0.1:1", "key"};
     o.has_key = true;
     o.timeouts = ShortTimeouts();
@@ -251,6 +265,7 @@ class MigratorTest : public ::testing::Test {
     EXPECT_EQ(host_.at(1).job->phase(), runtime::kPhaseRunning) << "the source was not resumed";
   }
 
+  std::string dir_;
   FakeHost host_;
   std::shared_ptr<PeerRecord> record_ = std::make_shared<PeerRecord>();
 };
@@ -318,7 +333,7 @@ TEST_F(MigratorTest, CorruptChunkFromTheFaultWrapperAbortsAndTheSourceTrainsOn) 
 TEST_F(MigratorTest, RefusesASecondOperationWhileOneRuns) {
   auto m = MakeMigrator(PeerStep::kNone);
   host_.SetHeld(1, false);
-  ASSERT_TRUE(m->Checkpoint({{"job", 1}, {"dir", ::testing::TempDir()}}).ok());
+  ASSERT_TRUE(m->Checkpoint({{"job", 1}, {"dir", dir_}}).ok());
   auto second = m->Migrate({{"job", 1}, {"to", "b"}});
   if (m->Busy(1)) {
     EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
@@ -376,8 +391,7 @@ TEST_F(MigratorTest, AJobWhoseSaveFailsBeforeItConnectsEndsTheMigrationAtOnce) {
 
 TEST_F(MigratorTest, ChecksPointsToAFileAndReleasesTheJob) {
   auto m = MakeMigrator(PeerStep::kNone);
-  const std::string dir = ::testing::TempDir();
-  ASSERT_TRUE(m->Checkpoint({{"job", 1}, {"dir", dir}}).ok());
+  ASSERT_TRUE(m->Checkpoint({{"job", 1}, {"dir", dir_}}).ok());
   const uint64_t deadline = MonotonicNowNs() + 60'000 * kMs;
   while (m->Busy(1) && MonotonicNowNs() < deadline) usleep(1000);
   Operation op = *m->OperationOf(1);
