@@ -9,6 +9,7 @@ gandivad ran is recorded as ended."""
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import time
 
@@ -103,6 +104,16 @@ def start_four(daemon, tmp_path):
     return {ids[f"j{k}"]: (k, run) for k, run in runs.items()}
 
 
+def stored_slices(state_dir):
+    """Each job's slice count as the job table on disk (STATE/jobs.db) holds it."""
+    db = sqlite3.connect(f"file:{state_dir}/jobs.db?mode=ro", uri=True, timeout=10)
+    try:
+        return {i: json.loads(usage).get("slices", 0)
+                for i, usage in db.execute("SELECT id, usage FROM jobs")}
+    finally:
+        db.close()
+
+
 def is_suspended(job):
     return job["state"] == "suspended" and job["held"]
 
@@ -138,7 +149,10 @@ def test_restarted_gandivad_takes_its_jobs_back(daemon, tmp_path, how, down_s):
     daemon.cli("suspend", "2")
     wait_for(lambda: is_suspended(daemon.jobs()[2]), 30, "job 2 suspended")
     before = daemon.jobs()
-    time.sleep(1.2)  # device figures reach the job table once a second: these are in it now
+    # The device figures reach the job table on disk once a second (later on a
+    # busy machine): wait until the table holds at least these slice counts.
+    wait_for(lambda: all(stored_slices(daemon.dir).get(i, -1) >= before[i]["slices"] for i in before),
+             30, "the figures in the job table")
     first_pid = daemon.proc.pid
 
     daemon.stop(signal.SIGKILL if how == "sigkill" else signal.SIGTERM)
