@@ -99,6 +99,8 @@ const char* FailureClassName(FailureClass c) {
       return "infrastructure";
     case FailureClass::kPreempted:
       return "preempted";
+    case FailureClass::kUnknown:
+      return "unknown";
     case FailureClass::kNone:
       break;
   }
@@ -107,7 +109,7 @@ const char* FailureClassName(FailureClass c) {
 
 std::optional<FailureClass> ParseFailureClass(std::string_view name) {
   for (FailureClass c : {FailureClass::kNone, FailureClass::kUser, FailureClass::kInfrastructure,
-                         FailureClass::kPreempted})
+                         FailureClass::kPreempted, FailureClass::kUnknown})
     if (name == FailureClassName(c)) return c;
   return std::nullopt;
 }
@@ -123,8 +125,18 @@ Classified ClassifyRunEnd(const RunEnd& end) {
   if (const std::string e = TracebackException(end.output_tail); !e.empty())
     return {FailureClass::kUser, "crashed with " + e};
   if (end.reason == "failed_to_start") return {FailureClass::kUser, "cannot start: " + end.detail};
-  if (end.reason == "lost")
-    return {FailureClass::kInfrastructure, "its daemon lost it: " + end.detail};
+  // Its exit status never reached its node: gandivad restarted while it ran
+  // and was not its parent any more. A node that went down is a failure of
+  // its own (the scheduler retries the jobs of a silent node before it is back).
+  if (end.reason == "lost") {
+    if (end.detached)
+      return {FailureClass::kNone,
+              "ended on its own, detached cleanly, with no error in its output (its exit status "
+              "was lost: " +
+                  end.detail + ")"};
+    return {FailureClass::kUnknown, "its exit status was lost (" + end.detail +
+                                        "); not run again, as it may have finished or still run"};
+  }
   if (end.reason == "killed") return BySignal(end.signal);
   // A shell or launcher reports a child killed by signal N as exit code 128+N.
   if (end.exit_code > 128 && end.exit_code < 128 + 65 && SentFromOutside(end.exit_code - 128))

@@ -21,8 +21,12 @@ enum class FailureClass {
   kUser,            // the job's own error: retrying it fails the same way
   kInfrastructure,  // node lost, daemon gone, device error: retried
   kPreempted,       // ended by a signal from outside the scheduler: retried
+  // Its end did not reach its node (the node's gandivad restarted meanwhile)
+  // and nothing in its output says what happened: it may have finished, or
+  // may still run unmanaged. Not retried: that could run it twice.
+  kUnknown,
 };
-// "", "user", "infrastructure", "preempted": stored and shown to users.
+// "", "user", "infrastructure", "preempted", "unknown": stored and shown to users.
 const char* FailureClassName(FailureClass c);
 std::optional<FailureClass> ParseFailureClass(std::string_view name);
 // Infrastructure failures and preemptions: the job itself may well succeed.
@@ -34,6 +38,7 @@ struct RunEnd {
   int exit_code = 0;
   int signal = 0;           // exit_signal: N when killed by signal N
   std::string detail;       // exit_detail, in words
+  bool detached = false;    // it left gandiva's runtime cleanly (the node's state "exited")
   std::string output_tail;  // the end of its stderr then stdout ("" when unread)
 };
 
@@ -42,10 +47,11 @@ struct Classified {
   std::string cause;  // in a few words: "syntax error", "GPU out of memory", "node lost"
 };
 
-// kNone for an exit with code 0. Patterns in the output come first (a Python
-// traceback names its error whatever the exit code); then the way it ended.
-// A failure nothing identifies is the job's own (kUser): retrying an unknown
-// failure is how Philly wasted its GPU time.
+// kNone for an exit with code 0, and for a run whose exit status was lost
+// but which detached cleanly with no error in its output. Patterns in the output come first (a
+// Python traceback names its error whatever the exit code); then the way it ended. A failure
+// nothing identifies is the job's own (kUser): retrying an unknown failure is how Philly wasted its
+// GPU time.
 Classified ClassifyRunEnd(const RunEnd& end);
 
 }  // namespace gandiva::sched::live

@@ -78,6 +78,7 @@ Classified LiveCluster::ClassifyEnd(JobId job, const Json& nj) {
   end.exit_code = nj.value("exit_code", -1);
   end.signal = nj.value("exit_signal", 0);
   end.detail = nj.value("exit_detail", std::string());
+  end.detached = nj.value("state", std::string()) == "exited";
   end.output_tail = OutputTail(NodeIndex(j.record.node), j.record.node_job);
   return ClassifyRunEnd(end);
 }

@@ -196,9 +196,11 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
     } else if (state == "migrated") {
       // It runs on, elsewhere, outside this scheduler: not run again here.
       Finish(id, LiveJobState::kFailed, code, "migrated away by someone else");
-    } else {
-      Fail(id, ClassifyEnd(id, nj), code, events);  // reports it
+    } else if (const Classified why = ClassifyEnd(id, nj); why.failure != FailureClass::kNone) {
+      Fail(id, why, code, events);  // reports it
       return;
+    } else {
+      Finish(id, LiveJobState::kFinished, 0, why.cause);  // its exit status was lost
     }
     Report(id, events.finished);
     return;

@@ -100,8 +100,11 @@ void LiveCluster::TakeInValidation(JobId job, const Json& nj, ClusterEvents& eve
       // A job shorter than its validation: it is done.
       ++counters_.validated;
       Finish(job, LiveJobState::kFinished, 0, "finished in its validation run");
+    } else if (const Classified why = ClassifyEnd(job, nj); why.failure != FailureClass::kNone) {
+      Fail(job, why, code, events);
     } else {
-      Fail(job, ClassifyEnd(job, nj), code, events);
+      ++counters_.validated;
+      Finish(job, LiveJobState::kFinished, 0, why.cause);  // its exit status was lost
     }
     return;
   }

@@ -84,10 +84,18 @@ TEST(ExitClassTest, HowItEndedDecidesWhenTheOutputSaysNothing) {
   start.detail = "no such file: /usr/bin/pythn";
   EXPECT_EQ(ClassifyRunEnd(start).failure, FailureClass::kUser);
   EXPECT_NE(ClassifyRunEnd(start).cause.find("/usr/bin/pythn"), std::string::npos);
+  // Its exit status was lost with a restarted gandivad: a clean detach and no
+  // error in its output is taken as its own end; anything else is not known
+  // well enough to run it again (it may still run, unmanaged).
   RunEnd lost;
   lost.reason = "lost";
   lost.detail = "it ended while gandivad was away";
-  EXPECT_EQ(ClassifyRunEnd(lost).failure, FailureClass::kInfrastructure);
+  EXPECT_EQ(ClassifyRunEnd(lost).failure, FailureClass::kUnknown);
+  EXPECT_FALSE(IsRetryable(FailureClass::kUnknown));
+  lost.detached = true;
+  EXPECT_EQ(ClassifyRunEnd(lost).failure, FailureClass::kNone);
+  lost.output_tail = "Traceback (most recent call last):\nValueError: bad shape\n";
+  EXPECT_EQ(ClassifyRunEnd(lost).failure, FailureClass::kUser) << "its output says it failed";
 }
 
 TEST(ExitClassTest, ADeviceErrorOutranksThePythonErrorItSurfacesAs) {
@@ -101,7 +109,7 @@ TEST(ExitClassTest, ADeviceErrorOutranksThePythonErrorItSurfacesAs) {
 
 TEST(ExitClassTest, NamesRoundTrip) {
   for (FailureClass c : {FailureClass::kNone, FailureClass::kUser, FailureClass::kInfrastructure,
-                         FailureClass::kPreempted})
+                         FailureClass::kPreempted, FailureClass::kUnknown})
     EXPECT_EQ(ParseFailureClass(FailureClassName(c)), c);
   EXPECT_FALSE(ParseFailureClass("bogus").has_value());
 }

@@ -179,6 +179,28 @@ TEST_F(LiveFailuresTest, AUserErrorOfARunningJobEndsItAtOnce) {
   EXPECT_TRUE(c->free_gpus().IsFree(0));
 }
 
+TEST_F(LiveFailuresTest, AJobWhoseExitStatusWasLostIsNeverRunTwice) {
+  // gandivad restarted while both ran: neither's exit status reached it.
+  auto c = MakeCluster();
+  StartedOnA(*c);
+  const JobId unknown = c->Admit(Submitted("other"));
+  EXPECT_EQ(c->TakeArrivals(), std::vector<JobId>{unknown});
+  const GpuId b = 1;
+  ASSERT_TRUE(c->Start(unknown, {&b, 1}).ok());
+  EndRun(NodeRun(nodes_, 0, 1), "lost", -1);
+  NodeRun(nodes_, 0, 1)["state"] = "exited";  // it detached cleanly
+  EndRun(NodeRun(nodes_, 1, 1), "lost", -1);  // it did not: it may still run
+  const ClusterEvents events = c->Refresh();
+  EXPECT_EQ(events.finished.size(), 2u);
+  EXPECT_EQ(Stored(1).state, LiveJobState::kFinished) << Stored(1).detail;
+  EXPECT_NE(Stored(1).detail.find("exit status was lost"), std::string::npos);
+  const JobRecord r = Stored(2);
+  EXPECT_EQ(r.state, LiveJobState::kFailed);
+  EXPECT_EQ(r.failure, FailureClass::kUnknown);
+  EXPECT_EQ(r.retries, 0);
+  EXPECT_TRUE(c->TakeArrivals().empty());
+}
+
 TEST_F(LiveFailuresTest, APreemptedJobIsRetriedWithGrowingWaitsThenGivenUp) {
   auto c = MakeCluster();
   const JobId j = StartedOnA(*c);
