@@ -182,7 +182,10 @@ Json SchedJobReply() {
           {"rate", nullptr},
           {"checkpoint_dir", ""},
           {"exit_code", 0},
-          {"detail", ""}};
+          {"detail", ""},
+          {"failure", ""},
+          {"retries", 0},
+          {"not_before", 0.0}};
 }
 
 // A valid ok reply for every message, as gandivad and the scheduler send them.
