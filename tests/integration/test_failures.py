@@ -165,3 +165,32 @@ def test_a_job_whose_node_dies_runs_again_elsewhere(cluster2, tmp_path):
     assert j["state"] == "finished", j
     assert j["failure"] == "infrastructure" and j["retries"] == 1, j
     assert j["node"] != first["node"] and j["attempt"] == 2, j
+
+
+def test_a_job_that_ends_while_its_gandivad_restarts_is_not_run_again(cluster, tmp_path):
+    """Its exit status is lost with the old gandivad (the new one is not its
+    parent). It detached cleanly and its output shows no error: finished, not
+    retried; a run that may still be alive is never started a second time."""
+    cluster.start("--node-dead-after", "120")
+    job = cluster.submit(PYTHON, script(tmp_path, "short.py", TRAIN), "150")
+    run = nodes.wait_for(lambda: (j := cluster.job(job))["state"] == "running" and j["node_job"]
+                         and j, 60, "the job to run")
+    node = cluster.node("a")
+    pid = nodes.wait_for(lambda: next((r["pid"] for r in node.jobs()
+                                       if r["id"] == run["node_job"] and r["pid"]), None),
+                         60, "its pid")
+    node.stop(signal.SIGKILL)
+
+    def gone():
+        try:
+            os.kill(pid, 0)
+            return False
+        except ProcessLookupError:
+            return True
+
+    nodes.wait_for(gone, 120, "the job to end while its gandivad is down")
+    node.start([node.public, cluster.public], [])  # the same state directory
+    j = cluster.wait_ended([job], timeout=60)[job]
+    assert j["state"] == "finished", j
+    assert "exit status was lost" in j["detail"], j
+    assert j["attempt"] == 1 and j["retries"] == 0, j
