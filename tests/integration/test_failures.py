@@ -46,18 +46,28 @@ for step in range(10)
 """
 
 
+def stop(c):
+    """Jobs outlive their nodes' gandivad by design: a test that failed half-way
+    cancels its own first, so that no long job trains on after it."""
+    if c.proc and c.proc.poll() is None:
+        for j in c.queue()["jobs"]:
+            if j["state"] not in ("finished", "failed", "cancelled"):
+                c.cli("cancel", str(j["id"]), check=False)
+    c.stop()
+
+
 @pytest.fixture
 def cluster(tmp_path):
     c = SchedCluster(tmp_path, names=("a",))
     yield c
-    c.stop()
+    stop(c)
 
 
 @pytest.fixture
 def cluster2(tmp_path):
     c = SchedCluster(tmp_path, names=("a", "b"))
     yield c
-    c.stop()
+    stop(c)
 
 
 def script(tmp_path, name, text):
