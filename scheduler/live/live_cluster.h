@@ -56,6 +56,10 @@ struct LiveTopology {
 };
 StatusOr<LiveTopology> DiscoverTopology(NodeApi& nodes);
 
+// Errors by which a node that answered says the job cannot run there (unlike
+// unavailable or deadline_exceeded, which say nothing about the job).
+bool NodeRefusedTheJob(StatusCode code);
+
 // What Refresh reports to the scheduler loop, which tells the policy.
 // Only jobs the policy was told of (TakeArrivals, Recover) are reported.
 struct ClusterEvents {
@@ -203,12 +207,17 @@ class LiveCluster final : public Cluster {
   // Node calls behind Start.
   Status Launch(JobId job, GpuId gpu);
   Status SendLaunch(JobId job, bool planned);
+  // A launch of the job's current attempt on `d` (its command, cwd, env, name).
+  protocol::Json LaunchRequest(const Job& job, const LiveDevice& d) const;
   Status ResumeOn(JobId job, GpuId gpu);
   Status MoveTo(JobId job, GpuId gpu);  // assign_device or migrate; the job runs there after
   // Refresh, one node at a time; see reconcile.cc.
   void RefreshNode(int node, const protocol::Json& jobs, const std::vector<JobId>& ours,
                    ClusterEvents& events);
   void TakeInJob(JobId job, const protocol::Json& node_job, ClusterEvents& events);
+  // Its run ended (running, parked or validating): the job ends as it did,
+  // or is retried (Fail).
+  void TakeInEnd(JobId job, const protocol::Json& node_job, ClusterEvents& events);
   void Finish(JobId job, LiveJobState state, int exit_code, const std::string& detail);
   // Adds `job` to an event list for the policy if it was offered to it.
   void Report(JobId job, std::vector<JobId>& out);

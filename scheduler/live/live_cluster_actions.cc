@@ -17,14 +17,20 @@ namespace {
 
 bool Ended(LiveJobState s) { return IsEnded(s); }
 
-// Errors by which a node that answered says the job cannot run (unlike
-// unavailable or deadline_exceeded, which say nothing about the job).
+}  // namespace
+
 bool NodeRefusedTheJob(StatusCode code) {
   return code == StatusCode::kNotFound || code == StatusCode::kFailedPrecondition ||
          code == StatusCode::kInvalidArgument || code == StatusCode::kPermissionDenied;
 }
 
-}  // namespace
+Json LiveCluster::LaunchRequest(const Job& j, const LiveDevice& d) const {
+  Json req = {{"command", j.record.command}, {"cwd", j.record.cwd},
+              {"name", LaunchName(j)},       {"device", d.name},
+              {"user", j.record.user},       {"ranks", j.record.ranks}};
+  if (!j.record.env.empty()) req["env"] = j.record.env;
+  return req;
+}
 
 Status LiveCluster::Start(JobId job, std::span<const GpuId> gpus) {
   if (job < 0 || job >= num_jobs()) return InvalidArgument("no such job");
@@ -84,10 +90,7 @@ Status LiveCluster::SendLaunch(JobId job, bool planned) {
   Job& j = jobs_[job];
   const GpuId gpu = j.gpu;
   const LiveDevice& d = devices_[gpu];
-  Json req = {{"command", j.record.command}, {"cwd", j.record.cwd},
-              {"name", LaunchName(j)},       {"device", d.name},
-              {"user", j.record.user},       {"ranks", j.record.ranks}};
-  if (!j.record.env.empty()) req["env"] = j.record.env;
+  Json req = LaunchRequest(j, d);
   if (j.record.restartable && !j.record.checkpoint_dir.empty())
     req["restore"] = j.record.checkpoint_dir;
   auto reply = nodes_->Call(d.node, MessageType::kLaunch, req);

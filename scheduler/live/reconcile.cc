@@ -186,23 +186,7 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
   // by a moment: exit_reason is "none" until then).
   if ((state == "exited" || state == "failed" || state == "migrated") &&
       nj["exit_reason"] != "none") {
-    const int code = nj["exit_code"].get<int>();
-    if (j.record.cancel_requested) {
-      Finish(id, LiveJobState::kCancelled, code, "cancelled");
-    } else if (nj["exit_reason"] == "exited" && code == 0) {
-      // Success is an exit status of 0 (the node's "failed" also covers a job
-      // that ended without detaching from its control block, which a job may).
-      Finish(id, LiveJobState::kFinished, 0, "");
-    } else if (state == "migrated") {
-      // It runs on, elsewhere, outside this scheduler: not run again here.
-      Finish(id, LiveJobState::kFailed, code, "migrated away by someone else");
-    } else if (const Classified why = ClassifyEnd(id, nj); why.failure != FailureClass::kNone) {
-      Fail(id, why, code, events);  // reports it
-      return;
-    } else {
-      Finish(id, LiveJobState::kFinished, 0, why.cause);  // its exit status was lost
-    }
-    Report(id, events.finished);
+    TakeInEnd(id, nj, events);
     return;
   }
   // Cancelled while it was moving (no node id to signal then), or a kill that
@@ -217,6 +201,32 @@ void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
     return;
   }
   MaybeCheckpoint(id);
+}
+
+void LiveCluster::TakeInEnd(JobId id, const Json& nj, ClusterEvents& events) {
+  Job& j = jobs_[id];
+  const bool validating = j.record.state == LiveJobState::kValidating;
+  const int code = nj["exit_code"].get<int>();
+  if (j.record.cancel_requested) {
+    Finish(id, LiveJobState::kCancelled, code,
+           validating ? "cancelled in validation" : "cancelled");
+  } else if (nj["exit_reason"] == "exited" && code == 0) {
+    // Success is an exit status of 0 (the node's "failed" also covers a job
+    // that ended without detaching from its control block, which a job may).
+    // A job shorter than its validation is done in it.
+    if (validating) ++counters_.validated;
+    Finish(id, LiveJobState::kFinished, 0, validating ? "finished in its validation run" : "");
+  } else if (nj["state"] == "migrated") {
+    // It runs on, elsewhere, outside this scheduler: not run again here.
+    Finish(id, LiveJobState::kFailed, code, "migrated away by someone else");
+  } else if (const Classified why = ClassifyEnd(id, nj); why.failure != FailureClass::kNone) {
+    Fail(id, why, code, events);  // reports it
+    return;
+  } else {
+    if (validating) ++counters_.validated;
+    Finish(id, LiveJobState::kFinished, 0, why.cause);  // its exit status was lost
+  }
+  Report(id, events.finished);  // nothing for a job still in validation: not offered
 }
 
 bool LiveCluster::TakeInCheckpoint(JobId id, const Json& op) {

@@ -59,21 +59,14 @@ Status LiveCluster::LaunchValidation(JobId job) {
   j.record.device = d.name;
   j.record.node_job = 0;
   GD_RETURN_IF_ERROR(Persist(job));
-  Json req = {{"command", j.record.command},
-              {"cwd", j.record.cwd},
-              {"name", LaunchName(j)},
-              {"device", d.name},
-              {"user", j.record.user},
-              {"ranks", j.record.ranks},
-              {"weight", options_.validate_weight}};
-  if (!j.record.env.empty()) req["env"] = j.record.env;
+  Json req = LaunchRequest(j, d);
+  req["weight"] = options_.validate_weight;
   auto reply = nodes_->Call(d.node, MessageType::kLaunch, req);
   if (!reply.ok()) {
     ClearRun(job);
     SaveBestEffort(job);
-    if (reply.status().code() == StatusCode::kUnavailable ||
-        reply.status().code() == StatusCode::kDeadlineExceeded)
-      return reply.status();  // says nothing of the job: tried again next pass
+    // Unreachable or busy says nothing of the job: tried again next pass.
+    if (!NodeRefusedTheJob(reply.status().code())) return reply.status();
     // The node refused the job itself (no such program, a bad directory).
     ClusterEvents none;
     Fail(job, {FailureClass::kUser, "cannot start: " + reply.status().message()}, 127, none);
@@ -91,21 +84,8 @@ void LiveCluster::TakeInValidation(JobId job, const Json& nj, ClusterEvents& eve
   Job& j = jobs_[job];
   j.device_time_s = nj["device_time_s"].get<double>();
   j.wall_time_s = nj["wall_time_s"].get<double>();
-  const bool ended = nj["exit_reason"] != "none";
-  if (ended) {
-    const int code = nj["exit_code"].get<int>();
-    if (j.record.cancel_requested) {
-      Finish(job, LiveJobState::kCancelled, code, "cancelled in validation");
-    } else if (nj["exit_reason"] == "exited" && code == 0) {
-      // A job shorter than its validation: it is done.
-      ++counters_.validated;
-      Finish(job, LiveJobState::kFinished, 0, "finished in its validation run");
-    } else if (const Classified why = ClassifyEnd(job, nj); why.failure != FailureClass::kNone) {
-      Fail(job, why, code, events);
-    } else {
-      ++counters_.validated;
-      Finish(job, LiveJobState::kFinished, 0, why.cause);  // its exit status was lost
-    }
+  if (nj["exit_reason"] != "none") {
+    TakeInEnd(job, nj, events);
     return;
   }
   if (j.record.cancel_requested) {
