@@ -50,8 +50,7 @@ void DeviceLoop::UpdateSharing(uint64_t now) {
 }
 
 void DeviceLoop::ObserveAlone(uint64_t now) {
-  const uint64_t alone = slicer_.Alone();
-  for (auto& [id, m] : members_) m.alone.Observe(now, id == alone, m.cb->profile);
+  for (auto& [id, m] : members_) m.alone.Observe(now, slicer_.RunsAlone(id), m.cb->profile);
 }
 
 std::vector<ShareCandidate> DeviceLoop::ShareCandidates() const {

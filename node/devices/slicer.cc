@@ -6,11 +6,37 @@
 
 namespace gandiva::controller {
 
-void Slicer::AddJob(uint64_t job, double weight) {
+void Slicer::AddJob(uint64_t job, double weight, uint64_t devices) {
   Entry e;
   e.weight = weight > 0 ? weight : 1.0;
   e.state = JobState::kStopping;
+  e.devices = devices ? devices : 1;
   jobs_[job] = e;
+}
+
+uint64_t Slicer::DevicesOf(uint64_t job) const {
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? 0 : it->second.devices;
+}
+
+std::vector<int> Slicer::ActivePerDevice() const {
+  std::vector<int> active(kMaxDevices, 0);
+  for (const auto& [id, e] : jobs_)
+    if (Active(e))
+      for (int d = 0; d < kMaxDevices; ++d)
+        if (e.devices >> d & 1) ++active[d];
+  return active;
+}
+
+bool Slicer::CanStart(uint64_t job, const std::vector<int>& active) const {
+  const uint64_t devices = jobs_.at(job).devices;
+  bool beside_others = false;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (!(devices >> d & 1)) continue;
+    if (active[d] >= capacity_) return false;
+    beside_others |= active[d] > 0;
+  }
+  return !beside_others || FitsBeside(job);
 }
 
 void Slicer::RemoveJob(uint64_t job) {
@@ -79,41 +105,56 @@ void Slicer::OnParked(uint64_t job, uint64_t now) {
 
 std::vector<SliceAction> Slicer::Tick(uint64_t now) {
   std::vector<SliceAction> actions;
-  int active = 0;
   for (auto& [id, e] : jobs_) {
     if (e.state == JobState::kStopping && !e.suspend_sent) {
       actions.push_back({SliceAction::kSuspend, id});
       e.suspend_sent = true;
     }
-    if (e.state == JobState::kRunning || e.state == JobState::kStopping) ++active;
   }
   TrimToCapacity(actions);
-  // Free slots first (packing), for waiting jobs that fit beside the running ones.
-  while (active < capacity_ && !queue_.empty()) {
-    const uint64_t next = queue_.front();
-    if (active > 0 && !FitsBeside(next)) break;  // it waits for its turn instead
-    queue_.pop_front();
+  // Free slots first (packing), for waiting jobs that fit beside the running
+  // ones, in queue order. A job that cannot start keeps its devices from the
+  // jobs behind it: it waits for its turn instead of being passed over.
+  std::vector<int> active = ActivePerDevice();
+  uint64_t kept = 0;  // devices kept for a waiting job ahead in the queue
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    const uint64_t next = *it;
     Entry& e = jobs_[next];
+    if ((e.devices & kept) != 0 || !CanStart(next, active)) {
+      kept |= e.devices;
+      ++it;
+      continue;
+    }
+    it = queue_.erase(it);
     e.state = JobState::kRunning;
     e.slice_start = now;
     actions.push_back({SliceAction::kResume, next});
-    ++active;
+    for (int d = 0; d < kMaxDevices; ++d)
+      if (e.devices >> d & 1) ++active[d];
   }
-  // Slices that are up end at the job's next boundary, but only if someone waits.
-  size_t waiting = queue_.size();
+  // Slices that are up end at the job's next boundary, but only if someone
+  // waits for one of its devices: as many ends as there are such waiters.
+  std::vector<int> waiting(kMaxDevices, 0);
+  for (uint64_t id : queue_)
+    for (int d = 0; d < kMaxDevices; ++d)
+      if (jobs_[id].devices >> d & 1) ++waiting[d];
+  const std::vector<int> waiters = waiting;
   for (auto& [id, e] : jobs_) {
-    if (waiting == 0) break;
-    if (e.state == JobState::kRunning && now >= e.slice_start + SliceOf(e)) {
-      e.state = JobState::kStopping;
-      e.suspend_sent = true;
-      actions.push_back({SliceAction::kSuspend, id});
-      --waiting;
+    if (e.state != JobState::kRunning || now < e.slice_start + SliceOf(e)) continue;
+    bool wanted = false, waited_on = false;
+    for (int d = 0; d < kMaxDevices; ++d) {
+      if (!(e.devices >> d & 1)) continue;
+      wanted |= waiting[d] > 0;
+      waited_on |= waiters[d] > 0;
     }
-  }
-  // Alone on the device (or everyone fits): a slice that is up simply starts again.
-  if (queue_.empty()) {
-    for (auto& [id, e] : jobs_)
-      if (e.state == JobState::kRunning && now >= e.slice_start + SliceOf(e)) e.slice_start = now;
+    // Alone on its devices (or everyone fits): a slice that is up simply starts again.
+    if (!waited_on) e.slice_start = now;
+    if (!wanted) continue;
+    e.state = JobState::kStopping;
+    e.suspend_sent = true;
+    actions.push_back({SliceAction::kSuspend, id});
+    for (int d = 0; d < kMaxDevices; ++d)
+      if ((e.devices >> d & 1) && waiting[d] > 0) --waiting[d];
   }
   return actions;
 }
@@ -122,14 +163,23 @@ void Slicer::TrimToCapacity(std::vector<SliceAction>& actions) {
   std::vector<std::pair<uint64_t, uint64_t>> running;  // (slice_start, job)
   for (const auto& [id, e] : jobs_)
     if (e.state == JobState::kRunning) running.emplace_back(e.slice_start, id);
-  if (static_cast<int>(running.size()) <= capacity_) return;
+  // Only running jobs count: one already stopping (or starting) is on its way to park.
+  std::vector<int> active(kMaxDevices, 0);
+  for (const auto& [start, id] : running)
+    for (int d = 0; d < kMaxDevices; ++d)
+      if (jobs_[id].devices >> d & 1) ++active[d];
+  // Earliest slice first: the job that has run longest gives way.
   std::sort(running.begin(), running.end());
-  const size_t excess = running.size() - static_cast<size_t>(capacity_);
-  for (size_t i = 0; i < excess; ++i) {
-    Entry& e = jobs_[running[i].second];
+  for (const auto& [start, id] : running) {
+    Entry& e = jobs_[id];
+    bool over = false;
+    for (int d = 0; d < kMaxDevices; ++d) over |= (e.devices >> d & 1) && active[d] > capacity_;
+    if (!over) continue;
     e.state = JobState::kStopping;
     e.suspend_sent = true;
-    actions.push_back({SliceAction::kSuspend, running[i].second});
+    actions.push_back({SliceAction::kSuspend, id});
+    for (int d = 0; d < kMaxDevices; ++d)
+      if (e.devices >> d & 1) --active[d];
   }
 }
 
@@ -145,37 +195,45 @@ void Slicer::SetMemoryCap(uint64_t job, uint64_t bytes) {
 
 bool Slicer::FitsBeside(uint64_t job) const {
   if (memory_limit_ == 0) return true;
-  uint64_t total = Reserved(jobs_.at(job));
-  for (const auto& [id, e] : jobs_)
-    if (id != job && (e.state == JobState::kRunning || e.state == JobState::kStopping))
-      total += Reserved(e);
-  return total <= memory_limit_;
+  const Entry& j = jobs_.at(job);
+  for (int d = 0; d < kMaxDevices; ++d) {
+    if (!(j.devices >> d & 1)) continue;
+    uint64_t total = Reserved(j);
+    for (const auto& [id, e] : jobs_)
+      if (id != job && Active(e) && (e.devices >> d & 1)) total += Reserved(e);
+    if (total > memory_limit_) return false;
+  }
+  return true;
 }
 
 bool Slicer::FitTogether(const std::vector<uint64_t>& jobs) const {
   if (memory_limit_ == 0) return true;
-  uint64_t total = 0;
-  for (uint64_t id : jobs)
-    if (auto it = jobs_.find(id); it != jobs_.end()) total += Reserved(it->second);
-  return total <= memory_limit_;
+  for (int d = 0; d < kMaxDevices; ++d) {
+    uint64_t total = 0;
+    for (uint64_t id : jobs)
+      if (auto it = jobs_.find(id); it != jobs_.end() && (it->second.devices >> d & 1))
+        total += Reserved(it->second);
+    if (total > memory_limit_) return false;
+  }
+  return true;
 }
 
-uint64_t Slicer::Alone() const {
-  uint64_t alone = 0;
-  int active = 0;
-  for (const auto& [id, e] : jobs_) {
-    if (e.state != JobState::kRunning && e.state != JobState::kStopping) continue;
-    ++active;
-    if (e.state == JobState::kRunning) alone = id;
-  }
-  return active == 1 ? alone : 0;
+bool Slicer::RunsAlone(uint64_t job) const {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end() || it->second.state != JobState::kRunning) return false;
+  for (const auto& [id, e] : jobs_)
+    if (id != job && Active(e) && (e.devices & it->second.devices) != 0) return false;
+  return true;
 }
 
 uint64_t Slicer::NextDeadline() const {
-  if (queue_.empty()) return UINT64_MAX;
+  uint64_t waited_for = 0;  // devices a waiting job needs
+  for (uint64_t id : queue_) waited_for |= jobs_.at(id).devices;
+  if (waited_for == 0) return UINT64_MAX;
   uint64_t next = UINT64_MAX;
   for (const auto& [id, e] : jobs_)
-    if (e.state == JobState::kRunning) next = std::min(next, e.slice_start + SliceOf(e));
+    if (e.state == JobState::kRunning && (e.devices & waited_for) != 0)
+      next = std::min(next, e.slice_start + SliceOf(e));
   return next;
 }
 

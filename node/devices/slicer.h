@@ -4,14 +4,24 @@
 // it when a job has parked. Unit-tested with a fake clock.
 //
 // Policy: round robin over the jobs parked and waiting, at most `capacity`
-// running at once (1: the jobs take turns, time slicing; more: packing, the
-// jobs run at the same time). A waiting job joins the running ones only if
-// their device memory fits together (footprints against the device's memory);
-// otherwise it waits for its turn, as under slicing. A job's slice is slice_ns x its weight; when
-// it is up and another job waits, the job is asked to suspend and its slice ends at its next
-// iteration boundary (when it parks). The next waiting job is resumed at once.
+// running at once on each device (1: the jobs take turns, time slicing; more:
+// packing, the jobs run at the same time). A waiting job joins the running ones
+// only if their device memory fits together (footprints against the device's
+// memory); otherwise it waits for its turn, as under slicing. A job's slice is
+// slice_ns x its weight; when it is up and another job waits for one of its
+// devices, the job is asked to suspend and its slice ends at its next iteration
+// boundary (when it parks). The next waiting job is resumed at once.
 // New jobs start by parking at their first boundary, then queue like the rest.
 // Held jobs (suspended by a user) are never resumed until released.
+//
+// Several devices, one slicer: a job may span devices (a data-parallel job on
+// cpu0 and cpu1), given as a mask of the slicer's device indices (bit k:
+// device k). Such a job runs only on all its devices at once, so they switch
+// together: it starts when every one of them has room, and it parks on all of
+// them at once (it is one job). A waiting job keeps the devices it needs from
+// the jobs queued behind it, so a job that spans devices is not starved by
+// single-device jobs slipping past it. With one device (mask 1) this is plain
+// round robin.
 #ifndef GANDIVA_NODE_DEVICES_SLICER_H_
 #define GANDIVA_NODE_DEVICES_SLICER_H_
 
@@ -35,31 +45,34 @@ class Slicer {
 
   Slicer(uint64_t slice_ns, int capacity) : slice_ns_(slice_ns), capacity_(capacity) {}
 
-  // A new job; it is asked to park at its first boundary (returned by Tick).
-  void AddJob(uint64_t job, double weight);
+  // A new job on the devices of `devices` (a mask, bit k: device k); it is
+  // asked to park at its first boundary (returned by Tick).
+  void AddJob(uint64_t job, double weight, uint64_t devices = 1);
+  uint64_t DevicesOf(uint64_t job) const;
   // Forget the job (exited, or moved to another device).
   void RemoveJob(uint64_t job);
   bool HasJob(uint64_t job) const { return jobs_.count(job) != 0; }
   void SetWeight(uint64_t job, double weight);
   void SetSlice(uint64_t slice_ns) { slice_ns_ = slice_ns; }
   uint64_t slice_ns() const { return slice_ns_; }
-  // Jobs that may run at once, >= 1. Lowering it suspends the jobs over it
-  // (those whose slice started first) at the next Tick.
+  // Jobs that may run at once on each device, >= 1. Lowering it suspends the
+  // jobs over it (those whose slice started first) at the next Tick.
   void SetCapacity(int capacity) { capacity_ = capacity < 1 ? 1 : capacity; }
   int capacity() const { return capacity_; }
-  // The device's memory (0: unlimited, e.g. a CPU) and each job's footprint on
-  // it (resident plus swapped out): a job joins running ones only if it fits.
+  // Each device's memory (0: unlimited, e.g. a CPU) and each job's footprint on
+  // each of its devices (resident plus swapped out): a job joins running ones
+  // only if it fits on every device it spans.
   void SetMemoryLimit(uint64_t bytes) { memory_limit_ = bytes; }
   void SetFootprint(uint64_t job, uint64_t bytes);
   // The job's device-memory cap (`gandiva run --gpu-memory`; 0: none). The shim lets
   // it grow up to the cap, so packing counts it at its cap at least: jobs whose caps
   // sum above the device's memory take turns (and swap) instead of running at once.
   void SetMemoryCap(uint64_t job, uint64_t bytes);
-  // Whether these jobs' footprints fit in the device's memory together.
+  // Whether these jobs' footprints fit together on every device.
   bool FitTogether(const std::vector<uint64_t>& jobs) const;
-  // The job running alone on the device (no other job running, stopping or
-  // starting), or 0: a job alone runs at its "alone" speed.
-  uint64_t Alone() const;
+  // Whether the job runs alone: running, and no other job running or stopping
+  // on any of its devices. A job alone runs at its "alone" speed.
+  bool RunsAlone(uint64_t job) const;
   // Hold: keep the job parked (user suspend). Release: let it queue again.
   void Hold(uint64_t job);
   void Release(uint64_t job);
@@ -94,11 +107,20 @@ class Slicer {
     uint64_t slice_start = 0;   // kRunning
     uint64_t footprint = 0;     // device bytes, see SetFootprint
     uint64_t memory_cap = 0;    // see SetMemoryCap
+    uint64_t devices = 1;       // mask of the devices it spans
   };
+  static constexpr int kMaxDevices = 64;
+  bool Active(const Entry& e) const {
+    return e.state == JobState::kRunning || e.state == JobState::kStopping;
+  }
+  // Per device index: the jobs running or stopping on it.
+  std::vector<int> ActivePerDevice() const;
   // What the job may hold on the device while it runs: its footprint, or its cap
   // when it has one and has not reached it yet.
   static uint64_t Reserved(const Entry& e) { return std::max(e.footprint, e.memory_cap); }
-  // Whether `job` may join the running and stopping jobs (memory).
+  // Whether `job` may join the running and stopping jobs on its devices:
+  // room under capacity (from `active`) and memory.
+  bool CanStart(uint64_t job, const std::vector<int>& active) const;
   bool FitsBeside(uint64_t job) const;
   // Capacity lowered: suspends running jobs over it, earliest slice first.
   void TrimToCapacity(std::vector<SliceAction>& actions);

@@ -31,7 +31,7 @@ TEST(PackTest, CapacityTwoRunsBothAndNeitherIsEverSuspended) {
   StartTwo(s, 0);
   EXPECT_EQ(s.Running(), (std::vector<uint64_t>{1, 2}));
   for (uint64_t t = 1; t <= 50; ++t) EXPECT_TRUE(s.Tick(t * 100 * kMs).empty());
-  EXPECT_EQ(s.Alone(), 0u);  // neither runs alone
+  EXPECT_FALSE(s.RunsAlone(1) || s.RunsAlone(2));  // neither runs alone
 }
 
 TEST(PackTest, LoweringTheCapacitySuspendsOneAndTheyTakeTurns) {
@@ -43,10 +43,10 @@ TEST(PackTest, LoweringTheCapacitySuspendsOneAndTheyTakeTurns) {
   EXPECT_EQ(actions[0].kind, SliceAction::kSuspend);
   const uint64_t stopped = actions[0].job, other = stopped == 1 ? 2 : 1;
   EXPECT_EQ(s.state(other), State::kRunning);
-  EXPECT_EQ(s.Alone(), 0u);  // the stopping one still runs until its boundary
+  EXPECT_FALSE(s.RunsAlone(other));  // the stopping one still runs until its boundary
   s.OnParked(stopped, 12 * kMs);
   EXPECT_TRUE(s.Tick(12 * kMs).empty());  // no room: it waits its turn
-  EXPECT_EQ(s.Alone(), other);
+  EXPECT_TRUE(s.RunsAlone(other));
   // The running job's slice ends; the other comes back: time slicing again.
   actions = s.Tick(110 * kMs);
   ASSERT_EQ(actions.size(), 1u);
@@ -149,7 +149,7 @@ TEST(PackTest, AHeldJobIsNeverPackedBackIn) {
   EXPECT_EQ(s.state(2), State::kHeld);
   for (uint64_t t = 3; t < 50; ++t) s.Tick(t * 100 * kMs);
   EXPECT_EQ(s.state(2), State::kHeld);
-  EXPECT_EQ(s.Alone(), 1u);
+  EXPECT_TRUE(s.RunsAlone(1));
   s.Release(2);
   s.Tick(5000 * kMs);
   EXPECT_EQ(s.Running().size(), 2u);
@@ -161,9 +161,9 @@ TEST(PackTest, ANewJobStartingBesideARunningOneMeansNoOneIsAlone) {
   s.Tick(0);
   s.OnParked(1, 0);
   s.Tick(0);
-  EXPECT_EQ(s.Alone(), 1u);
+  EXPECT_TRUE(s.RunsAlone(1));
   s.AddJob(2, 1.0);  // importing, building its model: it uses the device too
-  EXPECT_EQ(s.Alone(), 0u);
+  EXPECT_FALSE(s.RunsAlone(1));
 }
 
 // A job's profile ring, written as the job's boundaries would.

@@ -185,5 +185,108 @@ TEST_F(SlicerTest, ChangingTheSliceTakesEffectAtTheNextSlice) {
   EXPECT_EQ(slicer_.NextDeadline(), clock_.NowNs() + 250 * kMs);
 }
 
+// ---- Several devices in one slicer: a job across devices is sliced as a gang ----
+
+// Runs the devices for `ms` in 1 ms steps (as Run), and checks at every step
+// that no device holds more running jobs than its capacity and that the gang
+// (`gang`, on devices 0 and 1) never runs on one device while a single-device
+// job runs on the other (jobs stopping are on their way to park, not counted): its devices switch
+// together. Counts each job's running ms.
+std::map<uint64_t, int> RunDevices(Slicer& slicer, FakeClock& clock, uint64_t ms, uint64_t gang) {
+  std::map<uint64_t, int> ran_ms;
+  std::map<uint64_t, uint64_t> asked_at;
+  for (uint64_t t = 0; t < ms; ++t) {
+    clock.Advance(kMs);
+    slicer.Tick(clock.NowNs());
+    for (uint64_t id : slicer.Stopping()) {
+      if (!asked_at.count(id)) asked_at[id] = clock.NowNs();
+      if (clock.NowNs() - asked_at[id] >= 2 * kMs) {
+        slicer.OnParked(id, clock.NowNs());
+        asked_at.erase(id);
+        slicer.Tick(clock.NowNs());
+      }
+    }
+    std::map<int, int> per_device;
+    for (uint64_t id : slicer.Running()) {
+      ++ran_ms[id];
+      for (int d = 0; d < 2; ++d)
+        if (slicer.DevicesOf(id) >> d & 1) ++per_device[d];
+    }
+    EXPECT_LE(per_device[0], slicer.capacity()) << "at " << t << " ms";
+    EXPECT_LE(per_device[1], slicer.capacity()) << "at " << t << " ms";
+    if (slicer.state(gang) == State::kRunning) {
+      EXPECT_EQ(slicer.Running().size(), 1u) << "the gang runs beside a job at " << t << " ms";
+    }
+  }
+  return ran_ms;
+}
+
+TEST(SlicerDevicesTest, AJobAcrossTwoDevicesTakesTurnsWithAJobOnEach) {
+  Slicer slicer(100 * kMs, 1);
+  FakeClock clock{0};
+  slicer.AddJob(1, 1.0, 0b01);  // on device 0
+  slicer.AddJob(2, 1.0, 0b10);  // on device 1
+  slicer.AddJob(3, 1.0, 0b11);  // across both
+  const std::map<uint64_t, int> ran = RunDevices(slicer, clock, 3000, 3);
+  // Jobs 1 and 2 run together (different devices), then the gang alone: each
+  // gets about half of the time, the gang is not starved.
+  EXPECT_GT(ran.at(3), 1200);
+  EXPECT_GT(ran.at(1), 1200);
+  EXPECT_GT(ran.at(2), 1200);
+}
+
+TEST(SlicerDevicesTest, SingleDeviceJobsDoNotSlipPastAWaitingGang) {
+  // Device 0 has two jobs of its own; device 1 one. Were the gang passed over
+  // whenever one of its devices is busy, it would never find both free at once.
+  Slicer slicer(100 * kMs, 1);
+  FakeClock clock{0};
+  slicer.AddJob(1, 1.0, 0b01);
+  slicer.AddJob(2, 1.0, 0b01);
+  slicer.AddJob(4, 1.0, 0b10);
+  slicer.AddJob(3, 1.0, 0b11);
+  const std::map<uint64_t, int> ran = RunDevices(slicer, clock, 4000, 3);
+  EXPECT_GT(ran.at(3), 800) << "the gang was starved";
+  EXPECT_GT(ran.at(1), 800);
+  EXPECT_GT(ran.at(2), 800);
+}
+
+TEST(SlicerDevicesTest, JobsOnDifferentDevicesNeverEndEachOthersSlices) {
+  Slicer slicer(100 * kMs, 1);
+  FakeClock clock{0};
+  slicer.AddJob(1, 1.0, 0b01);
+  slicer.AddJob(2, 1.0, 0b10);
+  slicer.Tick(0);
+  slicer.OnParked(1, 0);
+  slicer.OnParked(2, 0);
+  slicer.Tick(0);
+  EXPECT_EQ(slicer.Running(), (std::vector<uint64_t>{1, 2}));
+  EXPECT_TRUE(slicer.RunsAlone(1));  // alone on its device, though not on the node
+  EXPECT_EQ(slicer.NextDeadline(), UINT64_MAX);
+  for (uint64_t t = 1; t <= 20; ++t) EXPECT_TRUE(slicer.Tick(t * 100 * kMs).empty());
+}
+
+TEST(SlicerDevicesTest, TheGangParksOnBothDevicesAtOnceWhenASingleJobWaits) {
+  Slicer slicer(100 * kMs, 1);
+  slicer.AddJob(3, 1.0, 0b11);
+  slicer.Tick(0);
+  slicer.OnParked(3, 0);
+  slicer.Tick(0);
+  EXPECT_EQ(slicer.Running(), (std::vector<uint64_t>{3}));
+  slicer.AddJob(1, 1.0, 0b10);  // waits for device 1 only
+  slicer.Tick(1 * kMs);
+  slicer.OnParked(1, 2 * kMs);
+  slicer.Tick(2 * kMs);
+  EXPECT_EQ(slicer.state(1), State::kWaiting);
+  EXPECT_EQ(slicer.NextDeadline(), 100 * kMs);
+  const std::vector<SliceAction> actions = slicer.Tick(100 * kMs);
+  ASSERT_EQ(actions.size(), 1u);
+  EXPECT_EQ(actions[0].kind, SliceAction::kSuspend);
+  EXPECT_EQ(actions[0].job, 3u);
+  slicer.OnParked(3, 103 * kMs);
+  const std::vector<SliceAction> next = slicer.Tick(103 * kMs);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].job, 1u);  // device 0 stays idle until the gang's turn: it is one job
+}
+
 }  // namespace
 }  // namespace gandiva::controller
