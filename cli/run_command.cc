@@ -55,6 +55,27 @@ std::optional<Json> RegisterFields(NodeCommand& c) {
                  {"cwd", std::filesystem::current_path(cwd_ec).string()},
                  {"env", CurrentEnvironment()}};
   if (c.flags().Has("device")) fields["device"] = c.flags().Get("device");
+  if (c.flags().Has("devices")) {
+    // A job across devices: "cpu0,cpu1", sliced as one (its ranks one per device).
+    if (c.flags().Has("device")) {
+      c.UsageError("--device or --devices, not both");
+      return std::nullopt;
+    }
+    std::vector<std::string> devices;
+    const std::string list = c.flags().Get("devices");
+    for (size_t start = 0; start <= list.size();) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      devices.push_back(list.substr(start, comma - start));
+      start = comma + 1;
+    }
+    for (const std::string& d : devices)
+      if (d.empty()) {
+        c.UsageError("--devices takes device names separated by commas, e.g. cpu0,cpu1");
+        return std::nullopt;
+      }
+    fields["devices"] = devices;
+  }
   if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
   if (c.flags().Has("ranks")) {
     auto ranks = c.flags().GetInt("ranks", 1);
@@ -96,6 +117,10 @@ void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
     setenv(runtime::kEnvRanks, std::to_string(ranks).c_str(), 1);
   else
     unsetenv(runtime::kEnvRanks);
+  std::string devices;
+  for (const Json& d : reg["devices"])
+    devices += (devices.empty() ? "" : ",") + d.get<std::string>();
+  setenv(runtime::kEnvDevices, devices.c_str(), 1);
   // What the node adds (MPS's directories on a GPU where MPS runs).
   if (reg.contains("env") && reg["env"].is_object())
     for (const auto& [k, v] : reg["env"].items())
@@ -176,8 +201,10 @@ int RunDetached(NodeCommand& c, Json fields) {
   if (!shim && !c.flags().Has("no-shim")) {
     auto devices = c.Call(MessageType::kListDevices);
     if (!devices) return kExitFailed;
+    const std::string wanted = c.flags().Has("devices") ? fields["devices"][0].get<std::string>()
+                                                        : c.flags().Get("device");
     for (const Json& d : (*devices)["devices"])
-      if ((!c.flags().Has("device") || d["name"] == c.flags().Get("device")) &&
+      if ((wanted.empty() || d["name"] == wanted) &&
           EnumFromJson<protocol::DeviceKind>(d["kind"]) == protocol::DeviceKind::kGpu)
         shim = true;
   }
@@ -195,14 +222,17 @@ int RunDetached(NodeCommand& c, Json fields) {
 }  // namespace
 
 int RunCommand(const Args& args) {
-  NodeCommand c("gandiva run",
-                {"device", "weight", "name", "restore", "memory-mib", "ranks", "gpu-memory"},
-                {"shim", "no-shim", "detach"});
+  NodeCommand c(
+      "gandiva run",
+      {"device", "devices", "weight", "name", "restore", "memory-mib", "ranks", "gpu-memory"},
+      {"shim", "no-shim", "detach"});
   if (!c.Parse(args, /*stop_at_positional=*/true)) return kExitUsage;
   const auto& cmd = c.flags().positionals();
   if (cmd.empty())
     return c.UsageError(
-        "usage: gandiva run [--detach [--memory-mib N]] [--device D] [--weight W] [--name N] "
+        "usage: gandiva run [--detach [--memory-mib N]] [--device D | --devices D1,D2] [--weight "
+        "W] "
+        "[--name N] "
         "[--ranks N] [--gpu-memory SIZE] [--restore DIR] -- CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");

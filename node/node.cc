@@ -47,9 +47,11 @@ Node::Node(NodeOptions options)
       usage_flush_(std::chrono::seconds(1), [this](uint64_t) { FlushUsage(); }),
       migrator_(this, MigratorOptionsFor(options_)),
       access_(options_.admin_group) {
-  for (const auto& d : options_.devices)
-    devices_[d.name] =
-        std::make_unique<DeviceLoop>(d, options_.slice_ms * kMs, options_.max_switch_records);
+  for (const auto& d : options_.devices) {
+    loops_.push_back(
+        std::make_unique<DeviceLoop>(d, options_.slice_ms * kMs, options_.max_switch_records));
+    devices_[d.name] = loops_.back().get();
+  }
   RegisterNodeHandlers(dispatcher_, *this);
   migrator_.RegisterHandlers(dispatcher_);
 }
@@ -73,7 +75,7 @@ Status Node::Start() {
   GD_LOG(kInfo, "memory limits of launched jobs: %s", cgroups_.status().c_str());
   logs_.Start();
   freezer_ = std::make_unique<ProcessFreezer>(options_.freeze_parked);
-  for (auto& [name, dev] : devices_) {
+  for (auto& dev : loops_) {
     dev->SetFreezer(freezer_.get());
     dev->Start();
   }
@@ -91,7 +93,7 @@ Status Node::Start() {
 void Node::Stop() {
   if (!started_ || stopped_) return;
   stopped_ = true;
-  for (auto& [name, dev] : devices_) dev->Stop();
+  for (auto& dev : loops_) dev->Stop();
   heartbeat_.Stop();
   usage_flush_.Stop();
   FlushUsage();
@@ -139,23 +141,107 @@ std::map<std::string, std::string> Node::JobEnvironment(const std::string& devic
 }
 
 DeviceLoop* Node::FindDevice(const std::string& name) const {
+  std::shared_lock lock(devices_mu_);
   auto it = devices_.find(name);
-  return it == devices_.end() ? nullptr : it->second.get();
+  return it == devices_.end() ? nullptr : it->second;
 }
 
 std::vector<DeviceLoop*> Node::Devices() const {
+  std::shared_lock lock(devices_mu_);
   std::vector<DeviceLoop*> all;
-  for (const auto& [name, dev] : devices_) all.push_back(dev.get());
+  for (const auto& [name, dev] : devices_)
+    if (std::find(all.begin(), all.end(), dev) == all.end()) all.push_back(dev);
   return all;
+}
+
+std::vector<std::string> Node::DeviceNames() const {
+  std::vector<std::string> names;
+  for (const auto& d : options_.devices) names.push_back(d.name);
+  return names;
 }
 
 std::string Node::PickDevice(const std::string& wanted) const {
   if (!wanted.empty()) return wanted;
-  std::string device;
-  size_t best = SIZE_MAX;
-  for (const auto& [name, dev] : devices_)
-    if (const size_t n = dev->size(); n < best) best = n, device = name;
-  return device;
+  return PickDevices(1, "").front();
+}
+
+std::vector<std::string> Node::PickDevices(size_t count, const std::string& first) const {
+  std::vector<std::string> picked;
+  if (!first.empty()) picked.push_back(first);
+  // Least loaded first: the jobs on each device (a job across devices counts on each).
+  std::vector<std::pair<size_t, std::string>> load;
+  for (const std::string& name : DeviceNames())
+    if (name != first) load.emplace_back(FindDevice(name)->JobsOn(name), name);
+  std::stable_sort(load.begin(), load.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [jobs, name] : load)
+    if (picked.size() < count) picked.push_back(name);
+  return picked;
+}
+
+uint64_t Node::MaskOn(const DeviceLoop& loop, const std::vector<std::string>& devices) {
+  uint64_t mask = 0;
+  for (const std::string& name : devices)
+    if (const int i = loop.IndexOf(name); i >= 0) mask |= uint64_t{1} << i;
+  return mask;
+}
+
+StatusOr<DeviceLoop*> Node::LoopFor(const std::vector<std::string>& devices) {
+  if (devices.empty()) return InvalidArgument("a job needs a device");
+  if (devices.size() > 64) return InvalidArgument("a job spans at most 64 devices");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!FindDevice(devices[i]))
+      return NotFound("no device '" + devices[i] + "' on node " + options_.node);
+    for (size_t j = 0; j < i; ++j)
+      if (devices[j] == devices[i])
+        return InvalidArgument("device '" + devices[i] + "' is given twice");
+  }
+  if (devices.size() == 1) return FindDevice(devices[0]);
+  return JoinDevices(devices);
+}
+
+StatusOr<DeviceLoop*> Node::JoinDevices(const std::vector<std::string>& devices) {
+  DeviceLoop* into = FindDevice(devices[0]);
+  std::vector<DeviceLoop*> others;
+  for (const std::string& name : devices) {
+    DeviceLoop* dev = FindDevice(name);
+    if (dev->info().kind != into->info().kind)
+      return InvalidArgument("a job's devices must be of one kind: " + devices[0] + " and " + name +
+                             " are not");
+    if (dev == into || std::find(others.begin(), others.end(), dev) != others.end()) continue;
+    // Devices sliced together share one share mode: only slicing is joined.
+    for (const DeviceLoop* d : {dev, into})
+      if (d->share_mode() != ShareMode::kSlice)
+        return FailedPrecondition("device " + d->info().name + " is in " +
+                                  std::string(protocol::ToString(d->share_mode())) +
+                                  " mode; a job across devices needs them in slice mode");
+    others.push_back(dev);
+  }
+  for (DeviceLoop* from : others) {
+    // Its thread ends and its jobs are continued; they move into `into` with
+    // their figures, park at their next boundary there and queue again.
+    from->Stop();
+    const std::vector<std::string> names = from->DeviceNames();
+    for (const std::string& name : names)
+      for (const DeviceInfo& d : options_.devices)
+        if (d.name == name) into->AddDevice(d);
+    for (uint64_t id : from->JobIds()) {
+      const std::vector<std::string> on = from->DevicesOfJob(id);
+      const DeviceMember left = from->RemoveJob(id).value_or(DeviceMember{});
+      auto job = jobs_.Find(id);
+      if (!job.ok() || job->ended) continue;
+      into->AddJob(id, job->SharedCb(), job->weight, left.held, left.usage, MaskOn(*into, on));
+      into->SetMemoryCap(id, job->GpuMemoryCap());
+      into->SetProcess(id, job->pid);
+    }
+    std::unique_lock lock(devices_mu_);
+    for (const std::string& name : names) devices_[name] = into;
+  }
+  if (!others.empty()) {
+    GD_LOG(kInfo, "devices %s are sliced together from now on",
+           DeviceListText(into->DeviceNames()).c_str());
+  }
+  return into;
 }
 
 StatusOr<Job> Node::Register(NewJob n) {
@@ -179,13 +265,15 @@ StatusOr<Job> Node::Register(NewJob n) {
                                std::to_string(own) + " jobs on node " + options_.node +
                                ", the limit per user (--max-jobs-per-user)");
   }
-  const std::string device = PickDevice(n.device);
-  DeviceLoop* dev = FindDevice(device);
-  if (!dev) return NotFound("no device '" + device + "' on node " + options_.node);
+  const std::vector<std::string> devices =
+      n.devices.size() > 1 ? n.devices : std::vector<std::string>{PickDevice(n.device)};
+  GD_ASSIGN_OR_RETURN(DeviceLoop * dev, LoopFor(devices));
+  const std::string& device = devices.front();
   Job job;
   job.id = jobs_.ReserveId();
   job.name = n.name.empty() ? "job" + std::to_string(job.id) : std::move(n.name);
   job.device = device;
+  job.devices = devices;
   job.weight = n.weight;
   job.command = std::move(n.command);
   job.cwd = std::move(n.cwd);
@@ -214,10 +302,10 @@ StatusOr<Job> Node::Register(NewJob n) {
   jobs_.Insert(job);
   // Held at its own request (not as a migration's copy): it stays so across a restart.
   if (store_ && n.held && job.migrated_from.empty()) store_->PutHeld(job.id, true);
-  dev->AddJob(job.id, job.SharedCb(), job.weight, n.held);
+  dev->AddJob(job.id, job.SharedCb(), job.weight, n.held, {}, MaskOn(*dev, devices));
   dev->SetMemoryCap(job.id, job.GpuMemoryCap());
   GD_LOG(kInfo, "job %llu (%s) registered on %s%s", static_cast<unsigned long long>(job.id),
-         job.name.c_str(), device.c_str(),
+         job.name.c_str(), DeviceListText(devices).c_str(),
          n.ranks > 1 ? (", a gang of " + std::to_string(n.ranks) + " ranks").c_str() : "");
   return job;
 }
@@ -325,17 +413,22 @@ Status Node::AssignDevice(uint64_t id, const std::string& device) {
   DeviceLoop* to = FindDevice(device);
   if (!to) return NotFound("no device '" + device + "'");
   DeviceLoop* from = FindDevice(job.device);
-  if (to == from) return Status::Ok();
+  if (job.devices.size() > 1)
+    return FailedPrecondition("job " + std::to_string(id) + " spans " +
+                              DeviceListText(job.devices) +
+                              "; assign_device moves a job on one device");
+  if (job.device == device) return Status::Ok();
   if (auto op = migrator_.OperationOf(id); op && op->state == OperationState::kRunning)
     return FailedPrecondition("job " + std::to_string(id) + " is in a " +
                               std::string(protocol::ToString(op->kind)));
   const DeviceMember left = from->RemoveJob(id).value_or(DeviceMember{});
   GD_RETURN_IF_ERROR(jobs_.UpdateLive(id, [&](Job& j) {
     j.device = device;
+    j.devices = {device};
     return Status::Ok();
   }));
   // On the new device it parks at its next boundary and queues there.
-  to->AddJob(id, job.SharedCb(), job.weight, left.held, left.usage);
+  to->AddJob(id, job.SharedCb(), job.weight, left.held, left.usage, MaskOn(*to, {device}));
   to->SetMemoryCap(id, job.GpuMemoryCap());
   to->SetProcess(id, job.pid);
   return Status::Ok();
@@ -408,6 +501,16 @@ StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
   NewJob arriving;
   arriving.name = a.name;
   arriving.device = a.device;
+  // A job across devices arrives across as many (its environment says how many
+  // it had): the one asked for first, then the least loaded.
+  if (auto d = a.env.find(runtime::kEnvDevices); d != a.env.end()) {
+    const size_t count = std::count(d->second.begin(), d->second.end(), ',') + 1;
+    if (count > 1) arriving.devices = PickDevices(count, a.device);
+    if (count > 1 && arriving.devices.size() < count)
+      return ResourceExhausted("job " + a.name + " spans " + std::to_string(count) +
+                               " devices; node " + options_.node + " has " +
+                               std::to_string(DeviceNames().size()));
+  }
   arriving.weight = a.weight.value_or(1.0);
   arriving.command = a.command;
   arriving.cwd = a.cwd;

@@ -4,13 +4,15 @@
 // several of them (registering a job, ending it, moving it between devices,
 // holding it), which is also what the migrator asks of it as its JobHost.
 //
-// Threads: the API thread (ApiServer) calls Handle; one thread per device loop;
+// Threads: the API thread (ApiServer) calls Handle; one thread per device loop
+// (a loop slices one device, or several once a job spans them: JoinDevices);
 // the heartbeat; the process monitor; migration workers and arrival sessions.
 // Locks, in the order they may be taken: Node::mu_ (serializes changes that
 // touch the job table and a device loop together, so that an exit, a move and
 // a hold of the same job never interleave) -> JobTable's lock -> a DeviceLoop's
-// lock. The migrator's lock is a leaf apart from these: it never calls out while
-// holding it. No lock is held while waiting on a job, a peer or the disk.
+// lock. devices_mu_ guards only the map from device names to loops (a leaf). The migrator's lock is
+// a leaf apart from these: it never calls out while holding it. No lock is held while waiting on a
+// job, a peer or the disk.
 #ifndef GANDIVA_NODE_NODE_H_
 #define GANDIVA_NODE_NODE_H_
 
@@ -19,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -79,6 +82,8 @@ inline constexpr uint64_t kMaxSliceMs = 250;
 struct NewJob {
   std::string name;
   std::string device;  // empty: the least loaded
+  // Several devices: the job spans them, sliced on all at once (device unused).
+  std::vector<std::string> devices;
   double weight = 1.0;
   std::vector<std::string> command;
   std::string cwd;
@@ -121,8 +126,12 @@ class Node final : public JobHost {
   const NodeOptions& options() const { return options_; }
   JobTable& jobs() { return jobs_; }
   const Migrator& migrator() const { return migrator_; }
+  // The loop that slices the device (shared by devices joined for a job across them).
   DeviceLoop* FindDevice(const std::string& name) const;
+  // Every loop that runs, once each.
   std::vector<DeviceLoop*> Devices() const;
+  // The node's devices, in the order they were given.
+  std::vector<std::string> DeviceNames() const;
   // MPS on this node's GPUs: "running" or why not, for a device; and the
   // variables a job on `device` must start with (MPS's directories, on a GPU).
   std::string MpsStatus(const DeviceLoop& device) const;
@@ -175,6 +184,14 @@ class Node final : public JobHost {
   Status StartJobProcess(const Job& job, std::map<std::string, std::string> env,
                          const std::string& cgroup_dir);
   std::string PickDevice(const std::string& wanted) const;
+  // `count` devices: `first` (if given) and the least loaded others.
+  std::vector<std::string> PickDevices(size_t count, const std::string& first) const;
+  // The job's devices, checked (known, distinct), and the loop that slices them
+  // all, joining their loops into one if they are apart (mu_ held). See device_loop.h.
+  StatusOr<DeviceLoop*> LoopFor(const std::vector<std::string>& devices);
+  StatusOr<DeviceLoop*> JoinDevices(const std::vector<std::string>& devices);
+  // The mask of `devices` among the loop's device indices.
+  static uint64_t MaskOn(const DeviceLoop& loop, const std::vector<std::string>& devices);
   // The job table on disk (node_readopt.cc).
   Status OpenStore();
   void Readopt();
@@ -187,7 +204,11 @@ class Node final : public JobHost {
   std::unique_ptr<JobStore> store_;  // null without a state directory; outlives jobs_'s use
   JobTable jobs_;
   std::unique_ptr<ProcessFreezer> freezer_;  // outlives the device loops that use it
-  std::map<std::string, std::unique_ptr<DeviceLoop>> devices_;  // fixed after construction
+  // Every loop made, one per device at first; a loop whose devices were joined
+  // into another's is stopped and kept (a caller may still hold it), empty.
+  std::vector<std::unique_ptr<DeviceLoop>> loops_;
+  mutable std::shared_mutex devices_mu_;
+  std::map<std::string, DeviceLoop*> devices_;       // by device name; under devices_mu_
   std::map<uint64_t, std::unique_ptr<Gang>> gangs_;  // jobs of several processes; under mu_
   ProcessMonitor monitor_;
   JobLogs logs_;

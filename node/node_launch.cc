@@ -85,6 +85,7 @@ Status Node::StartJobProcess(const Job& job, std::map<std::string, std::string> 
                              const std::string& cgroup_dir) {
   for (const auto& [k, v] : JobEnvironment(job.device)) env[k] = v;        // MPS, on a GPU
   if (job.ranks > 1) env[runtime::kEnvRanks] = std::to_string(job.ranks);  // a gang
+  env[runtime::kEnvDevices] = DeviceListText(job.devices);
   env[runtime::kEnvControlBlock] = job.block->name();
   env[runtime::kEnvJobId] = std::to_string(job.id);
   env[runtime::kEnvEndpoint] = options_.endpoint;

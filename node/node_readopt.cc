@@ -170,12 +170,25 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     else
       why_not = adopted.status().message();
   }
-  DeviceLoop* dev = FindDevice(job.device);
-  if (why_not.empty() && !dev) {
-    dev = FindDevice(PickDevice(""));
-    GD_LOG(kWarn, "job %llu: its device %s is not on this node any more; it goes on %s",
-           static_cast<unsigned long long>(id), job.device.c_str(), dev->info().name.c_str());
-    job.device = dev->info().name;
+  // Its devices, sliced together again if it spans several. Devices this node
+  // no longer has: as many others as it had, the least loaded.
+  DeviceLoop* dev = nullptr;
+  if (why_not.empty()) {
+    if (job.devices.empty()) job.devices = {job.device};
+    auto loop = LoopFor(job.devices);
+    if (!loop.ok()) {
+      const std::string before = DeviceListText(job.devices);
+      job.devices = PickDevices(job.devices.size(), "");
+      job.device = job.devices.front();
+      loop = LoopFor(job.devices);
+      GD_LOG(kWarn, "job %llu: its devices %s cannot be had (%s); it goes on %s",
+             static_cast<unsigned long long>(id), before.c_str(), loop.status().ToString().c_str(),
+             DeviceListText(job.devices).c_str());
+    }
+    if (loop.ok())
+      dev = *loop;
+    else
+      why_not = "its devices cannot be had: " + loop.status().message();
   }
 
   if (!why_not.empty()) {
@@ -227,12 +240,13 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     std::lock_guard lock(mu_);
     gangs_[id] = std::move(gang);
   }
-  dev->AddJob(id, job.SharedCb(), job.weight, stored.held, stored.usage);
+  dev->AddJob(id, job.SharedCb(), job.weight, stored.held, stored.usage, MaskOn(*dev, job.devices));
   dev->SetMemoryCap(id, job.GpuMemoryCap());
   dev->SetProcess(id, job.pid);
   if (stored.held) store_->PutHeld(id, true);
   GD_LOG(kInfo, "job %llu (%s) re-adopted: pid %d on %s%s", static_cast<unsigned long long>(id),
-         job.name.c_str(), job.pid, job.device.c_str(), stored.held ? ", suspended" : "");
+         job.name.c_str(), job.pid, DeviceListText(job.devices).c_str(),
+         stored.held ? ", suspended" : "");
   return true;
 }
 

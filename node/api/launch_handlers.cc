@@ -15,7 +15,7 @@ StatusOr<Json> Launch(Node& node, const Json& req) {
   l.job.command = req.at("command").get<std::vector<std::string>>();
   l.job.cwd = req.at("cwd").get<std::string>();
   l.job.name = req.value("name", "");
-  l.job.device = req.value("device", "");
+  GD_RETURN_IF_ERROR(DevicesFromRequest(req, l.job));
   l.job.weight = req.value("weight", 1.0);
   GD_ASSIGN_OR_RETURN(l.job.ranks, RanksFromRequest(req));
   GD_ASSIGN_OR_RETURN(l.job.env, protocol::EnvFromRequest(req));
@@ -30,6 +30,7 @@ StatusOr<Json> Launch(Node& node, const Json& req) {
   return Json{{"job", job.id},
               {"name", job.name},
               {"device", job.device},
+              {"devices", job.devices},
               {"pid", job.pid},
               {"stdout_log", job.stdout_log},
               {"stderr_log", job.stderr_log},

@@ -19,6 +19,16 @@ StatusOr<uint32_t> RanksFromRequest(const Json& req) {
   return static_cast<uint32_t>(ranks);
 }
 
+Status DevicesFromRequest(const Json& req, NewJob& job) {
+  job.device = req.value("device", "");
+  if (!req.contains("devices")) return Status::Ok();
+  if (!job.device.empty()) return InvalidArgument("give device or devices, not both");
+  job.devices = req.at("devices").get<std::vector<std::string>>();
+  if (job.devices.empty()) return InvalidArgument("devices must name at least one device");
+  if (job.devices.size() == 1) job.device = job.devices.front(), job.devices.clear();
+  return Status::Ok();
+}
+
 using protocol::MessageType;
 
 namespace {
@@ -47,7 +57,7 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
   NewJob n;
   n.command = req.at("command").get<std::vector<std::string>>();
   n.name = req.value("name", "");
-  n.device = req.value("device", "");
+  GD_RETURN_IF_ERROR(DevicesFromRequest(req, n));
   n.weight = req.value("weight", 1.0);
   n.cwd = req.value("cwd", "");
   GD_ASSIGN_OR_RETURN(n.ranks, RanksFromRequest(req));
@@ -60,6 +70,7 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
   return Json{{"job", job.id},
               {"name", job.name},
               {"device", job.device},
+              {"devices", job.devices},
               {"device_kind", node.FindDevice(job.device)->info().kind},
               {"control_block", job.block->name()},
               {"lease_ms", node.options().lease_ms},
@@ -175,8 +186,8 @@ StatusOr<Json> ListSwitches(Node& node, const Json& req) {
   const int64_t limit = std::max<int64_t>(req.value("limit", int64_t{1000}), 0);
   Json list = Json::array();
   for (DeviceLoop* dev : node.Devices()) {
-    if (!only.empty() && dev->info().name != only) continue;
-    for (const SwitchRecord& s : dev->Switches(static_cast<size_t>(limit)))
+    if (!only.empty() && dev != node.FindDevice(only)) continue;
+    for (const SwitchRecord& s : dev->Switches(static_cast<size_t>(limit), only))
       list.push_back({{"device", s.device},
                       {"from", s.from},
                       {"to", s.to},
@@ -188,8 +199,9 @@ StatusOr<Json> ListSwitches(Node& node, const Json& req) {
 
 StatusOr<Json> ListDevices(Node& node) {
   Json list = Json::array();
-  for (DeviceLoop* dev : node.Devices()) {
-    DeviceSnapshot s = dev->Snapshot();
+  for (const std::string& name : node.DeviceNames()) {
+    DeviceLoop* dev = node.FindDevice(name);
+    DeviceSnapshot s = dev->Snapshot(name);
     s.mps = node.MpsStatus(*dev);
     list.push_back(DeviceToJson(s));
   }

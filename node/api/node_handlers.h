@@ -18,6 +18,7 @@ using protocol::Dispatcher;
 using protocol::Json;
 
 class Node;
+struct NewJob;
 
 void RegisterNodeHandlers(Dispatcher& dispatcher, Node& node);
 // launch and read_log (launch_handlers.cc).
@@ -30,6 +31,9 @@ Json OperationToJson(const std::optional<Operation>& op);
 Json DeviceToJson(const DeviceSnapshot& device);
 // A register_job or launch request's "ranks" (default 1), checked against kMaxRanks.
 StatusOr<uint32_t> RanksFromRequest(const Json& req);
+// A register_job or launch request's device choice into `job`: "device" (one),
+// or "devices" (the job spans them all); not both.
+Status DevicesFromRequest(const Json& req, NewJob& job);
 
 }  // namespace gandiva::controller
 

@@ -19,6 +19,7 @@ constexpr uint64_t kParkPollNs = 5 * kMs;
 
 DeviceLoop::DeviceLoop(DeviceInfo info, uint64_t slice_ns, size_t max_switch_records)
     : info_(std::move(info)),
+      devices_{info_},
       max_switch_records_(max_switch_records),
       slicer_(slice_ns, info_.capacity),
       share_mode_(info_.capacity > 1 ? ShareMode::kPack : ShareMode::kSlice),
@@ -44,13 +45,77 @@ void DeviceLoop::Stop() {
 }
 
 void DeviceLoop::AddJob(uint64_t job, std::shared_ptr<ControlBlock> cb, double weight, bool held,
-                        DeviceUsage usage) {
+                        DeviceUsage usage, uint64_t devices) {
   std::lock_guard lock(mu_);
-  members_[job] = Member{std::move(cb), usage, weight, {}};
-  slicer_.AddJob(job, weight);
+  Member m{std::move(cb), usage, weight, {}};
+  m.devices = devices ? devices : 1;
+  members_[job] = std::move(m);
+  slicer_.AddJob(job, weight, devices);
   if (held) slicer_.Hold(job);
   ObserveAlone(MonotonicNowNs());  // sharing: whoever was alone is not any more
   wake_.notify_all();
+}
+
+int DeviceLoop::AddDevice(const DeviceInfo& device) {
+  std::lock_guard lock(mu_);
+  if (const int known = IndexOfLocked(device.name); known >= 0) return known;
+  devices_.push_back(device);
+  // One memory figure for all: a job across them may use as much on each.
+  uint64_t memory = 0;
+  for (const DeviceInfo& d : devices_)
+    if (d.memory_bytes) memory = memory ? std::min(memory, d.memory_bytes) : d.memory_bytes;
+  slicer_.SetMemoryLimit(memory);
+  GD_LOG(kInfo, "%s: slices %s with it from now on", info_.name.c_str(), device.name.c_str());
+  wake_.notify_all();
+  return static_cast<int>(devices_.size()) - 1;
+}
+
+std::vector<std::string> DeviceLoop::DeviceNames() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> names;
+  for (const DeviceInfo& d : devices_) names.push_back(d.name);
+  return names;
+}
+
+int DeviceLoop::IndexOf(const std::string& device) const {
+  std::lock_guard lock(mu_);
+  return IndexOfLocked(device);
+}
+
+int DeviceLoop::IndexOfLocked(const std::string& device) const {
+  for (size_t i = 0; i < devices_.size(); ++i)
+    if (devices_[i].name == device) return static_cast<int>(i);
+  return -1;
+}
+
+std::vector<uint64_t> DeviceLoop::JobIds() const {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> ids;
+  for (const auto& [id, m] : members_) ids.push_back(id);
+  return ids;
+}
+
+std::vector<std::string> DeviceLoop::DevicesOfJob(uint64_t job) const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> names;
+  auto it = members_.find(job);
+  if (it == members_.end()) return names;
+  for (size_t i = 0; i < devices_.size(); ++i)
+    if (it->second.devices >> i & 1) names.push_back(devices_[i].name);
+  return names;
+}
+
+ShareMode DeviceLoop::share_mode() const {
+  std::lock_guard lock(mu_);
+  return share_mode_;
+}
+
+size_t DeviceLoop::JobsOn(const std::string& device) const {
+  std::lock_guard lock(mu_);
+  const int index = IndexOfLocked(device);
+  if (index < 0) return 0;
+  return std::count_if(members_.begin(), members_.end(),
+                       [&](const auto& kv) { return kv.second.devices >> index & 1; });
 }
 
 std::optional<DeviceMember> DeviceLoop::RemoveJob(uint64_t job) {
@@ -82,7 +147,7 @@ Status DeviceLoop::RequestTransfer(uint64_t job, runtime::Request kind, const st
   std::lock_guard lock(mu_);
   auto it = members_.find(job);
   if (it == members_.end())
-    return NotFound("job " + std::to_string(job) + " is not on " + info_.name);
+    return NotFound("job " + std::to_string(job) + " is not on " + info_.name + "'s loop");
   Thaw(job);  // under mu_: the loop cannot stop it again before the request is stored
   if (!runtime::RequestTransfer(it->second.cb.get(), kind, target.c_str()))
     return InvalidArgument("transfer target too long: " + target);
@@ -137,28 +202,39 @@ size_t DeviceLoop::size() const {
   return slicer_.size();
 }
 
-DeviceSnapshot DeviceLoop::Snapshot() {
+DeviceSnapshot DeviceLoop::Snapshot(const std::string& device) {
   std::lock_guard lock(mu_);
   CompletePendingSwitch();
+  const int index = device.empty() ? 0 : std::max(IndexOfLocked(device), 0);
   DeviceSnapshot s;
-  s.info = info_;
+  s.info = devices_[index];
   s.slice_ms = slicer_.slice_ns() / kMs;
-  s.running = slicer_.Running();
-  s.resident_bytes = ResidentBytes();
-  s.switch_count = switch_count_;
-  for (const auto& [id, m] : members_) s.jobs.push_back(id);
+  for (uint64_t id : slicer_.Running())
+    if (members_.at(id).devices >> index & 1) s.running.push_back(id);
+  for (const auto& [id, m] : members_) {
+    if (!(m.devices >> index & 1)) continue;
+    s.jobs.push_back(id);
+    s.resident_bytes += m.cb->device_bytes.load();
+  }
+  if (auto it = switch_count_.find(s.info.name); it != switch_count_.end())
+    s.switch_count = it->second;
   double handover_sum = 0;
-  for (const auto& r : switches_) handover_sum += r.handover_ns;
-  if (!switches_.empty()) s.mean_handover_ms = handover_sum / switches_.size() / 1e6;
+  size_t handovers = 0;
+  for (const auto& r : switches_)
+    if (r.device == s.info.name) handover_sum += r.handover_ns, ++handovers;
+  if (handovers) s.mean_handover_ms = handover_sum / handovers / 1e6;
   FillSharing(s);
   return s;
 }
 
-std::vector<SwitchRecord> DeviceLoop::Switches(size_t limit) {
+std::vector<SwitchRecord> DeviceLoop::Switches(size_t limit, const std::string& device) {
   std::lock_guard lock(mu_);
   CompletePendingSwitch();
-  const size_t start = switches_.size() > limit ? switches_.size() - limit : 0;
-  return std::vector<SwitchRecord>(switches_.begin() + start, switches_.end());
+  std::vector<SwitchRecord> out;
+  for (auto it = switches_.rbegin(); it != switches_.rend() && out.size() < limit; ++it)
+    if (device.empty() || it->device == device) out.push_back(*it);
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 void DeviceLoop::CompletePendingSwitch() {
@@ -173,7 +249,7 @@ void DeviceLoop::CompletePendingSwitch() {
   if (resumed < s.at_ns) return;  // not running yet
   s.handover_ns = resumed - s.at_ns;
   switches_.push_back(s);
-  ++switch_count_;
+  ++switch_count_[s.device];
   if (switches_.size() > max_switch_records_) switches_.pop_front();
   GD_LOG(kDebug, "%s: job %llu -> job %llu in %.3f ms", info_.name.c_str(),
          static_cast<unsigned long long>(s.from), static_cast<unsigned long long>(s.to),
@@ -247,8 +323,21 @@ void DeviceLoop::CarryOut(const SliceAction& a, uint64_t now) {
   ++m.usage.slices;
   m.usage.running_since_ns = now;
   if (last_parked_job_ != 0 && last_parked_job_ != a.job)
-    pending_switch_ = SwitchRecord{info_.name, last_parked_job_, a.job, last_parked_at_ns_, 0};
+    pending_switch_ = SwitchRecord{SwitchDevice(last_parked_job_, a.job), last_parked_job_, a.job,
+                                   last_parked_at_ns_, 0};
   last_parked_job_ = 0;
+}
+
+std::string DeviceLoop::SwitchDevice(uint64_t from, uint64_t to) const {
+  // A hand-over is recorded once, on a device both jobs use (the first), else
+  // on the first device of the job that came.
+  auto f = members_.find(from);
+  const uint64_t to_mask = members_.at(to).devices;
+  const uint64_t shared = f == members_.end() ? 0 : (f->second.devices & to_mask);
+  const uint64_t mask = shared ? shared : to_mask;
+  for (size_t i = 0; i < devices_.size(); ++i)
+    if (mask >> i & 1) return devices_[i].name;
+  return info_.name;
 }
 
 // Sleeps until a stopping job parks, a slice ends, or someone wakes the loop.
@@ -258,7 +347,10 @@ void DeviceLoop::Sleep(std::unique_lock<std::mutex>& lock) {
     std::shared_ptr<ControlBlock> cb = members_.at(stopping.front()).cb;
     const uint32_t phase = cb->phase.load(std::memory_order_acquire);
     lock.unlock();
-    if (phase != runtime::kPhaseParked) runtime::FutexWait(&cb->phase, phase, kParkPollNs);
+    // Several stopping at once (packing, or devices sliced together): the
+    // others are looked at every millisecond, not only when this one parks.
+    const uint64_t poll = stopping.size() > 1 ? kMs : kParkPollNs;
+    if (phase != runtime::kPhaseParked) runtime::FutexWait(&cb->phase, phase, poll);
     lock.lock();
     return;
   }

@@ -3,6 +3,14 @@
 // recorded, device memory swapped when jobs do not fit together, and the next
 // job pre-woken when the outgoing one is about to park.
 //
+// A loop starts with one device. When a job spans several devices, the node
+// joins their loops into one (JoinDevices in node.cc): this loop then slices
+// all of them, each job on its own devices (a mask of this loop's device
+// indices), so that the job across devices and the jobs on each of them take
+// turns as the slicer decides (slicer.h: they switch together). Devices sliced
+// together share one slice length and one share mode; each keeps its own
+// capacity count, and jobs on different devices run side by side as before.
+//
 // Thread-safety: mu_ guards the slicer, the device's jobs and its switch
 // records; the loop thread holds it except while it sleeps on a job's phase
 // futex. Every public method takes mu_ briefly; none calls another component
@@ -86,8 +94,18 @@ class DeviceLoop {
 
   // The job joins the device: it parks at its next boundary, then queues (or
   // stays parked when held). `usage` carries its figures over from another device.
+  // `devices`: the devices it spans, a mask of this loop's indices (IndexOf).
   void AddJob(uint64_t job, std::shared_ptr<runtime::ControlBlock> cb, double weight, bool held,
-              DeviceUsage usage = {});
+              DeviceUsage usage = {}, uint64_t devices = 1);
+  // Another device for this loop to slice (its jobs are added with AddJob);
+  // returns its index. Only while none of this loop's jobs uses that index.
+  int AddDevice(const DeviceInfo& device);
+  // The devices this loop slices, index order; and one's index, or -1.
+  std::vector<std::string> DeviceNames() const;
+  int IndexOf(const std::string& device) const;
+  // The jobs on this loop, and the names of the devices one spans.
+  std::vector<uint64_t> JobIds() const;
+  std::vector<std::string> DevicesOfJob(uint64_t job) const;
   // The job's process (its tree is what a park stops); 0 until known.
   void SetProcess(uint64_t job, int pid);
   // The job's device-memory cap (0: none), counted when jobs are packed (see
@@ -109,12 +127,17 @@ class DeviceLoop {
   // pack: up to `capacity` jobs run at once; slice: they take turns; auto: measured
   // (windows of window_ns each), the better kept. See share_mode.h.
   void SetShareMode(ShareMode mode, int capacity, uint64_t window_ns);
+  ShareMode share_mode() const;
   // The job's figures so far (zero if it is not on this device).
   DeviceUsage Usage(uint64_t job) const;
   size_t size() const;
-  DeviceSnapshot Snapshot();
-  // The latest `limit` hand-overs, oldest first.
-  std::vector<SwitchRecord> Switches(size_t limit);
+  // Jobs on `device` (one of this loop's devices).
+  size_t JobsOn(const std::string& device) const;
+  // One device's figures: its jobs, its running jobs, its hand-overs. "": the first.
+  DeviceSnapshot Snapshot(const std::string& device = "");
+  // The latest `limit` hand-overs, oldest first; on `device` only, unless "".
+  std::vector<SwitchRecord> Switches(size_t limit, const std::string& device = "");
+  // The loop's first device (the kind is the same for all it slices).
   const DeviceInfo& info() const { return info_; }
 
  private:
@@ -124,8 +147,12 @@ class DeviceLoop {
     double weight = 1.0;
     AloneRate alone;  // its alone iteration time on this device, and rate against it
     int pid = 0;
-    bool awake = false;  // never stopped until it next runs (Awaken)
+    bool awake = false;    // never stopped until it next runs (Awaken)
+    uint64_t devices = 1;  // mask of this loop's device indices
   };
+  // The name of one device a hand-over from `from` to `to` took place on.
+  std::string SwitchDevice(uint64_t from, uint64_t to) const;
+  int IndexOfLocked(const std::string& device) const;
   void Loop();
   // All below: mu_ held.
   void CollectParked();
@@ -152,13 +179,14 @@ class DeviceLoop {
   void FillRates(const Member& m, DeviceUsage& usage, uint64_t now) const;
 
   const DeviceInfo info_;
+  std::vector<DeviceInfo> devices_;  // by index; [0] is info_
   const size_t max_switch_records_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
   Slicer slicer_;
   std::map<uint64_t, Member> members_;
   std::deque<SwitchRecord> switches_;
-  uint64_t switch_count_ = 0;
+  std::map<std::string, uint64_t> switch_count_;  // by device
   // The last park seen, and a resume that followed it whose start is not yet known.
   uint64_t last_parked_job_ = 0;
   uint64_t last_parked_at_ns_ = 0;

@@ -49,6 +49,12 @@ uint64_t Job::GpuMemoryCap() const {
   return bytes;
 }
 
+std::string DeviceListText(const std::vector<std::string>& devices) {
+  std::string text;
+  for (const std::string& d : devices) text += (text.empty() ? "" : ",") + d;
+  return text;
+}
+
 ProcessEnd EndFromReport(int exit_code, int signal) {
   if (signal > 0)
     return {protocol::ExitReason::kKilled, signal,

@@ -55,12 +55,15 @@ struct ProcessEnd {
 ProcessEnd EndFromWaitStatus(int wait_status, int* exit_code);
 // The end `gandiva run` reports: exit code, and the signal if one killed it (0: none).
 ProcessEnd EndFromReport(int exit_code, int signal);
+// A job's devices as one text, "cpu0,cpu1" (GANDIVA_DEVICES, logs, errors).
+std::string DeviceListText(const std::vector<std::string>& devices);
 
 // One job's record. Copyable: readers get snapshots, never pointers into the table.
 struct Job {
   uint64_t id = 0;
   std::string name;
-  std::string device;
+  std::string device;                // the first of `devices`
+  std::vector<std::string> devices;  // all it spans: one, or several sliced as one
   double weight = 1.0;
   std::vector<std::string> command;
   std::string cwd;

@@ -50,6 +50,7 @@ std::string JobToStoredText(const Job& j) {
       {"id", j.id},
       {"name", j.name},
       {"device", j.device},
+      {"devices", j.devices},
       {"weight", j.weight},
       {"command", j.command},
       {"cwd", j.cwd},
@@ -98,6 +99,8 @@ StatusOr<Job> JobFromStoredText(const std::string& text) {
     j.id = in.at("id").get<uint64_t>();
     j.name = in.at("name").get<std::string>();
     j.device = in.at("device").get<std::string>();
+    // Records written before jobs could span devices have none: theirs is `device`.
+    j.devices = in.value("devices", std::vector<std::string>{j.device});
     j.weight = in.at("weight").get<double>();
     j.command = in.at("command").get<std::vector<std::string>>();
     j.cwd = in.at("cwd").get<std::string>();

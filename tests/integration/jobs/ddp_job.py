@@ -60,12 +60,19 @@ def main():
     dist.destroy_process_group()
 
 
+def _device():
+    """The device this rank was given: of GANDIVA_DEVICES, the LOCAL_RANK-th
+    (modulo their count); a GPU job would use torch.device("cuda", k) so."""
+    devices = os.environ.get("GANDIVA_DEVICES", "").split(",")
+    return devices[int(os.environ.get("LOCAL_RANK", "0")) % len(devices)]
+
+
 def _dump(path, state, done):
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump({"losses": state.extra["losses"], "iteration": state.iteration, "done": done,
                    "restored_at": state.extra["restored_at"], "managed": gandiva.managed(),
-                   "pid": os.getpid(), "stats": gandiva.stats()}, f)
+                   "pid": os.getpid(), "stats": gandiva.stats(), "device": _device()}, f)
     os.replace(tmp, path)
 
 

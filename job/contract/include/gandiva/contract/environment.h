@@ -16,6 +16,10 @@ inline constexpr const char* kEnvRanks = "GANDIVA_RANKS";
 inline constexpr const char* kEnvLocalRank = "LOCAL_RANK";
 inline constexpr const char* kEnvRank = "RANK";
 inline constexpr const char* kRankBlockSuffix = ".r";
+// The devices the job was given, comma-separated ("cpu0,cpu1"): one for most
+// jobs; several for a job across devices (`gandiva run --devices`), whose
+// process k (LOCAL_RANK) uses device k modulo their count.
+inline constexpr const char* kEnvDevices = "GANDIVA_DEVICES";
 // The job's device-memory cap in bytes (`gandiva run --gpu-memory SIZE`): the CUDA
 // shim reports it as the device's memory and refuses allocations beyond it.
 inline constexpr const char* kEnvGpuMemoryBytes = "GANDIVA_GPU_MEMORY_BYTES";
