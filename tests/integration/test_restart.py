@@ -37,13 +37,14 @@ class RestartableDaemon:
         self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint, OMP_NUM_THREADS="1")
         self.proc = None
         self.starts = 0
+        self.devices = "cpu:1"
 
     def start(self):
         self.starts += 1
         self.log_path = self.dir / f"gandivad.{self.starts}.log"
         self.log = open(self.log_path, "w")
         self.proc = subprocess.Popen(
-            [GANDIVAD, "--endpoint", self.endpoint, "--devices", "cpu:1", "--slice-ms", "50",
+            [GANDIVAD, "--endpoint", self.endpoint, "--devices", self.devices, "--slice-ms", "50",
              "--lease-ms", str(LEASE_MS)], stdout=self.log, stderr=subprocess.STDOUT)
         # The socket file outlives a killed daemon: wait until this one answers.
         deadline = time.monotonic() + 20
@@ -265,7 +266,8 @@ def test_a_job_gandivad_launched_is_taken_back_with_its_output(daemon, tmp_path)
     assert res["checksum"] == reference(tmp_path, 9)["checksum"]
 
 
-def test_a_gang_is_taken_back_with_every_rank(daemon, tmp_path):
+@pytest.mark.parametrize("devices", [[], ["cpu0", "cpu1"]], ids=["one device", "two devices"])
+def test_a_gang_is_taken_back_with_every_rank(daemon, tmp_path, devices):
     from conftest import BUILD as build, PYTHON
     from test_gang import assert_same_training, ddp_cmd, progress, read
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"), OMP_NUM_THREADS="1")
@@ -275,9 +277,12 @@ def test_a_gang_is_taken_back_with_every_rank(daemon, tmp_path):
                    timeout=180)
     reference_losses = [read(ref_out, k) for k in range(2)]
 
+    # Across two devices: taken back across both, sliced together again.
+    daemon.devices = f"cpu:{max(1, len(devices))}"
+    placement = ["--devices", ",".join(devices)] if devices else []
     daemon.start()
     out = tmp_path / "ddp"
-    run = subprocess.Popen([GANDIVA, "run", "--ranks", "2", "--name", "ddp", "--",
+    run = subprocess.Popen([GANDIVA, "run", "--ranks", "2", "--name", "ddp", *placement, "--",
                             *ddp_cmd(out, work_ms=10)], env=dict(daemon.env, **{
                                 "PYTHONPATH": env["PYTHONPATH"]}),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -287,6 +292,10 @@ def test_a_gang_is_taken_back_with_every_rank(daemon, tmp_path):
     time.sleep(0.3)
     daemon.start()
     assert "re-adopted 1 job(s)" in daemon.read_log(), daemon.read_log()
+    if devices:
+        assert daemon.jobs()[gang_id]["devices"] == devices
+        listed = json.loads(daemon.cli("devices", "--json").stdout)
+        assert all(gang_id in d["jobs"] for d in listed), listed
     # Managed as one job again: a suspend parks every rank at one iteration.
     daemon.cli("suspend", str(gang_id))
     wait_for(lambda: daemon.jobs()[gang_id]["state"] == "suspended", 30, "the gang parked")
