@@ -209,13 +209,23 @@ StatusOr<DeviceLoop*> Node::JoinDevices(const std::vector<std::string>& devices)
       return InvalidArgument("a job's devices must be of one kind: " + devices[0] + " and " + name +
                              " are not");
     if (dev == into || std::find(others.begin(), others.end(), dev) != others.end()) continue;
-    // Devices sliced together share one share mode: only slicing is joined.
-    for (const DeviceLoop* d : {dev, into})
-      if (d->share_mode() != ShareMode::kSlice)
+    others.push_back(dev);
+  }
+  // Devices sliced together share one share mode: slicing. A device without
+  // jobs is simply set to it; one whose jobs pack (or are measured) is not
+  // changed under them.
+  if (!others.empty()) {
+    std::vector<DeviceLoop*> all = others;
+    all.push_back(into);
+    for (const DeviceLoop* d : all)
+      if (d->share_mode() != ShareMode::kSlice && d->size() > 0)
         return FailedPrecondition("device " + d->info().name + " is in " +
                                   std::string(protocol::ToString(d->share_mode())) +
-                                  " mode; a job across devices needs them in slice mode");
-    others.push_back(dev);
+                                  " mode with jobs on it; a job across devices needs them in "
+                                  "slice mode");
+    for (DeviceLoop* d : all)
+      if (d->share_mode() != ShareMode::kSlice)
+        d->SetShareMode(ShareMode::kSlice, kDefaultPackCapacity, kDefaultShareWindowMs * kMs);
   }
   for (DeviceLoop* from : others) {
     // Its thread ends and its jobs are continued; they move into `into` with

@@ -147,9 +147,19 @@ def test_bad_device_lists_get_clear_errors(daemon_factory, tmp_path):
     for flags, message in cases:
         r = d.cli("run", "--detach", *flags, "--", "true", check=False)
         assert r.returncode != 0 and message in r.stderr, (flags, r.stderr)
-    # A device in pack mode is not joined to another: their jobs would change how they share.
+    # A device whose jobs pack is not joined to another: they would be sliced
+    # under it. Without jobs it is simply set to slice.
     d.cli("share", "cpu1", "pack")
+    busy = d.run(PYTHON, INTERVAL_JOB, "--iterations", "100000", "--work-ms", "4",
+                 "--out", str(tmp_path / "busy.json"), name="busy", device="cpu1")
+    d.wait_for(lambda: d.jobs().get("busy", {}).get("iterations", 0) > 0, what="a packed job")
     r = d.cli("run", "--detach", "--devices", "cpu0,cpu1", "--", "true", check=False)
     assert r.returncode != 0 and "slice mode" in r.stderr, r.stderr
-    assert d.jobs() == {} or all(j["state"] != "running" for j in d.jobs().values())
+    d.cli("kill", str(d.jobs()["busy"]["id"]))
+    busy.wait(timeout=30)
+    d.cli("share", "cpu0", "pack")
+    r = d.cli("run", "--detach", "--devices", "cpu0,cpu1", "--name", "joined", "--", "true")
+    assert d.cli("wait", r.stdout.strip(), check=False).returncode == 0
+    modes = {x["name"]: x["share_mode"] for x in d.cli_json("devices")}
+    assert modes == {"cpu0": "slice", "cpu1": "slice"}, modes
     d.cli("ps")  # the daemon is fine
