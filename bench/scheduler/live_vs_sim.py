@@ -3,9 +3,11 @@
 real gandivad nodes under `gandiva scheduler`, for each policy, against the
 same workload replayed by `gandiva sim`.
 
-1. Starts --nodes gandivad nodes on this machine (each its own Unix socket and
-   TCP port, peers of each other; not network namespaces), --devices-per-node
-   CPU devices each, with tests/integration/sched_cluster.py.
+1. Starts --nodes gandivad nodes on this machine, --devices-per-node CPU
+   devices each, with tests/integration/sched_cluster.py: each in its own
+   network namespace on a bridged LAN, the scheduler talking to them over
+   CURVE TCP (--netns; needs root and ip netns), or each on its own Unix
+   socket and TCP port of this machine's loopback.
 2. Measures each job's solo duration: the job alone through the scheduler
    (fifo) on the idle cluster, submit to end; its result is the reference.
 3. Per policy, a fresh cluster and scheduler: submits the jobs at their
@@ -50,6 +52,8 @@ ap.add_argument("--pack-rate", type=float, default=1.0,
 ap.add_argument("--sim-only", metavar="JSON",
                 help="no live runs: the workload and live results of an earlier live_vs_sim.json")
 ap.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
+ap.add_argument("--netns", action="store_true",
+                help="each node in its own network namespace (needs root and ip netns)")
 ARGS = ap.parse_args()
 
 BUILD = os.path.abspath(ARGS.build_dir)
@@ -57,6 +61,7 @@ os.environ["GANDIVA_BUILD_DIR"] = BUILD  # read by the integration helpers at im
 os.environ["PYTHONPATH"] = os.path.join(BUILD, "python")  # the jobs' `import gandiva`
 os.environ["OMP_NUM_THREADS"] = "1"
 sys.path.insert(0, os.path.join(live_workload.ROOT, "tests", "integration"))
+import nodes  # noqa: E402
 from sched_cluster import SchedCluster  # noqa: E402  (needs GANDIVA_BUILD_DIR)
 
 GANDIVA = os.path.join(BUILD, "cli", "gandiva")
@@ -75,10 +80,33 @@ def node_names():
     return [chr(ord("a") + i) for i in range(ARGS.nodes)]
 
 
+class NetnsCluster(SchedCluster):
+    """A SchedCluster whose nodes live in namespaces of a LAN it owns."""
+
+    def __init__(self, root, names, devices):
+        self.own_lan = nodes.NetnsLan(names)
+        try:
+            super().__init__(root, names=names, devices=devices, lan=self.own_lan)
+        except BaseException:
+            self.own_lan.delete()
+            raise
+
+    def stop(self):
+        try:
+            super().stop()
+        finally:
+            self.own_lan.delete()
+
+
 def start_cluster(root, policy):
-    c = SchedCluster(root, names=node_names(), devices=f"cpu:{ARGS.devices_per_node}")
-    c.start("--interval", str(ARGS.interval), "--las-thresholds", ARGS.las_thresholds,
-            policy=policy)
+    kind = NetnsCluster if ARGS.netns else SchedCluster
+    c = kind(root, names=node_names(), devices=f"cpu:{ARGS.devices_per_node}")
+    try:
+        c.start("--interval", str(ARGS.interval), "--las-thresholds", ARGS.las_thresholds,
+                policy=policy)
+    except BaseException:
+        c.stop()
+        raise
     return c
 
 
@@ -306,7 +334,7 @@ def main():
     live_rank, sim_rank, verdict = print_table(live, sim, neutral)
     pick = ("avg_jct_s", "makespan_s", "util_allocated", "util_effective", "packs", "unpacks",
             "migrations", "preemptions", "time_slices")
-    doc = {"bench": "live_vs_sim", "command": sys.argv, "nodes": ARGS.nodes,
+    doc = {"bench": "live_vs_sim", "command": sys.argv, "nodes": ARGS.nodes, "netns": ARGS.netns,
            "devices_per_node": ARGS.devices_per_node, "cores": os.cpu_count(),
            "interval_s": ARGS.interval, "las_thresholds": ARGS.las_thresholds,
            "pack_rate": ARGS.pack_rate,
