@@ -7,11 +7,18 @@ namespace gandiva::sched::live::job_row {
 
 // `ended` is not a JobRecord field: it is IsEnded(state), kept as a column so
 // that List(false) reads a partial index instead of every job ever submitted.
+// The submitted columns come first, then the run columns (kRunColumnList),
+// then `ended`.
 const char* const kColumnList =
-    "name, user, vc, gpus, ranks, command, cwd, env, restartable, submit_time, state, attempt, "
-    "node, device, node_job, checkpoint_dir, checkpoint_time, start_time, end_time, attained, "
-    "run_time, exit_code, detail, cancel_requested, ended, kind, failure, retries, not_before";
+    "name, user, vc, kind, gpus, ranks, command, cwd, env, restartable, submit_time, state, "
+    "attempt, node, device, node_job, checkpoint_dir, checkpoint_time, start_time, end_time, "
+    "attained, run_time, exit_code, detail, cancel_requested, failure, retries, not_before, ended";
 const int kColumnCount = 29;
+const char* const kRunColumnList =
+    "state, attempt, node, device, node_job, checkpoint_dir, checkpoint_time, start_time, "
+    "end_time, attained, run_time, exit_code, detail, cancel_requested, failure, retries, "
+    "not_before";
+const int kRunColumnCount = 17;
 
 namespace {
 
@@ -88,6 +95,14 @@ Status ParseFlat(const std::string& text, Out* out, const char* what) {
 
 }  // namespace
 
+Status ValidateRun(const JobRecord& job) {
+  for (double t : {job.checkpoint_time, job.start_time, job.end_time, job.attained, job.run_time,
+                   job.not_before}) {
+    if (std::isnan(t)) return InvalidArgument("job " + std::to_string(job.id) + " has a NaN time");
+  }
+  return Status::Ok();
+}
+
 Status Validate(const JobRecord& job) {
   if (job.gpus < 1)
     return InvalidArgument("a job needs at least 1 GPU, got " + std::to_string(job.gpus));
@@ -95,11 +110,9 @@ Status Validate(const JobRecord& job) {
     return InvalidArgument("a job needs at least 1 rank, got " + std::to_string(job.ranks));
   }
   if (job.command.empty()) return InvalidArgument("a job needs a command");
-  for (double t : {job.submit_time, job.checkpoint_time, job.start_time, job.end_time, job.attained,
-                   job.run_time, job.not_before}) {
-    if (std::isnan(t)) return InvalidArgument("job " + std::to_string(job.id) + " has a NaN time");
-  }
-  return Status::Ok();
+  if (std::isnan(job.submit_time))
+    return InvalidArgument("job " + std::to_string(job.id) + " has a NaN time");
+  return ValidateRun(job);
 }
 
 Status Bind(const JobRecord& job, Statement& stmt, int first) {
@@ -109,6 +122,7 @@ Status Bind(const JobRecord& job, Statement& stmt, int first) {
   stmt.BindText(i++, job.name);
   stmt.BindText(i++, job.user);
   stmt.BindText(i++, job.vc);
+  stmt.BindText(i++, job.kind);
   stmt.BindInt(i++, job.gpus);
   stmt.BindInt(i++, job.ranks);
   stmt.BindText(i++, command);
@@ -116,6 +130,15 @@ Status Bind(const JobRecord& job, Statement& stmt, int first) {
   stmt.BindText(i++, env);
   stmt.BindInt(i++, job.restartable ? 1 : 0);
   stmt.BindDouble(i++, job.submit_time);
+  if (i - first != kColumnCount - kRunColumnCount - 1)
+    return Internal("job_row::Bind and kColumnList disagree");
+  GD_RETURN_IF_ERROR(BindRun(job, stmt, i));
+  stmt.BindInt(i + kRunColumnCount, IsEnded(job.state) ? 1 : 0);
+  return Status::Ok();
+}
+
+Status BindRun(const JobRecord& job, Statement& stmt, int first) {
+  int i = first;  // the order of kRunColumnList
   stmt.BindText(i++, LiveJobStateName(job.state));
   stmt.BindInt(i++, job.attempt);
   stmt.BindText(i++, job.node);
@@ -130,12 +153,10 @@ Status Bind(const JobRecord& job, Statement& stmt, int first) {
   stmt.BindInt(i++, job.exit_code);
   stmt.BindText(i++, job.detail);
   stmt.BindInt(i++, job.cancel_requested ? 1 : 0);
-  stmt.BindInt(i++, IsEnded(job.state) ? 1 : 0);
-  stmt.BindText(i++, job.kind);
   stmt.BindText(i++, FailureClassName(job.failure));
   stmt.BindInt(i++, job.retries);
   stmt.BindDouble(i++, job.not_before);
-  if (i - first != kColumnCount) return Internal("job_row::Bind and kColumnList disagree");
+  if (i - first != kRunColumnCount) return Internal("job_row::BindRun and kRunColumnList disagree");
   return Status::Ok();
 }
 
@@ -146,6 +167,7 @@ StatusOr<JobRecord> Read(const Statement& stmt, const std::string& path) {
   job.name = stmt.Text(c++);
   job.user = stmt.Text(c++);
   job.vc = stmt.Text(c++);
+  job.kind = stmt.Text(c++);
   job.gpus = static_cast<int>(stmt.Int(c++));
   job.ranks = static_cast<int>(stmt.Int(c++));
   Status command = ParseFlat(stmt.Text(c++), &job.command, "command");
@@ -172,14 +194,13 @@ StatusOr<JobRecord> Read(const Statement& stmt, const std::string& path) {
   job.exit_code = static_cast<int>(stmt.Int(c++));
   job.detail = stmt.Text(c++);
   job.cancel_requested = stmt.Int(c++) != 0;
-  ++c;  // ended: derived from state
-  job.kind = stmt.Text(c++);
   const std::string failure = stmt.Text(c++);
   std::optional<FailureClass> parsed_failure = ParseFailureClass(failure);
   if (!parsed_failure) return BadRow(path, job.id, "unknown failure class \"" + failure + "\"");
   job.failure = *parsed_failure;
   job.retries = static_cast<int>(stmt.Int(c++));
   job.not_before = stmt.Double(c++);
+  // ended (the last column): derived from state.
   return job;
 }
 

@@ -85,28 +85,51 @@ bool IsEnded(LiveJobState state) {
          state == LiveJobState::kCancelled;
 }
 
+namespace {
+
+// "name = ?1, user = ?2, ..." for a comma-separated column list.
+std::string Assignments(const std::string& columns, int count) {
+  std::string assignments;
+  size_t start = 0;
+  for (int i = 1; i <= count; ++i) {
+    size_t end = columns.find(',', start);
+    assignments +=
+        (i > 1 ? ", " : "") + columns.substr(start, end - start) + " = ?" + std::to_string(i);
+    start = end == std::string::npos ? end : columns.find_first_not_of(' ', end + 1);
+  }
+  return assignments;
+}
+
+}  // namespace
+
 struct JobStore::Statements {
-  std::unique_ptr<Statement> insert, update, get, list_all, list_not_ended, set_meta, get_meta;
+  std::unique_ptr<Statement> insert, update, update_run, update_run_live, get, list_all,
+      list_not_ended, set_meta, get_meta;
 
   static StatusOr<std::unique_ptr<Statements>> Prepare(const SqliteDb& db) {
     const std::string columns = job_row::kColumnList;
     const std::string select = "SELECT id, " + columns + " FROM jobs ";
-    std::string params, assignments;
+    std::string params;
     for (int i = 1; i <= job_row::kColumnCount; ++i) params += (i > 1 ? ", ?" : "?");
-    // "name = ?1, user = ?2, ..." from the same column list.
-    size_t start = 0;
-    for (int i = 1; i <= job_row::kColumnCount; ++i) {
-      size_t end = columns.find(',', start);
-      assignments +=
-          (i > 1 ? ", " : "") + columns.substr(start, end - start) + " = ?" + std::to_string(i);
-      start = end == std::string::npos ? end : columns.find_first_not_of(' ', end + 1);
-    }
     auto s = std::make_unique<Statements>();
     GD_ASSIGN_OR_RETURN(s->insert, Statement::Prepare(db, "INSERT INTO jobs (" + columns +
                                                               ") VALUES (" + params + ")"));
-    GD_ASSIGN_OR_RETURN(s->update,
-                        Statement::Prepare(db, "UPDATE jobs SET " + assignments + " WHERE id = ?" +
-                                                   std::to_string(job_row::kColumnCount + 1)));
+    GD_ASSIGN_OR_RETURN(
+        s->update,
+        Statement::Prepare(db, "UPDATE jobs SET " + Assignments(columns, job_row::kColumnCount) +
+                                   " WHERE id = ?" + std::to_string(job_row::kColumnCount + 1)));
+    // The run columns, with `ended` (a job that ends leaves the partial index
+    // jobs_not_ended), or without it for a job that has not ended and had
+    // not: SQLite then leaves the index alone (a pass writes hundreds).
+    const std::string run = Assignments(job_row::kRunColumnList, job_row::kRunColumnCount);
+    const int n = job_row::kRunColumnCount;
+    GD_ASSIGN_OR_RETURN(
+        s->update_run,
+        Statement::Prepare(db, "UPDATE jobs SET " + run + ", ended = ?" + std::to_string(n + 1) +
+                                   " WHERE id = ?" + std::to_string(n + 2)));
+    GD_ASSIGN_OR_RETURN(s->update_run_live,
+                        Statement::Prepare(db, "UPDATE jobs SET " + run + " WHERE id = ?" +
+                                                   std::to_string(n + 1) + " AND ended = 0"));
     GD_ASSIGN_OR_RETURN(s->get, Statement::Prepare(db, select + "WHERE id = ?1"));
     GD_ASSIGN_OR_RETURN(s->list_all, Statement::Prepare(db, select + "ORDER BY id"));
     GD_ASSIGN_OR_RETURN(s->list_not_ended,
@@ -147,6 +170,31 @@ StatusOr<int64_t> JobStore::Add(JobRecord job) {
   GD_RETURN_IF_ERROR(job_row::Bind(job, insert, 1));
   GD_RETURN_IF_ERROR(insert.Run());  // autocommit: committed and fsync'd here
   return static_cast<int64_t>(sqlite3_last_insert_rowid(db_->handle()));
+}
+
+Status JobStore::UpdateRun(const JobRecord& job) {
+  GD_RETURN_IF_ERROR(job_row::ValidateRun(job));
+  const int n = job_row::kRunColumnCount;
+  if (!IsEnded(job.state)) {
+    // A job that has not ended, stored as not ended: one row, no index.
+    Statement& live = *stmts_->update_run_live;
+    ResetOnExit reset(live);
+    GD_RETURN_IF_ERROR(job_row::BindRun(job, live, 1));
+    live.BindInt(n + 1, job.id);
+    GD_RETURN_IF_ERROR(live.Run());
+    if (sqlite3_changes64(db_->handle()) == 1) return Status::Ok();
+  }
+  // It ended, or its row says it had (or there is none): `ended` too.
+  Statement& update = *stmts_->update_run;
+  ResetOnExit reset(update);
+  GD_RETURN_IF_ERROR(job_row::BindRun(job, update, 1));
+  update.BindInt(n + 1, IsEnded(job.state) ? 1 : 0);
+  update.BindInt(n + 2, job.id);
+  GD_RETURN_IF_ERROR(update.Run());
+  if (sqlite3_changes64(db_->handle()) == 0) {
+    return NotFound("no job " + std::to_string(job.id) + " in the scheduler database");
+  }
+  return Status::Ok();
 }
 
 Status JobStore::Update(const JobRecord& job) {

@@ -3,16 +3,15 @@
 // "Durable state").
 //
 // Durability: the database runs in WAL mode with synchronous=FULL, and every
-// Add, Update and SetMeta is its own transaction, committed (the WAL fsync'd)
-// before the call returns. A job whose Add returned survives a kill -9 of the
-// scheduler (tested) and a power cut (SQLite's guarantee under FULL; not
-// testable here); a kill mid-call loses at most that call. Cost: one flush of
-// the disk per call. bench/scheduler/bench_submit measured ~6,000 durable
-// Adds/s on the development VM (146 us median against 85 us for a bare 4 KiB
-// write + fdatasync), over the 1,000/s goal, so synchronous=NORMAL (no flush
-// per commit: durable against a process kill but not a power cut) was not
-// needed. On a disk whose flush takes ~1 ms the same code gives ~1,000/s;
-// batching concurrent submits into one transaction would be the next step.
+// Add, Update, UpdateRun and SetMeta is its own transaction (outside a Begin/Commit batch),
+// committed (the WAL fsync'd) before the call returns. A job whose Add returned survives a kill -9
+// of the scheduler (tested) and a power cut (SQLite's guarantee under FULL; not testable here); a
+// kill mid-call loses at most that call. Cost: one flush of the disk per call.
+// bench/scheduler/bench_submit measured ~6,000 durable Adds/s on the development VM (146 us median
+// against 85 us for a bare 4 KiB write + fdatasync), over the 1,000/s goal, so synchronous=NORMAL
+// (no flush per commit: durable against a process kill but not a power cut) was not needed. On a
+// disk whose flush takes ~1 ms the same code gives ~1,000/s; batching concurrent submits into one
+// transaction would be the next step.
 //
 // Integrity: Open checks the file is a gandiva scheduler database (its
 // gandiva_schema table and version) and runs PRAGMA quick_check (time linear in
@@ -58,7 +57,16 @@ std::optional<LiveJobState> ParseLiveJobState(std::string_view name);
 bool IsEnded(LiveJobState state);
 
 struct JobRecord {
+  // First the fields a scheduling pass reads for each of its jobs, next to
+  // each other: a pass walks thousands of records, a cache line or two each.
   int64_t id = 0;  // assigned by Add: 1, 2, ... never reused
+  LiveJobState state = LiveJobState::kQueued;
+  int attempt =
+      0;  // launches so far; the launch of attempt k is named "<name>.s<id>.a<k>" on the node
+  bool restartable = false;  // checkpointed periodically, restarted from it
+  bool cancel_requested = false;
+  int64_t node_job = 0;      // its id on that node (0: not known yet)
+  std::string node, device;  // where it runs now (empty when queued)
   std::string name, user, vc;
   // What it trains, for the policy's packing decisions: jobs of one kind are
   // expected to share well or badly alike (Gandiva's job type).
@@ -68,20 +76,13 @@ struct JobRecord {
   std::vector<std::string> command;
   std::string cwd;
   std::map<std::string, std::string> env;
-  bool restartable = false;  // checkpointed periodically, restarted from it
-  double submit_time = 0;    // unix seconds
-  LiveJobState state = LiveJobState::kQueued;
-  int attempt =
-      0;  // launches so far; the launch of attempt k is named "<name>.s<id>.a<k>" on the node
-  std::string node, device;    // where it runs now (empty when queued)
-  int64_t node_job = 0;        // its id on that node (0: not known yet)
+  double submit_time = 0;      // unix seconds
   std::string checkpoint_dir;  // latest complete checkpoint, "" if none
   double checkpoint_time = 0;
   double start_time = 0, end_time = 0;  // first start, end
   double attained = 0, run_time = 0;    // GPU-seconds executed, seconds holding devices
   int exit_code = 0;
   std::string detail;  // why it failed / was cancelled
-  bool cancel_requested = false;
   // Its latest failure's class (kNone if none); retries of infrastructure
   // failures and preemptions so far; and when it may run again (unix seconds,
   // 0: now) while it backs off before a retry.
@@ -123,6 +124,14 @@ class JobStore {
   // Replaces every field of job `job.id`; durable when it returns. not_found for
   // an unknown id; the same checks as Add.
   Status Update(const JobRecord& job);
+  // Writes only what a scheduler changes once a job is submitted (its state,
+  // node, device, attempt, times, checkpoint, exit, failure and retries: the
+  // run columns of job_row.h); the submitted fields (name, user, vc, kind,
+  // gpus, ranks, command, cwd, env, restartable, submit_time) stay as Add
+  // wrote them. What every scheduling pass writes: it does not re-encode the
+  // command and env as JSON for each change. Durable as Update; not_found for
+  // an unknown id, invalid_argument for a NaN time.
+  Status UpdateRun(const JobRecord& job);
   StatusOr<JobRecord> Get(int64_t id) const;  // not_found
   // All jobs, or only those not ended (IsEnded), in id order (= submission order).
   // Reads and decodes every row it returns (~3 us a job: 32 ms for 10,000):

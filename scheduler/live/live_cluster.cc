@@ -12,6 +12,20 @@ namespace gandiva::sched::live {
 
 using protocol::MessageType;
 
+namespace {
+
+// Ids come in increasing (submissions, and a restart's in id order): an append.
+void InsertInOrder(std::vector<JobId>& ids, JobId id) {
+  if (ids.empty() || ids.back() < id) {
+    ids.push_back(id);
+  } else {
+    auto at = std::lower_bound(ids.begin(), ids.end(), id);
+    if (at == ids.end() || *at != id) ids.insert(at, id);
+  }
+}
+
+}  // namespace
+
 StatusOr<LiveTopology> DiscoverTopology(NodeApi& nodes) {
   LiveTopology out;
   std::vector<GpuType> types;
@@ -140,8 +154,9 @@ void LiveCluster::Unplace(JobId job) {
   jobs_[job].gpu = -1;
 }
 
+// Only the run columns: the submitted fields never change here (UpdateRun).
 Status LiveCluster::Persist(JobId job) {
-  Status s = store_->Update(jobs_[job].record);
+  Status s = store_->UpdateRun(jobs_[job].record);
   if (!s.ok())
     GD_LOG(kError, "job %d: could not record its state: %s", job + 1, s.ToString().c_str());
   return s;
@@ -183,6 +198,8 @@ JobId LiveCluster::Admit(const JobRecord& record) {
         kind_types_.try_emplace(record.kind, static_cast<int>(kind_types_.size())).first->second;
   j.pending_since = record.submit_time - epoch_;
   if (record.state == LiveJobState::kQueued) waiting_.push_back(id);
+  if (!IsEnded(record.state)) InsertInOrder(live_, id);
+  if (record.state == LiveJobState::kValidating) InsertInOrder(validating_, id);
   return id;
 }
 

@@ -37,6 +37,7 @@
 #include "gandiva/scheduler/topology.h"
 #include "live/exit_class.h"
 #include "live/job_store.h"
+#include "live/node_runs.h"
 #include "live/node_set.h"
 #include "live/retry_policy.h"
 
@@ -179,21 +180,24 @@ class LiveCluster final : public Cluster {
  private:
   // What the cluster knows of a job beyond its durable record.
   struct Job {
-    JobRecord record;
-    JobInfo info;
-    GpuId gpu = -1;  // the device it holds (running), -1 otherwise
-    double pending_since = 0;
+    // What Refresh reads or writes for every job each pass comes first, and
+    // the record's own such fields lead it (job_store.h): a pass walks every
+    // live job, a cache line or two each instead of half a dozen.
+    GpuId gpu = -1;                       // the device it holds (running), -1 otherwise
+    bool moving = false;                  // a node-to-node migration is under way
+    bool stop_when_checkpointed = false;  // that checkpoint is to stop the parked job
+    // The policy was told it arrived (OnArrival), and not yet that it finished.
+    bool offered = false;
     // From the node's profiler for the current attempt.
     double device_time_s = 0, wall_time_s = 0;
     std::optional<double> rate;
-    bool moving = false;                  // a node-to-node migration is under way
-    std::string moving_from;              // its source node while moving
-    int64_t moving_from_job = 0;          // its id there
-    std::string checkpointing;            // the dir of a checkpoint under way
-    bool stop_when_checkpointed = false;  // that checkpoint is to stop the parked job
+    int64_t moving_from_job = 0;  // its id on moving_from
+    std::string moving_from;      // its source node while moving
+    std::string checkpointing;    // the dir of a checkpoint under way
+    JobRecord record;
+    JobInfo info;
+    double pending_since = 0;
     double last_checkpoint_asked = 0;
-    // The policy was told it arrived (OnArrival), and not yet that it finished.
-    bool offered = false;
   };
 
   // Placement bookkeeping (no node calls).
@@ -214,7 +218,7 @@ class LiveCluster final : public Cluster {
   // Refresh, one node at a time; see reconcile.cc.
   void RefreshNode(int node, const protocol::Json& jobs, const std::vector<JobId>& ours,
                    ClusterEvents& events);
-  void TakeInJob(JobId job, const protocol::Json& node_job, ClusterEvents& events);
+  void TakeInJob(JobId job, const NodeRun& run, ClusterEvents& events);
   // Its run ended (running, parked or validating): the job ends as it did,
   // or is retried (Fail).
   void TakeInEnd(JobId job, const protocol::Json& node_job, ClusterEvents& events);
@@ -230,7 +234,7 @@ class LiveCluster final : public Cluster {
   // Validation (validation.cc).
   Status LaunchValidation(JobId job);
   GpuId ValidationDevice();
-  void TakeInValidation(JobId job, const protocol::Json& node_job, ClusterEvents& events);
+  void TakeInValidation(JobId job, const NodeRun& run, ClusterEvents& events);
   void EndValidation(JobId job, const std::string& how);  // it queues for the policy
   void AdoptValidation(JobId job, const protocol::Json& node_jobs, bool node_answered);
   void ClearRun(JobId job);  // forgets where its run was (node, device, node id)
@@ -273,6 +277,13 @@ class LiveCluster final : public Cluster {
   std::vector<JobId> requeued_by_actions_;
   std::vector<JobId> planned_;  // launches waiting for the pass's batch to commit
   std::vector<JobId> waiting_;  // queued, not yet offered to the policy (TakeArrivals)
+  // The jobs not ended, in id order: what Refresh walks (it drops the ones
+  // that ended since), not every job ever submitted.
+  std::vector<JobId> live_;
+  // The jobs admitted in validation, in id order: the only ones that ever
+  // validate (a job enters validation only at its submission), so that
+  // ValidatePending walks them, not every job (it drops those past it).
+  std::vector<JobId> validating_;
   size_t validate_cursor_ = 0;  // where ValidationDevice's search starts: spreads ties
   Counters counters_;
 };

@@ -11,6 +11,7 @@
 
 #include "gandiva/common/log.h"
 #include "live/live_cluster.h"
+#include "live/node_runs.h"
 
 namespace gandiva::sched::live {
 
@@ -19,11 +20,8 @@ using protocol::MessageType;
 
 namespace {
 
-bool LiveOnNode(const Json& nj) {
-  const std::string& s =
-      nj["state"].get_ref<const std::string&>();  // no copy: every job, every pass
-  return s != "exited" && s != "failed" && s != "migrated";
-}
+// An entry of a list_jobs reply read by itself (at a restart, not every pass).
+bool LiveEntry(const Json& nj) { return LiveOnNode(nj["state"].get_ref<const std::string&>()); }
 
 // "<name>.s<id>.a<attempt>" -> (id, attempt); nullopt for names not ours.
 std::optional<std::pair<int64_t, int>> ParseLaunchName(const std::string& name) {
@@ -41,25 +39,6 @@ std::optional<std::pair<int64_t, int>> ParseLaunchName(const std::string& name) 
   return std::make_pair(id, attempt);
 }
 
-// A list_jobs reply's jobs by their id on the node, read once per refresh:
-// looking each of ours up in the JSON instead cost a key lookup per node job
-// per job of ours, the largest part of a pass at 10,000 jobs.
-class NodeJobIndex {
- public:
-  explicit NodeJobIndex(const Json& jobs) {
-    ids_.reserve(jobs.size());
-    for (const Json& j : jobs) ids_.push_back({j["id"].get<int64_t>(), &j});
-  }
-  const Json* Find(int64_t id) const {
-    for (const auto& [job, record] : ids_)
-      if (job == id) return record;
-    return nullptr;
-  }
-
- private:
-  std::vector<std::pair<int64_t, const Json*>> ids_;
-};
-
 }  // namespace
 
 LiveCluster::NodeReports LiveCluster::PollNodes() const {
@@ -73,14 +52,17 @@ ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
   ClusterEvents events;
   const double now = wall();
   // The live jobs by the node they are on (or migrate from): one walk over the
-  // jobs, not one per node.
+  // jobs not ended, not one per node; the ones that ended since leave live_.
   std::vector<std::vector<JobId>> on_node(nodes_->size());
-  for (JobId id = 0; id < num_jobs(); ++id) {
+  size_t kept = 0;
+  for (JobId id : live_) {
     const Job& j = jobs_[id];
-    if (j.record.id == 0 || IsEnded(j.record.state)) continue;
+    if (IsEnded(j.record.state)) continue;
+    live_[kept++] = id;
     const int n = NodeIndex(j.moving ? j.moving_from : j.record.node);
     if (n >= 0) on_node[n].push_back(id);
   }
+  live_.resize(kept);
   for (int n = 0; n < nodes_->size(); ++n) {
     const auto& reply = reports[n];
     if (!reply.ok()) {
@@ -101,34 +83,33 @@ ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
 void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<JobId>& ours,
                               ClusterEvents& events) {
   const std::string& name = nodes_->address(n).name;
-  const NodeJobIndex index(node_jobs);
+  const NodeRuns runs(node_jobs);
   for (JobId id : ours) {
     Job& j = jobs_[id];
     if (j.moving && j.moving_from == name) {
-      const Json* src = index.Find(j.moving_from_job);
-      const Json* op = src ? &(*src)["operation"] : nullptr;
+      const NodeRun* src = runs.Find(j.moving_from_job);
+      const Json* op = src ? &(*src->entry)["operation"] : nullptr;
       if (op && !op->is_null() && (*op)["kind"] == "migrate" && (*op)["state"] == "done") {
         j.moving = false;
         j.record.node_job = (*op)["to_job"].get<int64_t>();
         j.device_time_s = j.wall_time_s = 0;
         SaveBestEffort(id);
-      } else if (src && !LiveOnNode(*src) && (*src)["state"] != "migrated") {
+      } else if (src && !src->live && (*src->entry)["state"] != "migrated") {
         // It ended on its source before the move could (a job finishing while
         // its migration starts): it ends as it ended there, and is not run
         // again. Its exit status follows its end by a moment.
-        if ((*src)["exit_reason"] == "none") continue;
+        if ((*src->entry)["exit_reason"] == "none") continue;
         j.moving = false;
         j.record.node = name;
         j.record.node_job = j.moving_from_job;
         TakeInJob(id, *src, events);
-      } else if (!src || (op && !op->is_null() && (*op)["state"] == "failed") ||
-                 !LiveOnNode(*src)) {
+      } else if (!src || (op && !op->is_null() && (*op)["state"] == "failed") || !src->live) {
         // The job stayed on its source (or ended there): take it back to the queue,
         // parked where it is when it is still alive.
         const std::string why =
             "migration from " + name + " failed: " +
             (op && !op->is_null() ? (*op)["error"].get<std::string>() : std::string("job gone"));
-        if (src && LiveOnNode(*src)) KillBestEffort(n, j.moving_from_job);
+        if (src && src->live) KillBestEffort(n, j.moving_from_job);
         Requeue(id, why);
         events.requeued.push_back(id);
       }
@@ -138,8 +119,8 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
     if (j.record.state != LiveJobState::kRunning && j.record.state != LiveJobState::kSuspended &&
         j.record.state != LiveJobState::kValidating)
       continue;
-    const Json* nj = index.Find(j.record.node_job);
-    if (!nj) {
+    const NodeRun* run = runs.Find(j.record.node_job);
+    if (!run) {
       Fail(id,
            {FailureClass::kInfrastructure, name + " does not know its job " +
                                                std::to_string(j.record.node_job) +
@@ -148,55 +129,57 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
       continue;
     }
     if (j.record.state == LiveJobState::kValidating) {
-      TakeInValidation(id, *nj, events);
+      TakeInValidation(id, *run, events);
       continue;
     }
-    TakeInJob(id, *nj, events);
+    TakeInJob(id, *run, events);
   }
   // Runs of ours that are not their job's current one: left-overs of earlier
   // attempts (a requeue while the node was unreachable) and parked runs that
   // StopParked just took off their node.
-  for (const Json& nj : node_jobs) {
-    if (!LiveOnNode(nj)) continue;
+  for (const NodeRun& run : runs.all()) {
+    if (!run.live) continue;
+    const Json& nj = *run.entry;
     auto ours = ParseLaunchName(nj["name"].get_ref<const std::string&>());
     if (!ours || ours->first < 1 || ours->first > num_jobs()) continue;
     const Job& j = jobs_[ours->first - 1];
     const bool current =
         j.record.attempt == ours->second &&
-        ((j.record.node == name &&
-          (j.record.node_job == 0 || j.record.node_job == nj["id"].get<int64_t>())) ||
+        ((j.record.node == name && (j.record.node_job == 0 || j.record.node_job == run.id)) ||
          (j.moving && j.moving_from == name));
     if (current && state(ours->first - 1) != JobState::kFinished) continue;
     GD_LOG(kWarn, "killing %s on %s: not the current run of job %lld",
            nj["name"].get<std::string>().c_str(), name.c_str(),
            static_cast<long long>(ours->first));
-    KillBestEffort(n, nj["id"].get<int64_t>());
+    KillBestEffort(n, run.id);
   }
 }
 
-void LiveCluster::TakeInJob(JobId id, const Json& nj, ClusterEvents& events) {
+void LiveCluster::TakeInJob(JobId id, const NodeRun& run, ClusterEvents& events) {
   Job& j = jobs_[id];
-  const std::string& state = nj["state"].get_ref<const std::string&>();
+  const Json& nj = *run.entry;
   // Its service as the node measured it, read before an end is handled: a job
   // that ran and ended between two passes is first seen ended, and its time
   // counts all the same.
   j.device_time_s = nj["device_time_s"].get<double>();
   j.wall_time_s = nj["wall_time_s"].get<double>();
-  // Ended once the node knows how (an ended job's exit status follows its end
-  // by a moment: exit_reason is "none" until then).
-  if ((state == "exited" || state == "failed" || state == "migrated") &&
-      nj["exit_reason"] != "none") {
+  // Ended once the node knows how.
+  if (run.ended()) {
     TakeInEnd(id, nj, events);
     return;
   }
   // Cancelled while it was moving (no node id to signal then), or a kill that
   // did not arrive: signal it again until it ends.
   if (j.record.cancel_requested) KillBestEffort(NodeIndex(j.record.node), j.record.node_job);
-  if (nj["rate_vs_alone"].is_null())
+  const Json& rate = nj["rate_vs_alone"];
+  if (rate.is_null())
     j.rate.reset();
   else
-    j.rate = nj["rate_vs_alone"].get<double>();
-  if (TakeInCheckpoint(id, nj["operation"]) && j.stop_when_checkpointed) {
+    j.rate = rate.get<double>();
+  // Its operation is read only while a checkpoint of ours is under way (all
+  // TakeInCheckpoint looks for).
+  if (!j.checkpointing.empty() && TakeInCheckpoint(id, nj["operation"]) &&
+      j.stop_when_checkpointed) {
     StopParked(id);
     return;
   }
@@ -318,7 +301,7 @@ const Json* LiveCluster::FindRun(const Job& j, const Json& node_jobs) const {
     const bool by_name = j.record.node_job == 0 && nj["name"] == LaunchName(j);
     // An ended one too: it ended while the scheduler was away, and the next
     // Refresh finishes it rather than running it again.
-    if ((by_id || by_name) && (!found || LiveOnNode(nj))) found = &nj;
+    if ((by_id || by_name) && (!found || LiveEntry(nj))) found = &nj;
   }
   return found;
 }
@@ -344,7 +327,7 @@ void LiveCluster::AdoptOrRequeue(JobId id, const Json& node_jobs, bool node_answ
   if (j.record.state == LiveJobState::kStarting) j.record.state = LiveJobState::kRunning;
   // A suspend or resume sent in the pass the scheduler died in may not be in
   // the store: the node's word decides, and the job is made to match the store.
-  if (found && LiveOnNode(*found)) {
+  if (found && LiveEntry(*found)) {
     const std::string on_node = (*found)["state"].get<std::string>();
     const bool parked = on_node == "suspended" || on_node == "suspending";
     const int n = NodeIndex(j.record.node);

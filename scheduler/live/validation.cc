@@ -22,12 +22,13 @@ using protocol::Json;
 using protocol::MessageType;
 
 void LiveCluster::ValidatePending() {
+  if (validating_.empty()) return;
   const double now = wall();
-  for (JobId id = 0; id < num_jobs(); ++id) {
+  std::erase_if(validating_,
+                [this](JobId id) { return jobs_[id].record.state != LiveJobState::kValidating; });
+  for (JobId id : validating_) {
     const Job& j = jobs_[id];
-    if (j.record.state != LiveJobState::kValidating || !j.record.node.empty() ||
-        j.record.not_before > now)
-      continue;
+    if (!j.record.node.empty() || j.record.not_before > now) continue;
     if (!LaunchValidation(id).ok()) return;  // no device up: the next pass tries again
   }
 }
@@ -80,8 +81,9 @@ Status LiveCluster::LaunchValidation(JobId job) {
   return Persist(job);
 }
 
-void LiveCluster::TakeInValidation(JobId job, const Json& nj, ClusterEvents& events) {
+void LiveCluster::TakeInValidation(JobId job, const NodeRun& run, ClusterEvents& events) {
   Job& j = jobs_[job];
+  const Json& nj = *run.entry;
   j.device_time_s = nj["device_time_s"].get<double>();
   j.wall_time_s = nj["wall_time_s"].get<double>();
   if (nj["exit_reason"] != "none") {

@@ -210,6 +210,89 @@ TEST(JobStoreTest, ListLeavesOutEndedJobsOnlyWhenAsked) {
   EXPECT_EQ(ids, (std::vector<int64_t>{1, 3, 5, 7}));
 }
 
+// UpdateRun writes what a scheduler changes after a submission, and leaves
+// the submitted fields as Add wrote them.
+TEST(JobStoreTest, UpdateRunWritesTheRunFieldsOnly) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.File("jobs.db"));
+  ASSERT_NE(store, nullptr);
+  JobRecord job = QueuedJob(3);
+  auto id = store->Add(job);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  job.id = *id;
+
+  JobRecord run = EveryFieldSet();  // every run field away from its default
+  run.id = job.id;
+  run.failure = FailureClass::kInfrastructure;
+  run.retries = 2;
+  run.not_before = 1763900200.75;
+  ASSERT_TRUE(store->UpdateRun(run).ok());
+  store.reset();
+  store = OpenOrDie(dir.File("jobs.db"));
+  ASSERT_NE(store, nullptr);
+  auto got = store->Get(job.id);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  JobRecord want = run;  // the run fields of `run`, the submitted ones of `job`
+  want.name = job.name;
+  want.user = job.user;
+  want.vc = job.vc;
+  want.kind = job.kind;
+  want.gpus = job.gpus;
+  want.ranks = job.ranks;
+  want.command = job.command;
+  want.cwd = job.cwd;
+  want.env = job.env;
+  want.restartable = job.restartable;
+  want.submit_time = job.submit_time;
+  EXPECT_EQ(*got, want);
+
+  run.not_before = std::nan("");
+  EXPECT_EQ(store->UpdateRun(run).code(), StatusCode::kInvalidArgument);
+  JobRecord ghost = run;
+  ghost.id = 42;
+  ghost.not_before = 0;
+  EXPECT_EQ(store->UpdateRun(ghost).code(), StatusCode::kNotFound);
+  ghost.state = LiveJobState::kFinished;
+  EXPECT_EQ(store->UpdateRun(ghost).code(), StatusCode::kNotFound);
+}
+
+// UpdateRun keeps the short list (List(false)) right: a job that ends leaves
+// it, one written as not ended over a row stored as ended comes back to it.
+TEST(JobStoreTest, UpdateRunKeepsTheListOfJobsNotEnded) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.File("jobs.db"));
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(store->Add(QueuedJob(i)).ok());
+  auto ids = [&] {
+    std::vector<int64_t> out;
+    auto live = store->List(false);
+    EXPECT_TRUE(live.ok());
+    if (live.ok())
+      for (const JobRecord& j : *live) out.push_back(j.id);
+    return out;
+  };
+  auto get = [&](int64_t id) {
+    auto r = store->Get(id);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : JobRecord{};
+  };
+  JobRecord running = get(2);
+  running.state = LiveJobState::kRunning;
+  running.node = "n1";
+  ASSERT_TRUE(store->UpdateRun(running).ok());
+  EXPECT_EQ(ids(), (std::vector<int64_t>{1, 2, 3}));
+  JobRecord done = running;
+  done.state = LiveJobState::kFinished;
+  ASSERT_TRUE(store->UpdateRun(done).ok());
+  EXPECT_EQ(ids(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(get(2).state, LiveJobState::kFinished);
+  JobRecord again = done;
+  again.state = LiveJobState::kQueued;
+  ASSERT_TRUE(store->UpdateRun(again).ok());
+  EXPECT_EQ(ids(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(get(2), again);
+}
+
 TEST(JobStoreTest, MetaIsKeptAcrossReopen) {
   TempDir dir;
   const std::string path = dir.File("jobs.db");
