@@ -72,10 +72,11 @@ LiveCluster::LiveCluster(NodeApi* nodes, JobStore* store, LiveTopology topo,
       options_(std::move(options)),
       epoch_(epoch),
       members_(topology_.num_gpus()),
+      group_gpus_(topology_.num_gpus()),
       modes_(topology_.num_gpus(), ShareMode::kSlice),
+      gpu_group_(topology_.num_gpus(), kNoGroup),
       node_up_(nodes->size(), false),
       node_last_seen_(nodes->size(), 0) {
-  for (GpuId g = 0; g < topology_.num_gpus(); ++g) gpu_ids_.push_back(g);
   for (int n = 0; n < nodes_->size(); ++n) node_index_[nodes_->address(n).name] = n;
   // Nodes start up if they have devices here; Refresh confirms it.
   for (const LiveDevice& d : devices_) node_up_[d.node] = true;
@@ -99,23 +100,23 @@ JobState LiveCluster::state(JobId job) const {
   }
 }
 
-std::span<const GpuId> LiveCluster::gpus(JobId job) const {
-  const GpuId g = jobs_[job].gpu;
-  if (g < 0) return {};
-  return {&gpu_ids_[g], 1};
-}
+std::span<const GpuId> LiveCluster::gpus(JobId job) const { return jobs_[job].gpus; }
 
-int LiveCluster::group_of(JobId job) const { return jobs_[job].gpu; }
+int LiveCluster::group_of(JobId job) const {
+  const auto& g = jobs_[job].gpus;
+  return g.empty() ? kNoGroup : gpu_group_[g.front()];
+}
 
 GroupView LiveCluster::group(int group) const {
-  return {{&gpu_ids_[group], 1}, members_[group], modes_[group]};
+  return {group_gpus_[group], members_[group], modes_[group]};
 }
 
-int LiveCluster::group_of_gpu(GpuId gpu) const { return members_[gpu].empty() ? kNoGroup : gpu; }
+int LiveCluster::group_of_gpu(GpuId gpu) const { return gpu_group_[gpu]; }
 
 double LiveCluster::Attained(JobId job) const {
   const Job& j = jobs_[job];
-  return j.record.attained + j.device_time_s * j.info.num_gpus;
+  // The current run's devices: a job resizing counts its old run's until it relaunches.
+  return j.record.attained + j.device_time_s * RunDevices(j);
 }
 
 double LiveCluster::RunTime(JobId job) const {
@@ -125,7 +126,7 @@ double LiveCluster::RunTime(JobId job) const {
 
 double LiveCluster::MeasuredRate(JobId job) const {
   const Job& j = jobs_[job];
-  if (j.gpu < 0 || j.moving) return 0;
+  if (j.gpus.empty() || j.moving || j.resizing) return 0;
   // Until the node has learned the job's speed alone, take it as running alone.
   return j.rate.value_or(1.0);
 }
@@ -134,24 +135,34 @@ void LiveCluster::WakeAt(double t) {
   if (next_wake_ < 0 || t < next_wake_) next_wake_ = t;
 }
 
-void LiveCluster::Place(JobId job, GpuId gpu) {
-  if (members_[gpu].empty()) {
-    free_.Take(std::span<const GpuId>(&gpu_ids_[gpu], 1));
-    modes_[gpu] = ShareMode::kSlice;
+void LiveCluster::Place(JobId job, std::span<const GpuId> gpus) {
+  int group = gpu_group_[gpus.front()];
+  if (group == kNoGroup) {  // a new group on free devices
+    group = gpus.front();
+    for (GpuId g : gpus)
+      if (free_.IsFree(g)) free_.Take(std::span<const GpuId>(&g, 1));
+    for (GpuId g : gpus) gpu_group_[g] = group;
+    group_gpus_[group].assign(gpus.begin(), gpus.end());
+    modes_[group] = ShareMode::kSlice;
   }
-  members_[gpu].push_back(job);
-  jobs_[job].gpu = gpu;
+  members_[group].push_back(job);
+  jobs_[job].gpus.assign(gpus.begin(), gpus.end());
 }
 
 void LiveCluster::Unplace(JobId job) {
-  const GpuId gpu = jobs_[job].gpu;
-  if (gpu < 0) return;
-  auto& m = members_[gpu];
+  const int group = group_of(job);
+  if (group == kNoGroup) return;
+  auto& m = members_[group];
   m.erase(std::remove(m.begin(), m.end(), job), m.end());
-  // A device of a node that is down stays taken: nothing may be placed there.
-  if (m.empty() && node_up_[devices_[gpu].node])
-    free_.Release(std::span<const GpuId>(&gpu_ids_[gpu], 1));
-  jobs_[job].gpu = -1;
+  if (m.empty()) {
+    for (GpuId g : group_gpus_[group]) {
+      gpu_group_[g] = kNoGroup;
+      // A device of a node that is down stays taken: nothing may be placed there.
+      if (node_up_[devices_[g].node]) free_.Release(std::span<const GpuId>(&g, 1));
+    }
+    group_gpus_[group].clear();
+  }
+  jobs_[job].gpus.clear();
 }
 
 // Only the run columns: the submitted fields never change here (UpdateRun).
@@ -174,10 +185,51 @@ int LiveCluster::NodeIndex(const std::string& name) const {
   return it == node_index_.end() ? -1 : it->second;
 }
 
-GpuId LiveCluster::GpuOf(const std::string& node, const std::string& device) const {
-  for (GpuId g = 0; g < static_cast<GpuId>(devices_.size()); ++g)
-    if (devices_[g].name == device && nodes_->address(devices_[g].node).name == node) return g;
-  return -1;
+std::vector<GpuId> LiveCluster::GpusOf(const std::string& node, const std::string& devices) const {
+  std::vector<GpuId> out;
+  for (size_t start = 0; start < devices.size();) {
+    size_t comma = devices.find(',', start);
+    if (comma == std::string::npos) comma = devices.size();
+    const std::string name = devices.substr(start, comma - start);
+    start = comma + 1;
+    GpuId found = -1;
+    for (GpuId g = 0; g < static_cast<GpuId>(devices_.size()) && found < 0; ++g)
+      if (devices_[g].name == name && nodes_->address(devices_[g].node).name == node) found = g;
+    if (found < 0) return {};
+    out.push_back(found);
+  }
+  return out;
+}
+
+int LiveCluster::RunDevices(const Job& j) {
+  const std::string& d = j.record.device;
+  return d.empty() ? j.info.num_gpus : 1 + static_cast<int>(std::count(d.begin(), d.end(), ','));
+}
+
+size_t LiveCluster::JobsOnDevice(GpuId gpu) const {
+  return gpu_group_[gpu] == kNoGroup ? 0 : members_[gpu_group_[gpu]].size();
+}
+
+std::string LiveCluster::DeviceText(std::span<const GpuId> gpus) const {
+  std::string text;
+  for (GpuId g : gpus) text += (text.empty() ? "" : ",") + devices_[g].name;
+  return text;
+}
+
+Status LiveCluster::CheckPlacement(JobId job, std::span<const GpuId> gpus) const {
+  if (gpus.size() != static_cast<size_t>(jobs_[job].info.num_gpus))
+    return InvalidArgument("job " + std::to_string(job + 1) + " takes " +
+                           std::to_string(jobs_[job].info.num_gpus) + " device(s), not " +
+                           std::to_string(gpus.size()));
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    if (gpus[i] < 0 || gpus[i] >= topology_.num_gpus()) return InvalidArgument("no such device");
+    if (devices_[gpus[i]].node != devices_[gpus[0]].node)
+      return InvalidArgument("a live job's devices must be on one node");
+    if (std::find(gpus.begin(), gpus.begin() + i, gpus[i]) != gpus.begin() + i)
+      return InvalidArgument("a device is given twice");
+  }
+  if (!node_up_[devices_[gpus[0]].node]) return Unavailable("the devices' node is down");
+  return Status::Ok();
 }
 
 std::string LiveCluster::LaunchName(const Job& job) const {

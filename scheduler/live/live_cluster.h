@@ -2,16 +2,23 @@
 // simulator's policies run unchanged on a real cluster.
 //
 // Each device of each node is one "GPU" of the topology (a node is a machine);
-// jobs on the same device form its group. The policy's actions become node
-// calls at once:
-//   Start    a queued job: launch on the device (from its latest checkpoint
+// jobs on the same devices form a group (its id: its first device's). A job
+// of --gpus N takes N devices of one node, run as one job across them
+// (launch with `devices`: gandivad slices them together). The policy's
+// actions become node calls at once:
+//   Start    a queued job: launch on the devices (from its latest checkpoint
 //            when it has one); a suspended job: resume it where it is parked,
-//            assign_device on the same node, or migrate it to another node.
-//   Suspend  park the job in memory on its device (suspend); it holds its
-//            memory there but no time on the device.
-//   Migrate  assign_device (same node) or migrate (node to node).
-//   Resize   refused: a job across several devices is not built yet.
-//   SetShareMode  set_share_mode on the device (slice or pack).
+//            assign_device on the same node, or migrate it to another node
+//            (a job across devices resumes only where it is parked).
+//   Suspend  park the job in memory on its devices (suspend); it holds its
+//            memory there but no time on them.
+//   Migrate  assign_device (same node) or migrate (node to node); one device.
+//   Resize   a restartable job alone on its devices, to more or fewer devices
+//            of its node: it is parked and checkpointed, and once that is
+//            complete its run is stopped and it is launched again on the new
+//            devices from that checkpoint (reconcile.cc). The policy sees it
+//            on the new devices at once, at rate 0 until it runs there.
+//   SetShareMode  set_share_mode on the devices (slice or pack).
 // What a policy reads (attained service, run time, rate) is what the nodes'
 // profilers measured, refreshed by Refresh() from list_jobs.
 //
@@ -150,6 +157,7 @@ class LiveCluster final : public Cluster {
     int64_t packs = 0, unpacks = 0;  // share_changes by the mode asked for
     int64_t retries = 0;             // failed runs queued again (infrastructure, preempted)
     int64_t validations = 0;         // validation runs launched
+    int64_t resizes = 0;             // jobs relaunched on more or fewer devices
     int64_t validated = 0, failed_validation = 0;  // jobs through validation, and ended in it
   };
   const Counters& counters() const { return counters_; }
@@ -183,14 +191,18 @@ class LiveCluster final : public Cluster {
     // What Refresh reads or writes for every job each pass comes first, and
     // the record's own such fields lead it (job_store.h): a pass walks every
     // live job, a cache line or two each instead of half a dozen.
-    GpuId gpu = -1;                       // the device it holds (running), -1 otherwise
+    std::vector<GpuId> gpus;              // the devices it holds (running), none otherwise
     bool moving = false;                  // a node-to-node migration is under way
     bool stop_when_checkpointed = false;  // that checkpoint is to stop the parked job
+    // Resize under way: parked and checkpointing on its old devices; launched
+    // on `gpus` (which it holds already) once the checkpoint is complete.
+    bool resizing = false;
     // The policy was told it arrived (OnArrival), and not yet that it finished.
     bool offered = false;
     // From the node's profiler for the current attempt.
     double device_time_s = 0, wall_time_s = 0;
     std::optional<double> rate;
+    double base_alone_ms = 0;     // its iteration time alone on info.num_gpus devices, once known
     int64_t moving_from_job = 0;  // its id on moving_from
     std::string moving_from;      // its source node while moving
     std::string checkpointing;    // the dir of a checkpoint under way
@@ -200,20 +212,36 @@ class LiveCluster final : public Cluster {
     double last_checkpoint_asked = 0;
   };
 
-  // Placement bookkeeping (no node calls).
-  void Place(JobId job, GpuId gpu);
+  // Placement bookkeeping (no node calls): a job joins the group on exactly
+  // its devices, or makes a new one on free devices.
+  void Place(JobId job, std::span<const GpuId> gpus);
   void Unplace(JobId job);
   Status Persist(JobId job);                              // logs a failure too
   void SaveBestEffort(JobId job) { (void)Persist(job); }  // where nothing can be undone
   void KillBestEffort(int node, int64_t node_job);
-  GpuId GpuOf(const std::string& node, const std::string& device) const;
+  // The devices a record names ("cpu0" or "cpu0,cpu1" on its node); empty if
+  // one is not in the cluster.
+  std::vector<GpuId> GpusOf(const std::string& node, const std::string& devices) const;
+  std::string DeviceText(std::span<const GpuId> gpus) const;  // "cpu0,cpu1"
+  size_t JobsOnDevice(GpuId gpu) const;                       // the jobs of its group, if any
+  // The devices its current run was launched on (a resized job's differ from
+  // the number it asked for, record.gpus); info.num_gpus while it has no run.
+  static int RunDevices(const Job& j);
+  // Checks a placement the policy asks for: as many devices as the job
+  // takes, all known, distinct, on one node that is up.
+  Status CheckPlacement(JobId job, std::span<const GpuId> gpus) const;
   int NodeIndex(const std::string& name) const;  // -1 for a node not in the set
   // Node calls behind Start.
-  Status Launch(JobId job, GpuId gpu);
+  Status Launch(JobId job, std::span<const GpuId> gpus);
   Status SendLaunch(JobId job, bool planned);
-  // A launch of the job's current attempt on `d` (its command, cwd, env, name).
-  protocol::Json LaunchRequest(const Job& job, const LiveDevice& d) const;
-  Status ResumeOn(JobId job, GpuId gpu);
+  // A launch of the job's current attempt on `gpus` (its command, cwd, env, name).
+  protocol::Json LaunchRequest(const Job& job, std::span<const GpuId> gpus) const;
+  Status ResumeOn(JobId job, std::span<const GpuId> gpus);
+  // The parked job restarts on `gpus` from a checkpoint taken now (Resize,
+  // or resuming a job across devices elsewhere); Relaunch, once the
+  // checkpoint is complete, stops the parked run and launches it there.
+  Status RestartOn(JobId job, std::span<const GpuId> gpus);
+  void Relaunch(JobId job);
   Status MoveTo(JobId job, GpuId gpu);  // assign_device or migrate; the job runs there after
   // Refresh, one node at a time; see reconcile.cc.
   void RefreshNode(int node, const protocol::Json& jobs, const std::vector<JobId>& ours,
@@ -263,9 +291,11 @@ class LiveCluster final : public Cluster {
   LiveClusterOptions options_;
   double epoch_;  // unix seconds of the scheduler's time 0 (kept in the store)
   std::vector<Job> jobs_;
-  std::vector<std::vector<JobId>> members_;  // by GpuId: the jobs on that device
-  std::vector<GpuId> gpu_ids_;               // gpu_ids_[g] == g, for GroupView spans
-  std::vector<ShareMode> modes_;             // by GpuId
+  // Groups by id (their first device's GpuId): the jobs, the devices, the mode.
+  std::vector<std::vector<JobId>> members_;
+  std::vector<std::vector<GpuId>> group_gpus_;
+  std::vector<ShareMode> modes_;
+  std::vector<int> gpu_group_;  // by GpuId: the group the device is in, or kNoGroup
   std::unordered_map<std::string, int> node_index_;
   // Job kinds as the policies' job_type numbers, in order of first sight: a
   // number means something only within one scheduler run, like a JobId.

@@ -24,10 +24,18 @@ bool NodeRefusedTheJob(StatusCode code) {
          code == StatusCode::kInvalidArgument || code == StatusCode::kPermissionDenied;
 }
 
-Json LiveCluster::LaunchRequest(const Job& j, const LiveDevice& d) const {
-  Json req = {{"command", j.record.command}, {"cwd", j.record.cwd},
-              {"name", LaunchName(j)},       {"device", d.name},
-              {"user", j.record.user},       {"ranks", j.record.ranks}};
+Json LiveCluster::LaunchRequest(const Job& j, std::span<const GpuId> gpus) const {
+  Json req = {{"command", j.record.command},
+              {"cwd", j.record.cwd},
+              {"name", LaunchName(j)},
+              {"user", j.record.user},
+              {"ranks", j.record.ranks}};
+  if (gpus.size() == 1) {
+    req["device"] = devices_[gpus[0]].name;
+  } else {  // one job across them: gandivad slices them together
+    req["devices"] = Json::array();
+    for (GpuId g : gpus) req["devices"].push_back(devices_[g].name);
+  }
   if (!j.record.env.empty()) req["env"] = j.record.env;
   return req;
 }
@@ -35,19 +43,21 @@ Json LiveCluster::LaunchRequest(const Job& j, const LiveDevice& d) const {
 Status LiveCluster::Start(JobId job, std::span<const GpuId> gpus) {
   if (job < 0 || job >= num_jobs()) return InvalidArgument("no such job");
   if (state(job) != JobState::kPending) return FailedPrecondition("job is not pending");
-  if (gpus.size() != static_cast<size_t>(jobs_[job].info.num_gpus) || gpus.size() != 1)
-    return InvalidArgument("a live job runs on exactly one device");
-  const GpuId gpu = gpus[0];
-  if (gpu < 0 || gpu >= topology_.num_gpus()) return InvalidArgument("no such device");
-  if (!node_up_[devices_[gpu].node]) return Unavailable("the device's node is down");
-  if (!free_.IsFree(gpu) && members_[gpu].empty()) return FailedPrecondition("device not usable");
+  GD_RETURN_IF_ERROR(CheckPlacement(job, gpus));
+  // All free (a new group), or exactly one group's devices (it joins the group).
+  const int group = gpu_group_[gpus[0]];
+  for (GpuId g : gpus)
+    if (gpu_group_[g] != group || (group == kNoGroup && !free_.IsFree(g)))
+      return FailedPrecondition("device " + devices_[g].name + " is not usable");
+  if (group != kNoGroup && group_gpus_[group].size() != gpus.size())
+    return FailedPrecondition("the devices are not one group's");
   jobs_[job].offered = true;  // a policy starts only the jobs it knows
   Status s =
-      jobs_[job].record.state == LiveJobState::kSuspended ? ResumeOn(job, gpu) : Launch(job, gpu);
+      jobs_[job].record.state == LiveJobState::kSuspended ? ResumeOn(job, gpus) : Launch(job, gpus);
   if (!s.ok()) {
     ++counters_.failed_actions;
     GD_LOG(kWarn, "job %d: could not start on %s:%s: %s", job + 1,
-           nodes_->address(devices_[gpu].node).name.c_str(), devices_[gpu].name.c_str(),
+           nodes_->address(devices_[gpus[0]].node).name.c_str(), DeviceText(gpus).c_str(),
            s.ToString().c_str());
   }
   return s;
@@ -57,16 +67,15 @@ Status LiveCluster::Start(JobId job, std::span<const GpuId> gpus) {
 // Inside a pass (the store batches its writes) the node is asked only once
 // the batch is durable (LaunchPlanned): a restart then always finds a launch
 // it may have made. Outside one it is asked at once.
-Status LiveCluster::Launch(JobId job, GpuId gpu) {
+Status LiveCluster::Launch(JobId job, std::span<const GpuId> gpus) {
   Job& j = jobs_[job];
-  const LiveDevice& d = devices_[gpu];
   j.record.attempt += 1;
   j.record.state = LiveJobState::kStarting;
-  j.record.node = nodes_->address(d.node).name;
-  j.record.device = d.name;
+  j.record.node = nodes_->address(devices_[gpus[0]].node).name;
+  j.record.device = DeviceText(gpus);
   j.record.node_job = 0;
   GD_RETURN_IF_ERROR(Persist(job));
-  Place(job, gpu);
+  Place(job, gpus);
   if (store_->in_batch()) {
     planned_.push_back(job);
     return Status::Ok();
@@ -88,9 +97,9 @@ void LiveCluster::DropPlanned(const std::string& why) {
 
 Status LiveCluster::SendLaunch(JobId job, bool planned) {
   Job& j = jobs_[job];
-  const GpuId gpu = j.gpu;
-  const LiveDevice& d = devices_[gpu];
-  Json req = LaunchRequest(j, d);
+  const std::vector<GpuId> gpus = j.gpus;
+  const LiveDevice& d = devices_[gpus[0]];
+  Json req = LaunchRequest(j, gpus);
   if (j.record.restartable && !j.record.checkpoint_dir.empty())
     req["restore"] = j.record.checkpoint_dir;
   auto reply = nodes_->Call(d.node, MessageType::kLaunch, req);
@@ -108,7 +117,8 @@ Status LiveCluster::SendLaunch(JobId job, bool planned) {
     // reply lost in flight leaves a job the next Refresh kills as not current
     // (its attempt is then taken again); here it is queued again.
     GD_LOG(kWarn, "job %d: could not start on %s:%s: %s", job + 1,
-           nodes_->address(d.node).name.c_str(), d.name.c_str(), reply.status().ToString().c_str());
+           nodes_->address(d.node).name.c_str(), DeviceText(gpus).c_str(),
+           reply.status().ToString().c_str());
     ++counters_.failed_actions;
     j.record.state = LiveJobState::kQueued;
     j.record.node.clear();
@@ -129,10 +139,15 @@ Status LiveCluster::SendLaunch(JobId job, bool planned) {
   return Persist(job);
 }
 
-Status LiveCluster::ResumeOn(JobId job, GpuId gpu) {
+Status LiveCluster::ResumeOn(JobId job, std::span<const GpuId> gpus) {
   Job& j = jobs_[job];
-  const GpuId parked_on = GpuOf(j.record.node, j.record.device);
-  if (parked_on != gpu) GD_RETURN_IF_ERROR(MoveTo(job, gpu));
+  const std::vector<GpuId> parked_on = GpusOf(j.record.node, j.record.device);
+  if (!std::equal(parked_on.begin(), parked_on.end(), gpus.begin(), gpus.end())) {
+    // gandivad moves a job across devices (or to another number of them) by
+    // checkpoint and relaunch only: it restarts there from a checkpoint.
+    if (gpus.size() > 1 || parked_on.size() > 1) return RestartOn(job, gpus);
+    GD_RETURN_IF_ERROR(MoveTo(job, gpus[0]));
+  }
   const int n = NodeIndex(j.record.node);
   if (!j.moving) {
     auto resumed = nodes_->Call(n, MessageType::kResume, {{"job", j.record.node_job}});
@@ -141,7 +156,7 @@ Status LiveCluster::ResumeOn(JobId job, GpuId gpu) {
   }
   j.record.state = LiveJobState::kRunning;
   j.stop_when_checkpointed = false;  // running again: its checkpoint stops nothing
-  Place(job, gpu);
+  Place(job, gpus);
   return Persist(job);
 }
 
@@ -166,6 +181,7 @@ Status LiveCluster::Suspend(JobId job) {
     return FailedPrecondition("job is not running");
   Job& j = jobs_[job];
   if (j.moving) return FailedPrecondition("job is migrating");
+  if (j.resizing) j.resizing = false;  // parked already: it stays parked where it is
   const int n = NodeIndex(j.record.node);
   auto reply = nodes_->Call(n, MessageType::kSuspend, {{"job", j.record.node_job}});
   if (!reply.ok()) {
@@ -182,17 +198,22 @@ Status LiveCluster::Suspend(JobId job) {
 Status LiveCluster::Migrate(JobId job, std::span<const GpuId> gpus) {
   if (job < 0 || job >= num_jobs() || jobs_[job].record.state != LiveJobState::kRunning)
     return FailedPrecondition("job is not running");
-  if (gpus.size() != 1) return InvalidArgument("a live job runs on exactly one device");
+  if (gpus.size() != 1 || jobs_[job].gpus.size() != 1)
+    return InvalidArgument(
+        "a live job moves between single devices (a job across devices resizes)");
   const GpuId gpu = gpus[0];
+  if (gpu < 0 || gpu >= topology_.num_gpus()) return InvalidArgument("no such device");
   if (!free_.IsFree(gpu)) return FailedPrecondition("the target device is not free");
-  if (jobs_[job].moving) return FailedPrecondition("job is migrating already");
+  if (jobs_[job].moving || jobs_[job].resizing)
+    return FailedPrecondition("job is migrating or resizing already");
   Status s = MoveTo(job, gpu);
   if (!s.ok()) {
     ++counters_.failed_actions;
     return s;
   }
   Unplace(job);
-  Place(job, gpu);
+  const GpuId to[1] = {gpu};
+  Place(job, to);
   return Persist(job);
 }
 
@@ -225,14 +246,83 @@ Status LiveCluster::MoveTo(JobId job, GpuId gpu) {
   return Status::Ok();
 }
 
-Status LiveCluster::Resize(JobId, std::span<const GpuId>) {
-  return Unimplemented("resizing a live job is not built: a job across several devices is not");
+Status LiveCluster::Resize(JobId job, std::span<const GpuId> gpus) {
+  if (job < 0 || job >= num_jobs() || jobs_[job].record.state != LiveJobState::kRunning)
+    return FailedPrecondition("job is not running");
+  Job& j = jobs_[job];
+  if (j.moving || j.resizing || !j.checkpointing.empty())
+    return FailedPrecondition("job is migrating, resizing or checkpointing");
+  const int group = group_of(job);
+  if (group == kNoGroup || members_[group].size() != 1)
+    return FailedPrecondition("only a job alone on its devices can grow or shrink");
+  if (gpus.empty()) return InvalidArgument("resize needs devices");
+  const int node = devices_[j.gpus[0]].node;
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const GpuId g = gpus[i];
+    if (g < 0 || g >= topology_.num_gpus()) return InvalidArgument("no such device");
+    if (devices_[g].node != node) return InvalidArgument("a job resizes within its node");
+    if (std::find(gpus.begin(), gpus.begin() + i, g) != gpus.begin() + i)
+      return InvalidArgument("a device is given twice");
+    if (gpu_group_[g] != group && !free_.IsFree(g))
+      return FailedPrecondition("device " + devices_[g].name + " is busy");
+  }
+  auto parked = nodes_->Call(node, MessageType::kSuspend, {{"job", j.record.node_job}});
+  if (!parked.ok()) {
+    ++counters_.failed_actions;
+    return parked.status();
+  }
+  if (Status s = RestartOn(job, gpus); !s.ok()) {
+    (void)nodes_->Call(node, MessageType::kResume, {{"job", j.record.node_job}});
+    ++counters_.failed_actions;
+    return s;
+  }
+  ++counters_.resizes;
+  return Status::Ok();
+}
+
+// The parked job is checkpointed where it is; Relaunch starts it on `gpus`
+// from that checkpoint once it is complete (TakeInJob). Meanwhile it holds
+// `gpus` and counts as running, at rate 0 (a restart after a scheduler crash
+// finds it parked on its old devices and resumes it there).
+Status LiveCluster::RestartOn(JobId job, std::span<const GpuId> gpus) {
+  Job& j = jobs_[job];
+  if (!j.record.restartable)
+    return FailedPrecondition("job " + std::to_string(job + 1) +
+                              " is not restartable: it runs only on the devices it has (" +
+                              j.record.device + ")");
+  if (!j.checkpointing.empty()) return FailedPrecondition("job is checkpointing");
+  if (!RequestCheckpoint(job))
+    return Unavailable("job " + std::to_string(job + 1) + " could not be checkpointed");
+  GD_LOG(kInfo, "job %d: restarts from %s on %s", job + 1, j.record.device.c_str(),
+         DeviceText(gpus).c_str());
+  j.resizing = true;
+  j.stop_when_checkpointed = false;
+  j.record.state = LiveJobState::kRunning;
+  Unplace(job);
+  Place(job, gpus);
+  return Persist(job);
+}
+
+void LiveCluster::Relaunch(JobId job) {
+  Job& j = jobs_[job];
+  j.resizing = false;
+  const std::vector<GpuId> gpus = j.gpus;
+  // Its parked run is stopped now (RefreshNode's sweep would too: it is not
+  // the current run once the attempt below is taken).
+  KillBestEffort(NodeIndex(j.record.node), j.record.node_job);
+  j.record.attained = Attained(job);  // its old run's devices
+  j.record.run_time = RunTime(job);
+  j.device_time_s = j.wall_time_s = 0;
+  j.rate.reset();
+  Unplace(job);
+  if (Status s = Launch(job, gpus); !s.ok())
+    GD_LOG(kWarn, "job %d: relaunch after resizing: %s", job + 1, s.ToString().c_str());
 }
 
 Status LiveCluster::SetShareMode(int group, ShareMode mode) {
   if (group < 0 || group >= topology_.num_gpus() || members_[group].empty())
     return InvalidArgument("no such group");
-  const LiveDevice& d = devices_[group];
+  const LiveDevice& d = devices_[group];  // gandivad sets it for every device joined with it
   Json req = {{"device", d.name}, {"mode", mode == ShareMode::kPack ? "pack" : "slice"}};
   if (mode == ShareMode::kPack) req["capacity"] = options_.pack_capacity;
   auto r = nodes_->Call(d.node, MessageType::kSetShareMode, req);
@@ -257,6 +347,7 @@ void LiveCluster::Finish(JobId job, LiveJobState state, int exit_code, const std
   j.record.detail = detail;
   j.record.end_time = wall();
   j.moving = false;
+  j.resizing = false;
   Unplace(job);
   SaveBestEffort(job);
 }
@@ -281,6 +372,7 @@ void LiveCluster::ToQueue(JobId job, const std::string& detail) {
   j.device_time_s = j.wall_time_s = 0;
   j.rate.reset();
   j.moving = false;
+  j.resizing = false;
   j.checkpointing.clear();
   j.record.state = LiveJobState::kQueued;
   j.record.node.clear();

@@ -176,12 +176,40 @@ void LiveCluster::TakeInJob(JobId id, const NodeRun& run, ClusterEvents& events)
     j.rate.reset();
   else
     j.rate = rate.get<double>();
+  // Its speed alone on as many devices as it asked for is the policy's 1.0.
+  // Grown or shrunk, its rate is against that speed, not against its speed
+  // alone on its devices now (1.0 whatever their number): what tells the
+  // policy whether growing paid. Read only when needed (a pass reads no field
+  // it does not use, node_runs.h): learned once, used while resized.
+  if (RunDevices(j) == j.info.num_gpus) {
+    if (j.base_alone_ms == 0)
+      if (auto alone = nj.find("alone_ms"); alone != nj.end() && alone->is_number())
+        j.base_alone_ms = alone->get<double>();
+  } else if (j.base_alone_ms > 0) {
+    if (auto ewma = nj.find("ewma_ms"); ewma != nj.end() && ewma->is_number() && *ewma > 0)
+      j.rate = j.base_alone_ms / ewma->get<double>();
+  }
   // Its operation is read only while a checkpoint of ours is under way (all
   // TakeInCheckpoint looks for).
-  if (!j.checkpointing.empty() && TakeInCheckpoint(id, nj["operation"]) &&
-      j.stop_when_checkpointed) {
-    StopParked(id);
-    return;
+  if (!j.checkpointing.empty()) {
+    const std::string asked = j.checkpointing;
+    if (TakeInCheckpoint(id, nj["operation"])) {
+      if (j.resizing) {
+        // Complete: it starts again on its new devices from it. Failed: it
+        // restarts from its latest earlier checkpoint, wherever the policy says.
+        if (j.record.checkpoint_dir == asked) {
+          Relaunch(id);
+        } else {
+          Requeue(id, "its checkpoint to resize failed");
+          events.requeued.push_back(id);
+        }
+        return;
+      }
+      if (j.stop_when_checkpointed) {
+        StopParked(id);
+        return;
+      }
+    }
   }
   MaybeCheckpoint(id);
 }
@@ -282,16 +310,15 @@ void LiveCluster::NodeDown(int n, ClusterEvents& events) {
       Fail(id, {FailureClass::kInfrastructure, "node " + name + " went down"}, -1, events);
   }
   for (GpuId g = 0; g < topology_.num_gpus(); ++g)
-    if (devices_[g].node == n && free_.IsFree(g))
-      free_.Take(std::span<const GpuId>(&gpu_ids_[g], 1));
+    if (devices_[g].node == n && free_.IsFree(g)) free_.Take(std::span<const GpuId>(&g, 1));
 }
 
 void LiveCluster::NodeUp(int n) {
   GD_LOG(kInfo, "node %s is up", nodes_->address(n).name.c_str());
   node_up_[n] = true;
   for (GpuId g = 0; g < topology_.num_gpus(); ++g)
-    if (devices_[g].node == n && members_[g].empty() && !free_.IsFree(g))
-      free_.Release(std::span<const GpuId>(&gpu_ids_[g], 1));
+    if (devices_[g].node == n && gpu_group_[g] == kNoGroup && !free_.IsFree(g))
+      free_.Release(std::span<const GpuId>(&g, 1));
 }
 
 const Json* LiveCluster::FindRun(const Job& j, const Json& node_jobs) const {
@@ -308,8 +335,8 @@ const Json* LiveCluster::FindRun(const Job& j, const Json& node_jobs) const {
 
 void LiveCluster::AdoptOrRequeue(JobId id, const Json& node_jobs, bool node_answered) {
   Job& j = jobs_[id];
-  const GpuId gpu = GpuOf(j.record.node, j.record.device);
-  if (gpu < 0) {
+  const std::vector<GpuId> gpus = GpusOf(j.record.node, j.record.device);
+  if (gpus.empty()) {
     Requeue(id, "its node " + j.record.node + " is not in the cluster now");
     return;
   }
@@ -336,7 +363,7 @@ void LiveCluster::AdoptOrRequeue(JobId id, const Json& node_jobs, bool node_answ
     if (j.record.state == LiveJobState::kSuspended && !parked)
       (void)nodes_->Call(n, MessageType::kSuspend, {{"job", j.record.node_job}});
   }
-  if (j.record.state == LiveJobState::kRunning) Place(id, gpu);
+  if (j.record.state == LiveJobState::kRunning) Place(id, gpus);
   j.last_checkpoint_asked = wall();
   SaveBestEffort(id);
   GD_LOG(kInfo, "job %d: adopted %s's job %lld", id + 1, j.record.node.c_str(),

@@ -79,8 +79,6 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o,
   if (!(o->retry.backoff_s >= 0 && o->retry.backoff_s <= o->retry.max_backoff_s))
     return InvalidArgument("--retry-backoff must be 0..600 seconds");
   GD_RETURN_IF_ERROR(ApplyPolicyFlags(flags, &o->policy_options));
-  // Growing a job needs a job across several devices, which is not built.
-  o->policy_options.gandiva_grow = false;
   return Status::Ok();
 }
 
@@ -116,7 +114,8 @@ int RunSchedulerDaemon(const std::vector<std::string>& args) {
     std::fputs(kUsage, stdout);
     std::fputs(kPolicyFlagsUsage, stdout);
     std::fputs(
-        "  (the policy options of `gandiva sim`; grow-shrink is off: a job runs on one device)\n",
+        "  (the policy options of `gandiva sim`; a job grows or shrinks only if it is\n"
+        "   --restartable: it restarts from a checkpoint on its new devices)\n",
         stdout);
     return 0;
   }

@@ -132,7 +132,7 @@ void SchedulerService::LogCounters() const {
   GD_LOG(kInfo,
          "actions: launches %lld resumes %lld suspends %lld migrations %lld assigns %lld "
          "packs %lld unpacks %lld checkpoints %lld requeues %lld failed %lld stops %lld "
-         "retries %lld validations %lld validated %lld failed_validation %lld",
+         "retries %lld validations %lld validated %lld failed_validation %lld resizes %lld",
          static_cast<long long>(c.launches), static_cast<long long>(c.resumes),
          static_cast<long long>(c.suspends), static_cast<long long>(c.migrations),
          static_cast<long long>(c.assigns), static_cast<long long>(c.packs),
@@ -140,7 +140,7 @@ void SchedulerService::LogCounters() const {
          static_cast<long long>(c.requeues), static_cast<long long>(c.failed_actions),
          static_cast<long long>(c.stops), static_cast<long long>(c.retries),
          static_cast<long long>(c.validations), static_cast<long long>(c.validated),
-         static_cast<long long>(c.failed_validation));
+         static_cast<long long>(c.failed_validation), static_cast<long long>(c.resizes));
 }
 
 // The nodes are polled without the lock (Poll: a dead one takes its whole

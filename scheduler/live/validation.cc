@@ -42,7 +42,7 @@ GpuId LiveCluster::ValidationDevice() {
   for (GpuId k = 0; k < n; ++k) {
     const GpuId g = static_cast<GpuId>((validate_cursor_ + k) % n);
     if (!node_up_[devices_[g].node]) continue;
-    if (best < 0 || members_[g].size() < members_[best].size()) best = g;
+    if (best < 0 || JobsOnDevice(g) < JobsOnDevice(best)) best = g;
   }
   if (best >= 0) validate_cursor_ = static_cast<size_t>(best + 1);
   return best;
@@ -60,7 +60,8 @@ Status LiveCluster::LaunchValidation(JobId job) {
   j.record.device = d.name;
   j.record.node_job = 0;
   GD_RETURN_IF_ERROR(Persist(job));
-  Json req = LaunchRequest(j, d);
+  const GpuId on[1] = {gpu};  // a job of several devices validates on one
+  Json req = LaunchRequest(j, on);
   req["weight"] = options_.validate_weight;
   auto reply = nodes_->Call(d.node, MessageType::kLaunch, req);
   if (!reply.ok()) {

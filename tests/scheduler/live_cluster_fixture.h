@@ -36,8 +36,13 @@ class ScriptedNodes final : public NodeApi {
     if (down_[node]) return Unavailable(addresses_[node].name + ": no reply");
     auto& jobs = jobs_[node];
     switch (type) {
-      case MessageType::kListDevices:
-        return Json{{"devices", {{{"name", "cpu0"}, {"kind", "cpu"}, {"model", "sim"}}}}};
+      case MessageType::kListDevices: {
+        Json devices = Json::array();
+        for (int d = 0; d < devices_per_node; ++d)
+          devices.push_back(
+              {{"name", "cpu" + std::to_string(d)}, {"kind", "cpu"}, {"model", "sim"}});
+        return Json{{"devices", devices}};
+      }
       case MessageType::kListJobs:
         return Json{{"jobs", jobs}};
       case MessageType::kLaunch:
@@ -93,6 +98,7 @@ class ScriptedNodes final : public NodeApi {
   mutable std::vector<std::vector<Json>> jobs_;
   std::vector<bool> down_;
   bool refuse_launch = false;
+  int devices_per_node = 1;                                  // cpu0..
   std::map<std::pair<int, int64_t>, std::string> stderr_of;  // (node, job) -> its stderr
 
  private:
