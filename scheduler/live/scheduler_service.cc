@@ -221,10 +221,6 @@ StatusOr<Json> SchedulerService::Submit(const Json& req) {
   if (r.gpus > largest)
     return InvalidArgument("the job asks for " + std::to_string(r.gpus) +
                            " devices; the largest node has " + std::to_string(largest));
-  if (r.gpus > 1)
-    return Unimplemented(
-        "a job across several devices is not built yet; a gang of processes on one device "
-        "is (ranks)");
   r.submit_time = UnixNow();
   if (options_.validate_iterations > 0) r.state = LiveJobState::kValidating;
   GD_ASSIGN_OR_RETURN(r.id, store_->Add(r));  // durable before the reply
