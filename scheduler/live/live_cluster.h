@@ -202,7 +202,7 @@ class LiveCluster final : public Cluster {
     // From the node's profiler for the current attempt.
     double device_time_s = 0, wall_time_s = 0;
     std::optional<double> rate;
-    double base_alone_ms = 0;     // its iteration time alone on info.num_gpus devices, once known
+    double base_alone_ms = 0;     // its iteration time alone on info.num_gpus devices (RestartOn)
     int64_t moving_from_job = 0;  // its id on moving_from
     std::string moving_from;      // its source node while moving
     std::string checkpointing;    // the dir of a checkpoint under way

@@ -291,6 +291,14 @@ Status LiveCluster::RestartOn(JobId job, std::span<const GpuId> gpus) {
                               " is not restartable: it runs only on the devices it has (" +
                               j.record.device + ")");
   if (!j.checkpointing.empty()) return FailedPrecondition("job is checkpointing");
+  const int node = NodeIndex(j.record.node);
+  // Its speed alone at the size it asked for, the 1.0 of its rate once resized.
+  if (RunDevices(j) == j.info.num_gpus) {
+    auto listed = nodes_->Call(node, MessageType::kListJobs, {{"job", j.record.node_job}});
+    if (listed.ok() && !(*listed)["jobs"].empty())
+      if (const Json& alone = (*listed)["jobs"][0]["alone_ms"]; alone.is_number())
+        j.base_alone_ms = alone.get<double>();
+  }
   if (!RequestCheckpoint(job))
     return Unavailable("job " + std::to_string(job + 1) + " could not be checkpointed");
   GD_LOG(kInfo, "job %d: restarts from %s on %s", job + 1, j.record.device.c_str(),

@@ -176,16 +176,12 @@ void LiveCluster::TakeInJob(JobId id, const NodeRun& run, ClusterEvents& events)
     j.rate.reset();
   else
     j.rate = rate.get<double>();
-  // Its speed alone on as many devices as it asked for is the policy's 1.0.
-  // Grown or shrunk, its rate is against that speed, not against its speed
-  // alone on its devices now (1.0 whatever their number): what tells the
-  // policy whether growing paid. Read only when needed (a pass reads no field
-  // it does not use, node_runs.h): learned once, used while resized.
-  if (RunDevices(j) == j.info.num_gpus) {
-    if (j.base_alone_ms == 0)
-      if (auto alone = nj.find("alone_ms"); alone != nj.end() && alone->is_number())
-        j.base_alone_ms = alone->get<double>();
-  } else if (j.base_alone_ms > 0) {
+  // Grown or shrunk, its rate is against its speed alone on as many devices
+  // as it asked for (the policy's 1.0, read by RestartOn), not against its
+  // speed alone on its devices now (1.0 whatever their number): what tells
+  // the policy whether growing paid. Read only then (a pass reads no field it
+  // does not use, node_runs.h).
+  if (j.base_alone_ms > 0 && RunDevices(j) != j.info.num_gpus) {
     if (auto ewma = nj.find("ewma_ms"); ewma != nj.end() && ewma->is_number() && *ewma > 0)
       j.rate = j.base_alone_ms / ewma->get<double>();
   }

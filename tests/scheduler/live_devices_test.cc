@@ -82,7 +82,8 @@ TEST_F(LiveDevicesTest, ResizeCheckpointsThenRelaunchesOnTheNewDevicesFromIt) {
   const JobId j = Admit(*c, 1, true);
   const GpuId a0 = 0, a01[] = {0, 1};
   ASSERT_TRUE(c->Start(j, {&a0, 1}).ok());
-  c->Refresh();  // it runs: its node's figures come in
+  c->Refresh();                           // it runs: its node's figures come in
+  nodes_.jobs_[0][0]["alone_ms"] = 10.0;  // its speed alone on the device it asked for
 
   ASSERT_TRUE(c->Resize(j, a01).ok());
   EXPECT_EQ(nodes_.CallsOf(MessageType::kSuspend), 1);
@@ -109,6 +110,11 @@ TEST_F(LiveDevicesTest, ResizeCheckpointsThenRelaunchesOnTheNewDevicesFromIt) {
   EXPECT_EQ(r.device, "cpu0,cpu1");
   EXPECT_EQ(r.gpus, 1) << "what it asked for is kept";
   EXPECT_DOUBLE_EQ(r.attained, 2.0) << "the first run's service is kept";
+  // Twice as fast on two devices: its rate is against its speed alone on one.
+  nodes_.jobs_[0][1]["ewma_ms"] = 5.0;
+  nodes_.jobs_[0][1]["rate_vs_alone"] = 1.0;  // alone on its two devices now
+  c->Refresh();
+  EXPECT_DOUBLE_EQ(c->MeasuredRate(j), 2.0);
 
   // And back to one device the same way.
   ASSERT_TRUE(c->Resize(j, {&a0, 1}).ok());
