@@ -72,7 +72,7 @@ SLICE_MS = 100  # gandivad's default time slice
 SIM_COSTS = ["--slice", str(SLICE_MS / 1000), "--switch-cost", "0.002", "--preempt-cost", "0.1",
              "--migrate-fixed", "1", "--state-gb", "0.0001", "--no-grow"]
 ACTIONS = ("launches", "resumes", "suspends", "migrations", "assigns", "packs", "unpacks",
-           "checkpoints", "requeues", "failed")
+           "checkpoints", "requeues", "failed", "resizes")
 ENDED = ("finished", "failed", "cancelled")
 
 
@@ -248,17 +248,19 @@ def print_table(live, sim, neutral):
           f"jobs compute at once, which the simulator does not model")
     head = (f"{'policy':8s} {'live JCT':>9s} {'sim JCT':>8s} {'sim/live':>8s} {'neutral':>8s} "
             f"{'live mk':>8s} {'sim mk':>7s} {'busy':>5s} {'work':>5s} {'sim':>5s}  "
-            f"live pk/unpk/mig/susp  sim pk/unpk/mig/preempt")
+            f"live pk/unpk/mig/susp/rsz  sim pk/unpk/mig/preempt/rsz")
     print(head)
     print("-" * len(head))
     for p, r in live.items():
         s, a = sim[p], r["actions"]
-        acts = f"{a.get('packs', 0)}/{a.get('unpacks', 0)}/{a.get('migrations', 0)}/{a.get('suspends', 0)}"
-        sacts = f"{s['packs']}/{s['unpacks']}/{s['migrations']}/{s['preemptions']}"
+        acts = (f"{a.get('packs', 0)}/{a.get('unpacks', 0)}/{a.get('migrations', 0)}/"
+                f"{a.get('suspends', 0)}/{a.get('resizes', 0)}")
+        sacts = (f"{s['packs']}/{s['unpacks']}/{s['migrations']}/{s['preemptions']}/"
+                 f"{s.get('resizes', 0)}")
         print(f"{p:8s} {r['avg_jct_s']:8.1f}s {s['avg_jct_s']:7.1f}s "
               f"{s['avg_jct_s'] / r['avg_jct_s']:8.2f} {neutral[p]['avg_jct_s']:7.1f}s "
               f"{r['makespan_s']:7.1f}s {s['makespan_s']:6.1f}s {r['util_busy']:5.0%} "
-              f"{r['util_work']:5.0%} {s['util_effective']:5.0%}  {acts:21s}  {sacts}")
+              f"{r['util_work']:5.0%} {s['util_effective']:5.0%}  {acts:25s}  {sacts}")
     live_jct = {p: r["avg_jct_s"] for p, r in live.items()}
     sim_jct = {p: sim[p]["avg_jct_s"] for p in live}
     live_rank, sim_rank = ranking(live_jct), ranking(sim_jct)
@@ -276,8 +278,8 @@ def markdown(live, sim, neutral):
     """The table for docs/scheduler.md."""
     rows = ["| policy | live avg JCT | sim avg JCT | sim / live | sim, neutral packing | "
             "live makespan | sim makespan | live util busy / work | sim util | "
-            "live packs / unpacks / migrations / suspends | sim packs / unpacks / migrations / "
-            "preemptions |", "| --- |" + " ---: |" * 10]
+            "live packs / unpacks / migrations / suspends / resizes | sim packs / unpacks / "
+            "migrations / preemptions / resizes |", "| --- |" + " ---: |" * 10]
     for p, r in live.items():
         s, a = sim[p], r["actions"]
         rows.append(
@@ -286,8 +288,8 @@ def markdown(live, sim, neutral):
             f"{r['makespan_s']:.1f} s | {s['makespan_s']:.1f} s | "
             f"{r['util_busy']:.0%} / {r['util_work']:.0%} | {s['util_effective']:.0%} | "
             f"{a.get('packs', 0)} / {a.get('unpacks', 0)} / {a.get('migrations', 0)} / "
-            f"{a.get('suspends', 0)} | {s['packs']} / {s['unpacks']} / {s['migrations']} / "
-            f"{s['preemptions']} |")
+            f"{a.get('suspends', 0)} / {a.get('resizes', 0)} | {s['packs']} / {s['unpacks']} / "
+            f"{s['migrations']} / {s['preemptions']} / {s.get('resizes', 0)} |")
     return "\n".join(rows) + "\n"
 
 
@@ -333,7 +335,7 @@ def main():
     _, neutral = run_sim(jobs, out, "none", "neutral")
     live_rank, sim_rank, verdict = print_table(live, sim, neutral)
     pick = ("avg_jct_s", "makespan_s", "util_allocated", "util_effective", "packs", "unpacks",
-            "migrations", "preemptions", "time_slices")
+            "migrations", "preemptions", "time_slices", "resizes")
     doc = {"bench": "live_vs_sim", "command": sys.argv, "nodes": ARGS.nodes, "netns": ARGS.netns,
            "devices_per_node": ARGS.devices_per_node, "cores": os.cpu_count(),
            "interval_s": ARGS.interval, "las_thresholds": ARGS.las_thresholds,
