@@ -221,13 +221,18 @@ std::map<uint64_t, int> RunDevices(Slicer& slicer, FakeClock& clock, uint64_t ms
   return ran_ms;
 }
 
-TEST(SlicerDevicesTest, AJobAcrossTwoDevicesTakesTurnsWithAJobOnEach) {
+// Jobs (id, device mask) on a slicer of two devices, job 3 across both, for `ms`.
+std::map<uint64_t, int> RunJobs(const std::vector<std::pair<uint64_t, uint64_t>>& jobs,
+                                uint64_t ms) {
   Slicer slicer(100 * kMs, 1);
   FakeClock clock{0};
-  slicer.AddJob(1, 1.0, 0b01);  // on device 0
-  slicer.AddJob(2, 1.0, 0b10);  // on device 1
-  slicer.AddJob(3, 1.0, 0b11);  // across both
-  const std::map<uint64_t, int> ran = RunDevices(slicer, clock, 3000, 3);
+  for (const auto& [id, devices] : jobs) slicer.AddJob(id, 1.0, devices);
+  return RunDevices(slicer, clock, ms, 3);
+}
+
+TEST(SlicerDevicesTest, AJobAcrossTwoDevicesTakesTurnsWithAJobOnEach) {
+  // Job 1 on device 0, job 2 on device 1, job 3 across both.
+  const std::map<uint64_t, int> ran = RunJobs({{1, 0b01}, {2, 0b10}, {3, 0b11}}, 3000);
   // Jobs 1 and 2 run together (different devices), then the gang alone: each
   // gets about half of the time, the gang is not starved.
   EXPECT_GT(ran.at(3), 1200);
@@ -238,13 +243,7 @@ TEST(SlicerDevicesTest, AJobAcrossTwoDevicesTakesTurnsWithAJobOnEach) {
 TEST(SlicerDevicesTest, SingleDeviceJobsDoNotSlipPastAWaitingGang) {
   // Device 0 has two jobs of its own; device 1 one. Were the gang passed over
   // whenever one of its devices is busy, it would never find both free at once.
-  Slicer slicer(100 * kMs, 1);
-  FakeClock clock{0};
-  slicer.AddJob(1, 1.0, 0b01);
-  slicer.AddJob(2, 1.0, 0b01);
-  slicer.AddJob(4, 1.0, 0b10);
-  slicer.AddJob(3, 1.0, 0b11);
-  const std::map<uint64_t, int> ran = RunDevices(slicer, clock, 4000, 3);
+  const std::map<uint64_t, int> ran = RunJobs({{1, 0b01}, {2, 0b01}, {4, 0b10}, {3, 0b11}}, 4000);
   EXPECT_GT(ran.at(3), 800) << "the gang was starved";
   EXPECT_GT(ran.at(1), 800);
   EXPECT_GT(ran.at(2), 800);
