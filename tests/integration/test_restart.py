@@ -273,8 +273,11 @@ def test_a_gang_is_taken_back_with_every_rank(daemon, tmp_path, devices):
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"), OMP_NUM_THREADS="1")
     env.pop("GANDIVA_CONTROL_BLOCK", None)
     ref_out = tmp_path / "reference"
-    subprocess.run(ddp_cmd(ref_out, work_ms=10), check=True, env=env, capture_output=True,
-                   timeout=180)
+    # Long enough (~5 s) to outlast the restart: under ASan gandivad takes seconds to
+    # come back, and a gang of 120 iterations ran to its end unmanaged meanwhile.
+    iterations = 400
+    subprocess.run(ddp_cmd(ref_out, iterations, work_ms=10), check=True, env=env,
+                   capture_output=True, timeout=180)
     reference_losses = [read(ref_out, k) for k in range(2)]
 
     # Across two devices: taken back across both, sliced together again.
@@ -283,7 +286,7 @@ def test_a_gang_is_taken_back_with_every_rank(daemon, tmp_path, devices):
     daemon.start()
     out = tmp_path / "ddp"
     run = subprocess.Popen([GANDIVA, "run", "--ranks", "2", "--name", "ddp", *placement, "--",
-                            *ddp_cmd(out, work_ms=10)], env=dict(daemon.env, **{
+                            *ddp_cmd(out, iterations, work_ms=10)], env=dict(daemon.env, **{
                                 "PYTHONPATH": env["PYTHONPATH"]}),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wait_for(lambda: progress(out) >= 15, 90, "the gang training")
