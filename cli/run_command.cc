@@ -6,12 +6,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 
 #include "gandiva/common/byte_size.h"
+#include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
 #include "gandiva/contract/checkpoint_layout.h"
 #include "gandiva/contract/environment.h"
@@ -61,19 +63,13 @@ std::optional<Json> RegisterFields(NodeCommand& c) {
       c.UsageError("--device or --devices, not both");
       return std::nullopt;
     }
-    std::vector<std::string> devices;
     const std::string list = c.flags().Get("devices");
-    for (size_t start = 0; start <= list.size();) {
-      size_t comma = list.find(',', start);
-      if (comma == std::string::npos) comma = list.size();
-      devices.push_back(list.substr(start, comma - start));
-      start = comma + 1;
+    const std::vector<std::string> devices = SplitList(list);
+    // SplitList drops empty names; here one is a mistake ("cpu0,", "cpu0,,cpu1").
+    if (devices.size() != static_cast<size_t>(std::count(list.begin(), list.end(), ',')) + 1) {
+      c.UsageError("--devices takes device names separated by commas, e.g. cpu0,cpu1");
+      return std::nullopt;
     }
-    for (const std::string& d : devices)
-      if (d.empty()) {
-        c.UsageError("--devices takes device names separated by commas, e.g. cpu0,cpu1");
-        return std::nullopt;
-      }
     fields["devices"] = devices;
   }
   if (c.flags().Has("name")) fields["name"] = c.flags().Get("name");
@@ -230,9 +226,8 @@ int RunCommand(const Args& args) {
   const auto& cmd = c.flags().positionals();
   if (cmd.empty())
     return c.UsageError(
-        "usage: gandiva run [--detach [--memory-mib N]] [--device D | --devices D1,D2] [--weight "
-        "W] "
-        "[--name N] "
+        "usage: gandiva run [--detach [--memory-mib N]] [--device D | --devices D1,D2] "
+        "[--weight W] [--name N] "
         "[--ranks N] [--gpu-memory SIZE] [--restore DIR] -- CMD...");
   if (c.flags().Has("shim") && c.flags().Has("no-shim"))
     return c.UsageError("--shim or --no-shim, not both");

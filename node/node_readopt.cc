@@ -178,11 +178,12 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     auto loop = LoopFor(job.devices);
     if (!loop.ok()) {
       const std::string before = DeviceListText(job.devices);
+      const std::string why = loop.status().ToString();  // not the second try's
       job.devices = PickDevices(job.devices.size(), "");
       job.device = job.devices.front();
       loop = LoopFor(job.devices);
       GD_LOG(kWarn, "job %llu: its devices %s cannot be had (%s); it goes on %s",
-             static_cast<unsigned long long>(id), before.c_str(), loop.status().ToString().c_str(),
+             static_cast<unsigned long long>(id), before.c_str(), why.c_str(),
              DeviceListText(job.devices).c_str());
     }
     if (loop.ok())

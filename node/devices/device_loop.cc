@@ -47,9 +47,7 @@ void DeviceLoop::Stop() {
 void DeviceLoop::AddJob(uint64_t job, std::shared_ptr<ControlBlock> cb, double weight, bool held,
                         DeviceUsage usage, uint64_t devices) {
   std::lock_guard lock(mu_);
-  Member m{std::move(cb), usage, weight, {}};
-  m.devices = devices ? devices : 1;
-  members_[job] = std::move(m);
+  members_[job] = Member{std::move(cb), usage, weight, {}};
   slicer_.AddJob(job, weight, devices);
   if (held) slicer_.Hold(job);
   ObserveAlone(MonotonicNowNs());  // sharing: whoever was alone is not any more
@@ -98,10 +96,9 @@ std::vector<uint64_t> DeviceLoop::JobIds() const {
 std::vector<std::string> DeviceLoop::DevicesOfJob(uint64_t job) const {
   std::lock_guard lock(mu_);
   std::vector<std::string> names;
-  auto it = members_.find(job);
-  if (it == members_.end()) return names;
+  const uint64_t mask = slicer_.DevicesOf(job);  // 0: not on this loop
   for (size_t i = 0; i < devices_.size(); ++i)
-    if (it->second.devices >> i & 1) names.push_back(devices_[i].name);
+    if (mask >> i & 1) names.push_back(devices_[i].name);
   return names;
 }
 
@@ -115,7 +112,7 @@ size_t DeviceLoop::JobsOn(const std::string& device) const {
   const int index = IndexOfLocked(device);
   if (index < 0) return 0;
   return std::count_if(members_.begin(), members_.end(),
-                       [&](const auto& kv) { return kv.second.devices >> index & 1; });
+                       [&](const auto& kv) { return slicer_.DevicesOf(kv.first) >> index & 1; });
 }
 
 std::optional<DeviceMember> DeviceLoop::RemoveJob(uint64_t job) {
@@ -210,9 +207,9 @@ DeviceSnapshot DeviceLoop::Snapshot(const std::string& device) {
   s.info = devices_[index];
   s.slice_ms = slicer_.slice_ns() / kMs;
   for (uint64_t id : slicer_.Running())
-    if (members_.at(id).devices >> index & 1) s.running.push_back(id);
+    if (slicer_.DevicesOf(id) >> index & 1) s.running.push_back(id);
   for (const auto& [id, m] : members_) {
-    if (!(m.devices >> index & 1)) continue;
+    if (!(slicer_.DevicesOf(id) >> index & 1)) continue;
     s.jobs.push_back(id);
     s.resident_bytes += m.cb->device_bytes.load();
   }
@@ -331,9 +328,8 @@ void DeviceLoop::CarryOut(const SliceAction& a, uint64_t now) {
 std::string DeviceLoop::SwitchDevice(uint64_t from, uint64_t to) const {
   // A hand-over is recorded once, on a device both jobs use (the first), else
   // on the first device of the job that came.
-  auto f = members_.find(from);
-  const uint64_t to_mask = members_.at(to).devices;
-  const uint64_t shared = f == members_.end() ? 0 : (f->second.devices & to_mask);
+  const uint64_t to_mask = slicer_.DevicesOf(to);
+  const uint64_t shared = slicer_.DevicesOf(from) & to_mask;  // 0 if `from` left
   const uint64_t mask = shared ? shared : to_mask;
   for (size_t i = 0; i < devices_.size(); ++i)
     if (mask >> i & 1) return devices_[i].name;

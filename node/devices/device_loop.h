@@ -94,7 +94,8 @@ class DeviceLoop {
 
   // The job joins the device: it parks at its next boundary, then queues (or
   // stays parked when held). `usage` carries its figures over from another device.
-  // `devices`: the devices it spans, a mask of this loop's indices (IndexOf).
+  // `devices`: the devices it spans, a mask of this loop's indices (IndexOf);
+  // the slicer keeps it (Slicer::DevicesOf).
   void AddJob(uint64_t job, std::shared_ptr<runtime::ControlBlock> cb, double weight, bool held,
               DeviceUsage usage = {}, uint64_t devices = 1);
   // Another device for this loop to slice (its jobs are added with AddJob);
@@ -147,8 +148,7 @@ class DeviceLoop {
     double weight = 1.0;
     AloneRate alone;  // its alone iteration time on this device, and rate against it
     int pid = 0;
-    bool awake = false;    // never stopped until it next runs (Awaken)
-    uint64_t devices = 1;  // mask of this loop's device indices
+    bool awake = false;  // never stopped until it next runs (Awaken)
   };
   // The name of one device a hand-over from `from` to `to` took place on.
   std::string SwitchDevice(uint64_t from, uint64_t to) const;

@@ -50,7 +50,9 @@ void DeviceLoop::UpdateSharing(uint64_t now) {
 }
 
 void DeviceLoop::ObserveAlone(uint64_t now) {
-  for (auto& [id, m] : members_) m.alone.Observe(now, slicer_.RunsAlone(id), m.cb->profile);
+  const std::vector<uint64_t> alone = slicer_.RunningAlone();  // once: not a scan per job
+  for (auto& [id, m] : members_)
+    m.alone.Observe(now, std::find(alone.begin(), alone.end(), id) != alone.end(), m.cb->profile);
 }
 
 std::vector<ShareCandidate> DeviceLoop::ShareCandidates() const {

@@ -22,21 +22,14 @@ uint64_t Slicer::DevicesOf(uint64_t job) const {
 std::vector<int> Slicer::ActivePerDevice() const {
   std::vector<int> active(kMaxDevices, 0);
   for (const auto& [id, e] : jobs_)
-    if (Active(e))
-      for (int d = 0; d < kMaxDevices; ++d)
-        if (e.devices >> d & 1) ++active[d];
+    if (Active(e)) Count(active, e.devices, 1);
   return active;
 }
 
 bool Slicer::CanStart(uint64_t job, const std::vector<int>& active) const {
   const uint64_t devices = jobs_.at(job).devices;
-  bool beside_others = false;
-  for (int d = 0; d < kMaxDevices; ++d) {
-    if (!(devices >> d & 1)) continue;
-    if (active[d] >= capacity_) return false;
-    beside_others |= active[d] > 0;
-  }
-  return !beside_others || FitsBeside(job);
+  if (AnyAbove(active, devices, capacity_ - 1)) return false;  // a device is full
+  return !AnyAbove(active, devices, 0) || FitsBeside(job);     // alone, or fits beside
 }
 
 void Slicer::RemoveJob(uint64_t job) {
@@ -129,32 +122,22 @@ std::vector<SliceAction> Slicer::Tick(uint64_t now) {
     e.state = JobState::kRunning;
     e.slice_start = now;
     actions.push_back({SliceAction::kResume, next});
-    for (int d = 0; d < kMaxDevices; ++d)
-      if (e.devices >> d & 1) ++active[d];
+    Count(active, e.devices, 1);
   }
   // Slices that are up end at the job's next boundary, but only if someone
   // waits for one of its devices: as many ends as there are such waiters.
   std::vector<int> waiting(kMaxDevices, 0);
-  for (uint64_t id : queue_)
-    for (int d = 0; d < kMaxDevices; ++d)
-      if (jobs_[id].devices >> d & 1) ++waiting[d];
+  for (uint64_t id : queue_) Count(waiting, jobs_[id].devices, 1);
   const std::vector<int> waiters = waiting;
   for (auto& [id, e] : jobs_) {
     if (e.state != JobState::kRunning || now < e.slice_start + SliceOf(e)) continue;
-    bool wanted = false, waited_on = false;
-    for (int d = 0; d < kMaxDevices; ++d) {
-      if (!(e.devices >> d & 1)) continue;
-      wanted |= waiting[d] > 0;
-      waited_on |= waiters[d] > 0;
-    }
     // Alone on its devices (or everyone fits): a slice that is up simply starts again.
-    if (!waited_on) e.slice_start = now;
-    if (!wanted) continue;
+    if (!AnyAbove(waiters, e.devices, 0)) e.slice_start = now;
+    if (!AnyAbove(waiting, e.devices, 0)) continue;
     e.state = JobState::kStopping;
     e.suspend_sent = true;
     actions.push_back({SliceAction::kSuspend, id});
-    for (int d = 0; d < kMaxDevices; ++d)
-      if ((e.devices >> d & 1) && waiting[d] > 0) --waiting[d];
+    ForEachDevice(e.devices, [&](int d) { waiting[d] -= waiting[d] > 0; });
   }
   return actions;
 }
@@ -165,21 +148,16 @@ void Slicer::TrimToCapacity(std::vector<SliceAction>& actions) {
     if (e.state == JobState::kRunning) running.emplace_back(e.slice_start, id);
   // Only running jobs count: one already stopping (or starting) is on its way to park.
   std::vector<int> active(kMaxDevices, 0);
-  for (const auto& [start, id] : running)
-    for (int d = 0; d < kMaxDevices; ++d)
-      if (jobs_[id].devices >> d & 1) ++active[d];
+  for (const auto& [start, id] : running) Count(active, jobs_[id].devices, 1);
   // Earliest slice first: the job that has run longest gives way.
   std::sort(running.begin(), running.end());
   for (const auto& [start, id] : running) {
     Entry& e = jobs_[id];
-    bool over = false;
-    for (int d = 0; d < kMaxDevices; ++d) over |= (e.devices >> d & 1) && active[d] > capacity_;
-    if (!over) continue;
+    if (!AnyAbove(active, e.devices, capacity_)) continue;
     e.state = JobState::kStopping;
     e.suspend_sent = true;
     actions.push_back({SliceAction::kSuspend, id});
-    for (int d = 0; d < kMaxDevices; ++d)
-      if (e.devices >> d & 1) --active[d];
+    Count(active, e.devices, -1);
   }
 }
 
@@ -196,34 +174,36 @@ void Slicer::SetMemoryCap(uint64_t job, uint64_t bytes) {
 bool Slicer::FitsBeside(uint64_t job) const {
   if (memory_limit_ == 0) return true;
   const Entry& j = jobs_.at(job);
-  for (int d = 0; d < kMaxDevices; ++d) {
-    if (!(j.devices >> d & 1)) continue;
+  bool fits = true;
+  ForEachDevice(j.devices, [&](int d) {
     uint64_t total = Reserved(j);
     for (const auto& [id, e] : jobs_)
       if (id != job && Active(e) && (e.devices >> d & 1)) total += Reserved(e);
-    if (total > memory_limit_) return false;
-  }
-  return true;
+    fits &= total <= memory_limit_;
+  });
+  return fits;
 }
 
 bool Slicer::FitTogether(const std::vector<uint64_t>& jobs) const {
   if (memory_limit_ == 0) return true;
-  for (int d = 0; d < kMaxDevices; ++d) {
-    uint64_t total = 0;
-    for (uint64_t id : jobs)
-      if (auto it = jobs_.find(id); it != jobs_.end() && (it->second.devices >> d & 1))
-        total += Reserved(it->second);
-    if (total > memory_limit_) return false;
-  }
-  return true;
+  std::vector<uint64_t> total(kMaxDevices, 0);
+  for (uint64_t id : jobs)
+    if (auto it = jobs_.find(id); it != jobs_.end())
+      ForEachDevice(it->second.devices, [&](int d) { total[d] += Reserved(it->second); });
+  return std::all_of(total.begin(), total.end(), [&](uint64_t t) { return t <= memory_limit_; });
+}
+
+std::vector<uint64_t> Slicer::RunningAlone() const {
+  const std::vector<int> active = ActivePerDevice();
+  std::vector<uint64_t> alone;
+  for (const auto& [id, e] : jobs_)
+    if (e.state == JobState::kRunning && !AnyAbove(active, e.devices, 1)) alone.push_back(id);
+  return alone;
 }
 
 bool Slicer::RunsAlone(uint64_t job) const {
-  auto it = jobs_.find(job);
-  if (it == jobs_.end() || it->second.state != JobState::kRunning) return false;
-  for (const auto& [id, e] : jobs_)
-    if (id != job && Active(e) && (e.devices & it->second.devices) != 0) return false;
-  return true;
+  const std::vector<uint64_t> alone = RunningAlone();
+  return std::find(alone.begin(), alone.end(), job) != alone.end();
 }
 
 uint64_t Slicer::NextDeadline() const {

@@ -26,6 +26,7 @@
 #define GANDIVA_NODE_DEVICES_SLICER_H_
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -70,8 +71,9 @@ class Slicer {
   void SetMemoryCap(uint64_t job, uint64_t bytes);
   // Whether these jobs' footprints fit together on every device.
   bool FitTogether(const std::vector<uint64_t>& jobs) const;
-  // Whether the job runs alone: running, and no other job running or stopping
-  // on any of its devices. A job alone runs at its "alone" speed.
+  // The jobs that run alone: running, and no other job running or stopping on
+  // any of their devices. A job alone runs at its "alone" speed.
+  std::vector<uint64_t> RunningAlone() const;
   bool RunsAlone(uint64_t job) const;
   // Hold: keep the job parked (user suspend). Release: let it queue again.
   void Hold(uint64_t job);
@@ -110,8 +112,23 @@ class Slicer {
     uint64_t devices = 1;       // mask of the devices it spans
   };
   static constexpr int kMaxDevices = 64;
-  bool Active(const Entry& e) const {
+  static bool Active(const Entry& e) {
     return e.state == JobState::kRunning || e.state == JobState::kStopping;
+  }
+  // Calls fn(d) for each device index d set in `mask`.
+  template <typename Fn>
+  static void ForEachDevice(uint64_t mask, Fn fn) {
+    for (; mask != 0; mask &= mask - 1) fn(std::countr_zero(mask));
+  }
+  // Adds `delta` to counts[d] for each device d of `mask`.
+  static void Count(std::vector<int>& counts, uint64_t mask, int delta) {
+    ForEachDevice(mask, [&](int d) { counts[d] += delta; });
+  }
+  // Whether counts[d] > floor for some device d of `mask`.
+  static bool AnyAbove(const std::vector<int>& counts, uint64_t mask, int floor) {
+    bool above = false;
+    ForEachDevice(mask, [&](int d) { above |= counts[d] > floor; });
+    return above;
   }
   // Per device index: the jobs running or stopping on it.
   std::vector<int> ActivePerDevice() const;
