@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 
+#include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
 
 namespace gandiva::sched::live {
@@ -187,11 +188,7 @@ int LiveCluster::NodeIndex(const std::string& name) const {
 
 std::vector<GpuId> LiveCluster::GpusOf(const std::string& node, const std::string& devices) const {
   std::vector<GpuId> out;
-  for (size_t start = 0; start < devices.size();) {
-    size_t comma = devices.find(',', start);
-    if (comma == std::string::npos) comma = devices.size();
-    const std::string name = devices.substr(start, comma - start);
-    start = comma + 1;
+  for (const std::string& name : SplitList(devices)) {
     GpuId found = -1;
     for (GpuId g = 0; g < static_cast<GpuId>(devices_.size()) && found < 0; ++g)
       if (devices_[g].name == name && nodes_->address(devices_[g].node).name == node) found = g;
@@ -199,6 +196,13 @@ std::vector<GpuId> LiveCluster::GpusOf(const std::string& node, const std::strin
     out.push_back(found);
   }
   return out;
+}
+
+void LiveCluster::KeepRunService(JobId job) {
+  Job& j = jobs_[job];
+  j.record.attained = Attained(job);  // before the record's device changes (RunDevices)
+  j.record.run_time = RunTime(job);
+  j.device_time_s = j.wall_time_s = 0;
 }
 
 int LiveCluster::RunDevices(const Job& j) {
@@ -221,6 +225,11 @@ Status LiveCluster::CheckPlacement(JobId job, std::span<const GpuId> gpus) const
     return InvalidArgument("job " + std::to_string(job + 1) + " takes " +
                            std::to_string(jobs_[job].info.num_gpus) + " device(s), not " +
                            std::to_string(gpus.size()));
+  return CheckDevices(gpus);
+}
+
+Status LiveCluster::CheckDevices(std::span<const GpuId> gpus) const {
+  if (gpus.empty()) return InvalidArgument("no devices");
   for (size_t i = 0; i < gpus.size(); ++i) {
     if (gpus[i] < 0 || gpus[i] >= topology_.num_gpus()) return InvalidArgument("no such device");
     if (devices_[gpus[i]].node != devices_[gpus[0]].node)

@@ -228,8 +228,13 @@ class LiveCluster final : public Cluster {
   // the number it asked for, record.gpus); info.num_gpus while it has no run.
   static int RunDevices(const Job& j);
   // Checks a placement the policy asks for: as many devices as the job
-  // takes, all known, distinct, on one node that is up.
+  // takes (CheckPlacement), all known, distinct, on one node that is up
+  // (CheckDevices).
   Status CheckPlacement(JobId job, std::span<const GpuId> gpus) const;
+  Status CheckDevices(std::span<const GpuId> gpus) const;
+  // The current run's service goes into the record (attained, run time) and
+  // the next run's figures start at zero.
+  void KeepRunService(JobId job);
   int NodeIndex(const std::string& name) const;  // -1 for a node not in the set
   // Node calls behind Start.
   Status Launch(JobId job, std::span<const GpuId> gpus);

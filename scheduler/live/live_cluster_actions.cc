@@ -181,7 +181,7 @@ Status LiveCluster::Suspend(JobId job) {
     return FailedPrecondition("job is not running");
   Job& j = jobs_[job];
   if (j.moving) return FailedPrecondition("job is migrating");
-  if (j.resizing) j.resizing = false;  // parked already: it stays parked where it is
+  j.resizing = false;  // a resize under way is dropped: parked already, it stays parked there
   const int n = NodeIndex(j.record.node);
   auto reply = nodes_->Call(n, MessageType::kSuspend, {{"job", j.record.node_job}});
   if (!reply.ok()) {
@@ -255,17 +255,12 @@ Status LiveCluster::Resize(JobId job, std::span<const GpuId> gpus) {
   const int group = group_of(job);
   if (group == kNoGroup || members_[group].size() != 1)
     return FailedPrecondition("only a job alone on its devices can grow or shrink");
-  if (gpus.empty()) return InvalidArgument("resize needs devices");
+  GD_RETURN_IF_ERROR(CheckDevices(gpus));
   const int node = devices_[j.gpus[0]].node;
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    const GpuId g = gpus[i];
-    if (g < 0 || g >= topology_.num_gpus()) return InvalidArgument("no such device");
-    if (devices_[g].node != node) return InvalidArgument("a job resizes within its node");
-    if (std::find(gpus.begin(), gpus.begin() + i, g) != gpus.begin() + i)
-      return InvalidArgument("a device is given twice");
+  if (devices_[gpus[0]].node != node) return InvalidArgument("a job resizes within its node");
+  for (GpuId g : gpus)
     if (gpu_group_[g] != group && !free_.IsFree(g))
       return FailedPrecondition("device " + devices_[g].name + " is busy");
-  }
   auto parked = nodes_->Call(node, MessageType::kSuspend, {{"job", j.record.node_job}});
   if (!parked.ok()) {
     ++counters_.failed_actions;
@@ -318,9 +313,7 @@ void LiveCluster::Relaunch(JobId job) {
   // Its parked run is stopped now (RefreshNode's sweep would too: it is not
   // the current run once the attempt below is taken).
   KillBestEffort(NodeIndex(j.record.node), j.record.node_job);
-  j.record.attained = Attained(job);  // its old run's devices
-  j.record.run_time = RunTime(job);
-  j.device_time_s = j.wall_time_s = 0;
+  KeepRunService(job);  // its old run's, on its old devices
   j.rate.reset();
   Unplace(job);
   if (Status s = Launch(job, gpus); !s.ok())
@@ -347,9 +340,7 @@ Status LiveCluster::SetShareMode(int group, ShareMode mode) {
 void LiveCluster::Finish(JobId job, LiveJobState state, int exit_code, const std::string& detail) {
   Job& j = jobs_[job];
   if (Ended(j.record.state)) return;
-  j.record.attained = Attained(job);
-  j.record.run_time = RunTime(job);
-  j.device_time_s = j.wall_time_s = 0;
+  KeepRunService(job);
   j.record.state = state;
   j.record.exit_code = exit_code;
   j.record.detail = detail;
@@ -375,9 +366,7 @@ void LiveCluster::Requeue(JobId job, const std::string& why) {
 // The job leaves its node (its service so far kept) and is queued; stored.
 void LiveCluster::ToQueue(JobId job, const std::string& detail) {
   Job& j = jobs_[job];
-  j.record.attained = Attained(job);
-  j.record.run_time = RunTime(job);
-  j.device_time_s = j.wall_time_s = 0;
+  KeepRunService(job);
   j.rate.reset();
   j.moving = false;
   j.resizing = false;

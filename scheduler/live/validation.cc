@@ -142,12 +142,10 @@ void LiveCluster::AdoptValidation(JobId job, const Json& node_jobs, bool node_an
 
 void LiveCluster::ClearRun(JobId job) {
   Job& j = jobs_[job];
-  j.record.attained = Attained(job);  // its service so far is kept
-  j.record.run_time = RunTime(job);
+  KeepRunService(job);  // its service so far is kept
   j.record.node.clear();
   j.record.device.clear();
   j.record.node_job = 0;
-  j.device_time_s = j.wall_time_s = 0;
 }
 
 }  // namespace gandiva::sched::live
