@@ -48,7 +48,8 @@ Replays a job trace on a simulated GPU cluster (docs/simulator.md).
   --spread-factor F     speed of a gang spread over extra machines (default 0.75)
   --slice S             time-slice length, seconds (default 60)
   --switch-cost S       suspend+resume cost per slice, seconds (default 0.5)
-  --preempt-cost S      restart stall after a preemption, seconds (default 10)
+  --preempt-cost S      restart stall after a stop (checkpoint + restore), seconds (default 10)
+  --park-cost S         resume stall after a park (memory kept), seconds (default: --preempt-cost)
   --migrate-fixed S     fixed migration cost, seconds (default 2)
   --state-gb G          checkpoint size per GPU (default 4)
   --net-gbps B          migration bandwidth, GB/s (default 1.25)
@@ -77,10 +78,10 @@ struct SimOptions {
 
 Flags SimFlags() {
   std::set<std::string> valued = {
-      "data-dir",      "trace",      "format",        "policy", "compare",     "cluster",
-      "machines",      "colocation", "load",          "seed",   "max-jobs",    "json",
-      "plot-prefix",   "threads",    "spread-factor", "slice",  "switch-cost", "preempt-cost",
-      "migrate-fixed", "state-gb",   "net-gbps"};
+      "data-dir",    "trace",         "format",        "policy",  "compare",     "cluster",
+      "machines",    "colocation",    "load",          "seed",    "max-jobs",    "json",
+      "plot-prefix", "threads",       "spread-factor", "slice",   "switch-cost", "preempt-cost",
+      "park-cost",   "migrate-fixed", "state-gb",      "net-gbps"};
   std::set<std::string> boolean = {"skip-bad-rows", "plot", "check"};
   valued.merge(sched::PolicyValuedFlags());
   boolean.merge(sched::PolicyBooleanFlags());
@@ -126,6 +127,11 @@ Status ApplyModelFlags(const Flags& f, sched::SimConfig* c) {
   GD_RETURN_IF_ERROR(FlagNumber(f, "slice", &c->slice_seconds, 0, /*or_equal=*/false));
   GD_RETURN_IF_ERROR(FlagNumber(f, "switch-cost", &c->switch_seconds));
   GD_RETURN_IF_ERROR(FlagNumber(f, "preempt-cost", &c->preempt_seconds));
+  if (f.Has("park-cost")) {
+    double park = 0;
+    GD_RETURN_IF_ERROR(FlagNumber(f, "park-cost", &park));
+    c->park_seconds = park;
+  }
   GD_RETURN_IF_ERROR(FlagNumber(f, "migrate-fixed", &c->migrate_fixed_seconds));
   GD_RETURN_IF_ERROR(FlagNumber(f, "state-gb", &c->state_gb_per_gpu));
   c->check_invariants = f.Has("check");

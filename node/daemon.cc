@@ -101,7 +101,8 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
     opts->admin_group = found->gr_gid;
   }
   if (flags.Has("devices")) {
-    GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec(flags.Get("devices")));
+    GD_ASSIGN_OR_RETURN(opts->devices,
+                        ParseDeviceSpec(flags.Get("devices"), getenv("CUDA_VISIBLE_DEVICES")));
     GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
     if (memory_mib < 0) return InvalidArgument("--device-memory-mib must be positive");
     for (auto& d : opts->devices) d.memory_bytes = static_cast<uint64_t>(memory_mib) << 20;

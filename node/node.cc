@@ -134,10 +134,20 @@ std::string Node::MpsStatus(const DeviceLoop& device) const {
   return mps_.Status();
 }
 
-std::map<std::string, std::string> Node::JobEnvironment(const std::string& device) const {
-  const DeviceLoop* dev = FindDevice(device);
-  if (!dev || dev->info().kind != protocol::DeviceKind::kGpu) return {};
-  return mps_.JobEnvironment();
+std::map<std::string, std::string> Node::JobEnvironment(
+    const std::vector<std::string>& devices) const {
+  std::vector<const DeviceInfo*> infos;
+  for (const std::string& name : devices) {
+    const auto it = std::find_if(options_.devices.begin(), options_.devices.end(),
+                                 [&](const DeviceInfo& d) { return d.name == name; });
+    infos.push_back(it == options_.devices.end() ? nullptr : &*it);
+  }
+  const std::string visible = CudaVisibleDevices(infos);
+  if (visible.empty()) return {};  // not on GPUs
+  std::map<std::string, std::string> env = mps_.JobEnvironment();
+  // Without it, a job on gpu1 would run on the first GPU CUDA shows it.
+  env["CUDA_VISIBLE_DEVICES"] = visible;
+  return env;
 }
 
 DeviceLoop* Node::FindDevice(const std::string& name) const {

@@ -133,9 +133,10 @@ class Node final : public JobHost {
   // The node's devices, in the order they were given.
   std::vector<std::string> DeviceNames() const;
   // MPS on this node's GPUs: "running" or why not, for a device; and the
-  // variables a job on `device` must start with (MPS's directories, on a GPU).
+  // variables a job on `devices` must start with: on GPUs, the GPUs it may
+  // see (CUDA_VISIBLE_DEVICES, in its order) and MPS's directories.
   std::string MpsStatus(const DeviceLoop& device) const;
-  std::map<std::string, std::string> JobEnvironment(const std::string& device) const;
+  std::map<std::string, std::string> JobEnvironment(const std::vector<std::string>& devices) const;
 
   // What spans the job table and the device loops.
   StatusOr<Job> Register(NewJob job);

@@ -83,7 +83,7 @@ StatusOr<Job> Node::Launch(LaunchJob l) {
 
 Status Node::StartJobProcess(const Job& job, std::map<std::string, std::string> env,
                              const std::string& cgroup_dir) {
-  for (const auto& [k, v] : JobEnvironment(job.device)) env[k] = v;        // MPS, on a GPU
+  for (const auto& [k, v] : JobEnvironment(job.devices)) env[k] = v;       // on GPUs: which, MPS
   if (job.ranks > 1) env[runtime::kEnvRanks] = std::to_string(job.ranks);  // a gang
   env[runtime::kEnvDevices] = DeviceListText(job.devices);
   env[runtime::kEnvControlBlock] = job.block->name();

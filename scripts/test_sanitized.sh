@@ -11,7 +11,8 @@
 #            such as pgrep hang under it, so the tests read /proc instead); leak
 #            checking is off in this pass, as CPython and PyTorch free little at exit.
 #         Left out: the tests that run programs under the preloaded CUDA shim
-#         (shim.*: its integration tests, the stand-in's, memcap_cli; integration_swap;
+#         (shim.*: its integration tests, the stand-in's, memcap_cli; the pytest
+#         suites labelled preloads_shim: integration_swap, integration_scheduler_stop;
 #         the GPU suite, gpu.*). The shim exports
 #         its own dlsym, and ASan's start-up resolves its interceptors through
 #         dlsym before its shadow memory exists: an instrumented shim crashes
@@ -50,12 +51,12 @@ case "$mode" in
     # libstdc++ is preloaded too: python3 does not link it, and without it the
     # ASan runtime finds no __cxa_throw to forward to (a CHECK failure at the
     # first C++ exception, e.g. Boost's when a job opens its control block).
-    skip='^(shim\..*|integration_swap|integration_slurm.*|gpu\..*)$'
-    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] || skip='^(shim\..*|integration_swap|integration_slurm.*|gpu\..*|integration_migration)$'
+    skip='^(shim\..*|integration_slurm.*|gpu\..*)$'
+    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] || skip='^(shim\..*|integration_slurm.*|gpu\..*|integration_migration)$'
     cxx=${CXX:-g++}
     preload="$($cxx -print-file-name=libasan.so) $($cxx -print-file-name=libstdc++.so.6)"
     (cd "$build" && LD_PRELOAD="$preload" ASAN_OPTIONS="$asan:detect_leaks=0" \
-       ctest --output-on-failure --timeout 900 -L pytest -E "$skip") || status=1
+       ctest --output-on-failure --timeout 900 -L pytest -LE preloads_shim -E "$skip") || status=1
     ;;
   tsan)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan"

@@ -47,8 +47,10 @@ ap.add_argument("--spread", type=float, default=40.0, help="arrivals within this
 ap.add_argument("--seed", type=int, default=7)
 ap.add_argument("--interval", type=float, default=5.0, help="gandiva introspection interval, s")
 ap.add_argument("--las-thresholds", default="10,40", help="las queue thresholds, GPU-s")
-ap.add_argument("--pack-rate", type=float, default=1.0,
-                help="the sim's speed of a packed job against alone (live_workload.write_colocation)")
+ap.add_argument("--pack-rate", default="measured",
+                help="the sim's speed of a packed job against alone (live_workload.write_colocation): "
+                     "a number, or 'measured': the mean of the rates the live gandiva run measured "
+                     "in its pack trials (1.0 if it measured none)")
 ap.add_argument("--sim-only", metavar="JSON",
                 help="no live runs: the workload and live results of an earlier live_vs_sim.json")
 ap.add_argument("--keep", action="store_true", help="keep the run directory (logs)")
@@ -67,10 +69,12 @@ from sched_cluster import SchedCluster  # noqa: E402  (needs GANDIVA_BUILD_DIR)
 GANDIVA = os.path.join(BUILD, "cli", "gandiva")
 SLICE_MS = 100  # gandivad's default time slice
 # The simulator's costs, matched to what these jobs pay on these nodes: a
-# suspended job stays parked in memory (resume ~ a hand-over), a migration of
-# a few kB of state costs about a second of checkpoint, copy and restore.
-SIM_COSTS = ["--slice", str(SLICE_MS / 1000), "--switch-cost", "0.002", "--preempt-cost", "0.1",
-             "--migrate-fixed", "1", "--state-gb", "0.0001", "--no-grow"]
+# parked job resumes in about a hand-over (the policies park every job here:
+# CPU devices list no memory, so every pair fits), a stopped one restarts from
+# its checkpoint in about a job's start-up, and a migration of a few kB of
+# state costs about a second of checkpoint, copy and restore.
+SIM_COSTS = ["--slice", str(SLICE_MS / 1000), "--switch-cost", "0.002", "--park-cost", "0.1",
+             "--preempt-cost", "2", "--migrate-fixed", "1", "--state-gb", "0.0001", "--no-grow"]
 ACTIONS = ("launches", "resumes", "suspends", "migrations", "assigns", "packs", "unpacks",
            "checkpoints", "requeues", "failed", "resizes")
 ENDED = ("finished", "failed", "cancelled")
@@ -128,6 +132,22 @@ def actions_taken(cluster):
         return {}
     words = lines[-1].split()
     return {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+
+
+def pack_trials_measured(cluster):
+    """The rates of each pack trial the policy decided (the scheduler's
+    "pack trial:" lines): [(guest rate, resident rate, kept)]."""
+    found = re.findall(r"pack trial: .* ([0-9.]+) beside .* ([0-9.]+) on \d+ device\(s\): (kept|undone)",
+                       cluster.read_log())
+    return [(float(g), float(r), k == "kept") for g, r, k in found]
+
+
+def sim_pack_rate(live):
+    """--pack-rate as a number: given, or measured by the live gandiva run."""
+    if ARGS.pack_rate != "measured":
+        return float(ARGS.pack_rate)
+    rates = [x for r in live.values() for g, h, _ in r.get("pack_trials", []) for x in (g, h)]
+    return sum(rates) / len(rates) if rates else 1.0
 
 
 def check(job, rec, result, reference):
@@ -199,7 +219,8 @@ def run_live(jobs, root, policy):
             "util_busy": sum(j["attained_s"] for j in per_job) / (devices * makespan),
             "util_work": sum(j["solo_s"] for j in per_job) / (devices * makespan),
             "util_held": sum(j["run_time_s"] for j in per_job) / (devices * makespan),
-            "actions": actions_taken(cluster), "failures": failures, "jobs": per_job}
+            "actions": actions_taken(cluster), "pack_trials": pack_trials_measured(cluster),
+            "failures": failures, "jobs": per_job}
 
 
 def run_sim(jobs, out, colocation, tag):
@@ -241,7 +262,7 @@ def same_ranking(a, b):
     return "same" if all(x == y for x, y in signs) else "same up to ties"
 
 
-def print_table(live, sim, neutral):
+def print_table(live, sim, neutral, pack_rate):
     devices = ARGS.nodes * ARGS.devices_per_node
     print(f"\n{ARGS.nodes} nodes x {ARGS.devices_per_node} CPU device(s) = {devices} devices on "
           f"{os.cpu_count()} cores: devices contend for cores when more than {os.cpu_count()} "
@@ -266,7 +287,7 @@ def print_table(live, sim, neutral):
     live_rank, sim_rank = ranking(live_jct), ranking(sim_jct)
     print("utilisation: busy = device time the nodes measured jobs executing / capacity; work = "
           "solo durations done / capacity, as sim's effective utilisation counts it")
-    print(f"sim: packed pair at {ARGS.pack_rate} of alone speed each; neutral: the simulator's "
+    print(f"sim: packed pair at {pack_rate:.3f} of alone speed each ({ARGS.pack_rate}); neutral: the simulator's "
           f"neutral model (0.5, no better than taking turns)")
     verdict = same_ranking(live_jct, sim_jct)
     print(f"ranking by average JCT ('=': within {TIE:.0%}): live {live_rank}; sim {sim_rank} "
@@ -330,16 +351,17 @@ def main():
         jobs = live_workload.make_workload(ARGS.seed, ARGS.spread, ARGS.scale)[:ARGS.jobs]
         live = run_live_phase(jobs)
     table = out / "live_vs_sim_colocation.json"
-    live_workload.write_colocation(table, ARGS.pack_rate)
+    pack_rate = sim_pack_rate(live)
+    live_workload.write_colocation(table, pack_rate)
     sim_cmd, sim = run_sim(jobs, out, str(table), "model")
     _, neutral = run_sim(jobs, out, "none", "neutral")
-    live_rank, sim_rank, verdict = print_table(live, sim, neutral)
+    live_rank, sim_rank, verdict = print_table(live, sim, neutral, pack_rate)
     pick = ("avg_jct_s", "makespan_s", "util_allocated", "util_effective", "packs", "unpacks",
             "migrations", "preemptions", "time_slices", "resizes")
     doc = {"bench": "live_vs_sim", "command": sys.argv, "nodes": ARGS.nodes, "netns": ARGS.netns,
            "devices_per_node": ARGS.devices_per_node, "cores": os.cpu_count(),
            "interval_s": ARGS.interval, "las_thresholds": ARGS.las_thresholds,
-           "pack_rate": ARGS.pack_rate,
+           "pack_rate": pack_rate, "pack_rate_from": ARGS.pack_rate,
            "solo_measured": "each job alone through the scheduler (fifo), idle cluster",
            "workload": [{"name": j.name, "kind": j.kind, "size": j.size, "ranks": j.ranks,
                          "arrival_s": j.arrival_s, "solo_s": j.solo_s} for j in jobs],

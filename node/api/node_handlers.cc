@@ -75,7 +75,7 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
               {"control_block", job.block->name()},
               {"lease_ms", node.options().lease_ms},
               {"ranks", job.ranks},
-              {"env", node.JobEnvironment(job.device)}};
+              {"env", node.JobEnvironment(job.devices)}};
 }
 
 StatusOr<Json> JobStarted(Node& node, const Json& req) {

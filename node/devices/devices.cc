@@ -4,12 +4,34 @@
 #include <dlfcn.h>
 
 #include <charconv>
+#include <string_view>
 
 #include "gandiva/common/log.h"
 
 namespace gandiva::controller {
 
-StatusOr<std::vector<DeviceInfo>> ParseDeviceSpec(const std::string& spec) {
+std::string CudaVisibleId(int ordinal, const char* inherited) {
+  if (!inherited) return std::to_string(ordinal);
+  std::string_view list(inherited);
+  for (int i = 0;; ++i) {
+    const size_t comma = list.find(',');
+    if (i == ordinal) return std::string(list.substr(0, comma));
+    if (comma == std::string_view::npos) return "";
+    list.remove_prefix(comma + 1);
+  }
+}
+
+std::string CudaVisibleDevices(const std::vector<const DeviceInfo*>& devices) {
+  std::string out;
+  for (const DeviceInfo* d : devices) {
+    if (!d || d->kind != protocol::DeviceKind::kGpu || d->cuda_visible_id.empty()) return "";
+    out += (out.empty() ? "" : ",") + d->cuda_visible_id;
+  }
+  return out;
+}
+
+StatusOr<std::vector<DeviceInfo>> ParseDeviceSpec(const std::string& spec,
+                                                  const char* inherited_visible) {
   std::vector<DeviceInfo> out;
   int next_cpu = 0, next_gpu = 0;
   size_t start = 0;
@@ -34,6 +56,14 @@ StatusOr<std::vector<DeviceInfo>> ParseDeviceSpec(const std::string& spec) {
       d.kind = *device_kind;
       d.name = kind + std::to_string(kind == "cpu" ? next_cpu++ : next_gpu++);
       d.model = kind == "cpu" ? "host CPU" : "configured GPU";
+      if (d.kind == protocol::DeviceKind::kGpu) {
+        const int ordinal = next_gpu - 1;
+        d.cuda_visible_id = CudaVisibleId(ordinal, inherited_visible);
+        if (d.cuda_visible_id.empty())
+          return InvalidArgument("gpu" + std::to_string(ordinal) +
+                                 " is not in this process's CUDA_VISIBLE_DEVICES (" +
+                                 inherited_visible + ")");
+      }
       out.push_back(d);
     }
   }
@@ -63,6 +93,8 @@ std::vector<DeviceInfo> DiscoverGpus() {
       dlsym(lib, "nvmlDeviceGetName"));
   auto mem_fn = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, NvmlMemory*)>(
       dlsym(lib, "nvmlDeviceGetMemoryInfo"));
+  auto uuid_fn = reinterpret_cast<nvmlReturn_t (*)(nvmlDevice_t, char*, unsigned)>(
+      dlsym(lib, "nvmlDeviceGetUUID"));
   unsigned count = 0;
   if (!init || !count_fn || !handle_fn || init() != 0 || count_fn(&count) != 0) {
     GD_LOG(kInfo, "NVML present but not usable; no GPUs discovered");
@@ -78,6 +110,10 @@ std::vector<DeviceInfo> DiscoverGpus() {
     if (name_fn && name_fn(dev, name, sizeof name) == 0) d.model = name;
     NvmlMemory mem{};
     if (mem_fn && mem_fn(dev, &mem) == 0) d.memory_bytes = mem.total;
+    // NVML numbers GPUs by PCI bus, CUDA (by default) fastest first: only the
+    // UUID ("GPU-...") names the same GPU to both.
+    char uuid[96] = {0};
+    d.cuda_visible_id = uuid_fn && uuid_fn(dev, uuid, sizeof uuid) == 0 ? uuid : std::to_string(i);
     out.push_back(d);
   }
   return out;

@@ -54,7 +54,8 @@ StatusOr<LiveTopology> DiscoverTopology(NodeApi& nodes) {
     m.num_gpus = std::min<int>(static_cast<int>(devices.size()), 64);
     machines.push_back(m);
     for (int d = 0; d < m.num_gpus; ++d)
-      out.devices.push_back({n, devices[d]["name"].get<std::string>()});
+      out.devices.push_back(
+          {n, devices[d]["name"].get<std::string>(), devices[d].value("memory_bytes", int64_t{0})});
   }
   if (machines.empty())
     return Unavailable("no node answered: " +
@@ -130,6 +131,31 @@ double LiveCluster::MeasuredRate(JobId job) const {
   if (j.gpus.empty() || j.moving || j.resizing) return 0;
   // Until the node has learned the job's speed alone, take it as running alone.
   return j.rate.value_or(1.0);
+}
+
+std::string LiveCluster::KindName(int job_type) const {
+  for (const auto& [kind, type] : kind_types_)
+    if (type == job_type) return kind;
+  return "?";
+}
+
+bool LiveCluster::PairFitsMemory(JobId a, JobId b) const {
+  const Job& ja = jobs_[a];
+  const Job& jb = jobs_[b];
+  const int64_t a_bytes = DeviceBytes(ja), b_bytes = DeviceBytes(jb);
+  if (a_bytes == 0 || b_bytes == 0) return true;
+  const std::vector<GpuId>& on = ja.gpus.empty() ? jb.gpus : ja.gpus;
+  if (on.empty()) return true;
+  const int64_t memory = devices_[on[0]].memory_bytes;
+  return memory == 0 || a_bytes + b_bytes <= memory;
+}
+
+// A job about to start has not been measured; the jobs of its kind before it
+// were (the preempting newcomer is usually such a job).
+int64_t LiveCluster::DeviceBytes(const Job& j) const {
+  if (j.device_bytes > 0 || j.info.job_type < 0) return j.device_bytes;
+  const auto it = kind_device_bytes_.find(j.info.job_type);
+  return it == kind_device_bytes_.end() ? 0 : it->second;
 }
 
 void LiveCluster::WakeAt(double t) {
@@ -254,6 +280,7 @@ JobId LiveCluster::Admit(const JobRecord& record) {
   j.info.id = id;
   j.info.submit_time = record.submit_time - epoch_;
   j.info.num_gpus = record.gpus;
+  j.info.restartable = record.restartable;
   if (!record.kind.empty())
     j.info.job_type =
         kind_types_.try_emplace(record.kind, static_cast<int>(kind_types_.size())).first->second;

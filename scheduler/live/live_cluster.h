@@ -52,7 +52,8 @@ namespace gandiva::sched::live {
 
 struct LiveDevice {
   int node = 0;
-  std::string name;  // on its node: "cpu0", "gpu1"
+  std::string name;          // on its node: "cpu0", "gpu1"
+  int64_t memory_bytes = 0;  // its memory, as the node lists it; 0: not known (a CPU device)
 };
 
 // The topology of the nodes' devices, from each node's list_devices. A node
@@ -146,6 +147,8 @@ class LiveCluster final : public Cluster {
   const JobRecord& record(JobId job) const { return jobs_[job].record; }
   int num_jobs() const { return static_cast<int>(jobs_.size()); }
   const LiveDevice& device(GpuId gpu) const { return devices_[gpu]; }
+  // The kind (`submit --kind`) a JobInfo::job_type stands for; "?" for -1.
+  std::string KindName(int job_type) const;
   bool node_up(int node) const { return node_up_[node]; }
   double next_wake() const { return next_wake_; }
   void clear_wake() { next_wake_ = -1; }
@@ -153,7 +156,8 @@ class LiveCluster final : public Cluster {
   struct Counters {
     int64_t launches = 0, resumes = 0, suspends = 0, migrations = 0, assigns = 0;
     int64_t share_changes = 0, checkpoints = 0, requeues = 0, failed_actions = 0;
-    int64_t stops = 0;               // parked jobs checkpointed and stopped (stop_parked_after_s)
+    // Parked jobs checkpointed and stopped (Preemption::kStop, stop_parked_after_s).
+    int64_t stops = 0;
     int64_t packs = 0, unpacks = 0;  // share_changes by the mode asked for
     int64_t retries = 0;             // failed runs queued again (infrastructure, preempted)
     int64_t validations = 0;         // validation runs launched
@@ -176,14 +180,25 @@ class LiveCluster final : public Cluster {
   double RunTime(JobId job) const override;
   double MeasuredRate(JobId job) const override;
   double PendingSince(JobId job) const override { return jobs_[job].pending_since; }
-  bool PairFitsMemory(JobId, JobId) const override { return true; }
+  // From the device memory each job was measured holding (its node's
+  // device_bytes, the most seen; for a job not measured yet, the most any job
+  // of its kind was seen holding) against the memory of the device one of
+  // them is on; true while either is unknown or the device lists none.
+  bool PairFitsMemory(JobId a, JobId b) const override;
   std::optional<double> OracleRemaining(JobId) const override { return std::nullopt; }
   Status Start(JobId job, std::span<const GpuId> gpus) override;
-  Status Suspend(JobId job) override;
+  // kPark: suspend (parked at its next boundary, its memory kept on the
+  // node). kStop: parked, then checkpointed, then stopped once that is
+  // complete (StopParked): it waits in the queue and restarts from the
+  // checkpoint wherever it starts next.
+  Status Suspend(JobId job, Preemption how) override;
   Status Migrate(JobId job, std::span<const GpuId> gpus) override;
   Status Resize(JobId job, std::span<const GpuId> gpus) override;
   Status SetShareMode(int group, ShareMode mode) override;
   void WakeAt(double t) override;
+
+  // How long a stop checkpoint the node refused (or failed) waits to be asked again.
+  static constexpr double kStopRetrySeconds = 5;
 
  private:
   // What the cluster knows of a job beyond its durable record.
@@ -194,6 +209,12 @@ class LiveCluster final : public Cluster {
     std::vector<GpuId> gpus;              // the devices it holds (running), none otherwise
     bool moving = false;                  // a node-to-node migration is under way
     bool stop_when_checkpointed = false;  // that checkpoint is to stop the parked job
+    // The policy stopped it (Preemption::kStop) and its stop checkpoint is not
+    // under way yet: one of another purpose was (periodic, a resize), or the
+    // node refused or failed it. Asked as soon as none is under way
+    // (MaybeCheckpoint), so a stop never ends as a park that holds the device.
+    bool stop_wanted = false;
+    double stop_refused_at = -1e18;  // wall(): when its stop checkpoint was last refused
     // Resize under way: parked and checkpointing on its old devices; launched
     // on `gpus` (which it holds already) once the checkpoint is complete.
     bool resizing = false;
@@ -203,6 +224,7 @@ class LiveCluster final : public Cluster {
     double device_time_s = 0, wall_time_s = 0;
     std::optional<double> rate;
     double base_alone_ms = 0;     // its iteration time alone on info.num_gpus devices (RestartOn)
+    int64_t device_bytes = 0;     // the most device memory its node saw it hold (PairFitsMemory)
     int64_t moving_from_job = 0;  // its id on moving_from
     std::string moving_from;      // its source node while moving
     std::string checkpointing;    // the dir of a checkpoint under way
@@ -279,7 +301,10 @@ class LiveCluster final : public Cluster {
   // it ended, done or failed.
   bool TakeInCheckpoint(JobId job, const protocol::Json& op);
   bool RequestCheckpoint(JobId job);  // false if the node refused
-  void StopParked(JobId job);         // its stop checkpoint is complete
+  // The checkpoint that stops a job the policy stopped (stop_wanted); a
+  // refusal is tried again after kStopRetrySeconds.
+  void RequestStopCheckpoint(JobId job);
+  void StopParked(JobId job);  // its stop checkpoint is complete
   void AdoptOrRequeue(JobId job, const protocol::Json& node_jobs, bool node_answered);
   // Its run in a list_jobs reply: by id once known, else by launch name.
   const protocol::Json* FindRun(const Job& job, const protocol::Json& node_jobs) const;
@@ -305,6 +330,8 @@ class LiveCluster final : public Cluster {
   // Job kinds as the policies' job_type numbers, in order of first sight: a
   // number means something only within one scheduler run, like a JobId.
   std::unordered_map<std::string, int> kind_types_;
+  std::unordered_map<int, int64_t> kind_device_bytes_;  // job_type -> the most a job of it held
+  int64_t DeviceBytes(const Job& j) const;              // measured, else its kind's
   std::vector<bool> node_up_;
   std::vector<double> node_last_seen_;
   double next_wake_ = -1;

@@ -155,7 +155,7 @@ Status LiveCluster::ResumeOn(JobId job, std::span<const GpuId> gpus) {
     ++counters_.resumes;
   }
   j.record.state = LiveJobState::kRunning;
-  j.stop_when_checkpointed = false;  // running again: its checkpoint stops nothing
+  j.stop_when_checkpointed = j.stop_wanted = false;  // running again: nothing to stop
   Place(job, gpus);
   return Persist(job);
 }
@@ -168,7 +168,7 @@ Status LiveCluster::ResumeOn(JobId job, std::span<const GpuId> gpus) {
 // and still is.
 void LiveCluster::StopParked(JobId job) {
   Job& j = jobs_[job];
-  j.stop_when_checkpointed = false;
+  j.stop_when_checkpointed = j.stop_wanted = false;
   if (j.record.state != LiveJobState::kSuspended || j.moving) return;  // resumed meanwhile
   GD_LOG(kInfo, "job %d: parked on %s for %.0f s: stopped, restarts from %s", job + 1,
          j.record.node.c_str(), Now() - j.pending_since, j.record.checkpoint_dir.c_str());
@@ -176,11 +176,14 @@ void LiveCluster::StopParked(JobId job) {
   ToQueue(job, "stopped while parked; restarts from its checkpoint");
 }
 
-Status LiveCluster::Suspend(JobId job) {
+Status LiveCluster::Suspend(JobId job, Preemption how) {
   if (job < 0 || job >= num_jobs() || jobs_[job].record.state != LiveJobState::kRunning)
     return FailedPrecondition("job is not running");
   Job& j = jobs_[job];
   if (j.moving) return FailedPrecondition("job is migrating");
+  if (how == Preemption::kStop && !j.record.restartable)
+    return FailedPrecondition("job " + std::to_string(job + 1) +
+                              " is not restartable: it can be parked, not stopped");
   j.resizing = false;  // a resize under way is dropped: parked already, it stays parked there
   const int n = NodeIndex(j.record.node);
   auto reply = nodes_->Call(n, MessageType::kSuspend, {{"job", j.record.node_job}});
@@ -192,6 +195,14 @@ Status LiveCluster::Suspend(JobId job) {
   j.record.state = LiveJobState::kSuspended;
   j.pending_since = Now();
   Unplace(job);
+  // Stopped once its checkpoint is complete (TakeInCheckpoint). A checkpoint
+  // under way (periodic, or the dropped resize's) is of an earlier state: the
+  // stop's own is asked when it ends, or, if the node refuses it now, a little
+  // later (MaybeCheckpoint).
+  if (how == Preemption::kStop) {
+    j.stop_wanted = true;
+    if (j.checkpointing.empty()) RequestStopCheckpoint(job);
+  }
   return Persist(job);
 }
 
@@ -299,7 +310,7 @@ Status LiveCluster::RestartOn(JobId job, std::span<const GpuId> gpus) {
   GD_LOG(kInfo, "job %d: restarts from %s on %s", job + 1, j.record.device.c_str(),
          DeviceText(gpus).c_str());
   j.resizing = true;
-  j.stop_when_checkpointed = false;
+  j.stop_when_checkpointed = j.stop_wanted = false;
   j.record.state = LiveJobState::kRunning;
   Unplace(job);
   Place(job, gpus);

@@ -4,6 +4,7 @@
 // node silent for node_dead_after_s loses its jobs back to the queue, and a
 // job of ours a node runs that is not the job's current attempt (left over
 // from before a requeue) is killed, so no job ever runs twice.
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <utility>
@@ -92,7 +93,10 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
       if (op && !op->is_null() && (*op)["kind"] == "migrate" && (*op)["state"] == "done") {
         j.moving = false;
         j.record.node_job = (*op)["to_job"].get<int64_t>();
-        j.device_time_s = j.wall_time_s = 0;
+        // The source run's service (as last read before the move) is kept:
+        // the destination counts its run from zero. Dropped, a migrated job
+        // looked new to the attained-service policies.
+        KeepRunService(id);
         SaveBestEffort(id);
       } else if (src && !src->live && (*src->entry)["state"] != "migrated") {
         // It ended on its source before the move could (a job finishing while
@@ -171,6 +175,16 @@ void LiveCluster::TakeInJob(JobId id, const NodeRun& run, ClusterEvents& events)
   // Cancelled while it was moving (no node id to signal then), or a kill that
   // did not arrive: signal it again until it ends.
   if (j.record.cancel_requested) KillBestEffort(NodeIndex(j.record.node), j.record.node_job);
+  // Device memory is read only where the device has a known size, the one
+  // PairFitsMemory compares it with.
+  if (!j.gpus.empty() && devices_[j.gpus[0]].memory_bytes > 0)
+    if (auto bytes = nj.find("device_bytes"); bytes != nj.end() && bytes->is_number()) {
+      j.device_bytes = std::max(j.device_bytes, bytes->get<int64_t>());
+      if (j.info.job_type >= 0) {
+        int64_t& kind = kind_device_bytes_[j.info.job_type];
+        kind = std::max(kind, j.device_bytes);
+      }
+    }
   const Json& rate = nj["rate_vs_alone"];
   if (rate.is_null())
     j.rate.reset();
@@ -251,7 +265,10 @@ bool LiveCluster::TakeInCheckpoint(JobId id, const Json& op) {
     }
   } else {
     GD_LOG(kWarn, "job %d: checkpoint failed: %s", id + 1, op["error"].get<std::string>().c_str());
-    j.stop_when_checkpointed = false;  // it stays parked; asked again after a wait
+    // It stays parked: a stop the policy asked for is asked again a little
+    // later (MaybeCheckpoint), one after stop_parked_after_s after a wait.
+    if (j.stop_when_checkpointed) j.stop_refused_at = wall();
+    j.stop_when_checkpointed = false;
   }
   j.checkpointing.clear();
   return true;
@@ -268,12 +285,25 @@ void LiveCluster::MaybeCheckpoint(JobId id) {
       return;
     (void)RequestCheckpoint(id);
   } else if (j.record.state == LiveJobState::kSuspended) {
+    if (j.stop_wanted) {
+      if (wall() - j.stop_refused_at >= kStopRetrySeconds) RequestStopCheckpoint(id);
+      return;
+    }
     const double wait = options_.stop_parked_after_s;
     // Asked at most once a wait: a node that refuses is not asked every pass.
     if (wait <= 0 || Now() - j.pending_since < wait || wall() - j.last_checkpoint_asked < wait)
       return;
     j.stop_when_checkpointed = RequestCheckpoint(id);
   }
+}
+
+void LiveCluster::RequestStopCheckpoint(JobId id) {
+  Job& j = jobs_[id];
+  j.stop_when_checkpointed = RequestCheckpoint(id);
+  if (j.stop_when_checkpointed)
+    GD_LOG(kInfo, "job %d: preempted to stop: checkpointing on %s", id + 1, j.record.node.c_str());
+  else
+    j.stop_refused_at = wall();
 }
 
 bool LiveCluster::RequestCheckpoint(JobId id) {

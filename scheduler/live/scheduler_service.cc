@@ -124,6 +124,19 @@ void SchedulerService::Run(const std::atomic<bool>& stop) {
   LogCounters();
 }
 
+// One line per pair of job kinds the policy measured packed: what it learned
+// and did (bench/scheduler/live_vs_sim.py gives these rates to the simulator).
+void SchedulerService::LogNewPackTrials() {
+  const std::vector<PackTrialRecord>& trials = policy_->stats().pack_trials;
+  for (; pack_trials_logged_ < trials.size(); ++pack_trials_logged_) {
+    const PackTrialRecord& t = trials[pack_trials_logged_];
+    GD_LOG(kInfo, "pack trial: %s %.3f beside %s %.3f on %d device(s): %s",
+           cluster_->KindName(t.guest_type).c_str(), t.guest_rate,
+           cluster_->KindName(t.resident_type).c_str(), t.resident_rate, t.gpus,
+           t.kept ? "kept" : "undone");
+  }
+}
+
 // One line at exit with every action taken on the nodes since this start (not
 // kept across restarts): what bench/scheduler/live_vs_sim.py reports.
 void SchedulerService::LogCounters() const {
@@ -172,6 +185,7 @@ void SchedulerService::Pass(const LiveCluster::NodeReports& reports) {
   // queue crossings) and act only when something is due.
   cluster_->clear_wake();
   policy_->Schedule(*cluster_);
+  LogNewPackTrials();
   if (batched && !Batch(store_->Commit())) {
     cluster_->DropPlanned("the scheduler's database could not record its start");
     return;

@@ -77,6 +77,7 @@ class SchedulerService {
   explicit SchedulerService(SchedulerOptions options) : options_(std::move(options)) {}
   protocol::Json JobJson(JobId id) const;
   void LogCounters() const;
+  void LogNewPackTrials();      // the policy's pack trials decided since the last call
   bool Batch(const Status& s);  // logs a failed Begin/Commit; true when it worked
 
   SchedulerOptions options_;
@@ -89,6 +90,7 @@ class SchedulerService {
   std::vector<JobId> arrived_;   // recovered parked jobs, for the first pass
   std::vector<JobId> finished_;  // cancelled while queued since the last pass
   double last_schedule_ = -1;
+  size_t pack_trials_logged_ = 0;
 };
 
 }  // namespace gandiva::sched::live

@@ -169,9 +169,11 @@ void GandivaPolicy::ReviewPackTrials(Cluster& c) {
     trying_.erase(key);
     candidates_.clear();
     JobId undo = PackPays(learned_[key]) ? -1 : t.guest;
+    stats_.pack_trials.push_back(
+        {std::get<0>(key), std::get<1>(key), n, guest, resident, undo < 0});
     it = trials_.erase(it);
     if (undo >= 0) {
-      SuspendJob(c, undo);
+      SuspendJob(c, undo, /*taker=*/-1);  // it leaves; nobody needs its device
       ++stats_.unpacks;
     }
   }

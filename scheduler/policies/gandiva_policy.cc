@@ -127,9 +127,9 @@ bool GandivaPolicy::StartOn(Cluster& c, JobId j, std::span<const GpuId> gpus) {
   return true;
 }
 
-void GandivaPolicy::SuspendJob(Cluster& c, JobId j) {
+void GandivaPolicy::SuspendJob(Cluster& c, JobId j, JobId taker) {
   if (grown_.count(j)) Shrink(c, j);
-  if (!c.Suspend(j).ok()) return;
+  if (!c.Suspend(j, PreemptionFor(c, j, taker)).ok()) return;
   share_.OnLeft(c, j);
   solo_.OnLeft(c, j);
   spread_.erase(j);
@@ -175,7 +175,7 @@ bool GandivaPolicy::StartOrPreemptFor(Cluster& c, JobId p) {
     no_room_.insert(like);
   }
   if (!MaySpread(c, p)) return false;
-  for (JobId v : victims) SuspendJob(c, v);
+  for (JobId v : victims) SuspendJob(c, v, p);
   if (auto gpus = PlaceGang(c, p)) return StartOn(c, p, *gpus);
   return false;
 }

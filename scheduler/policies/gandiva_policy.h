@@ -90,7 +90,8 @@ class GandivaPolicy : public PolicyBase {
   bool StartOrPreemptFor(Cluster& c, JobId p);
   std::vector<JobId> VictimsFor(Cluster& c, JobId p);
   bool StartOn(Cluster& c, JobId j, std::span<const GpuId> gpus);
-  void SuspendJob(Cluster& c, JobId j);
+  // Preempts j so that `taker` (-1: none) gets its GPUs (PreemptionFor).
+  void SuspendJob(Cluster& c, JobId j, JobId taker);
   void Placed(Cluster& c, JobId j);  // index updates after j moved or started
 
   // ---- Placement (gandiva_consolidate.cc) ----

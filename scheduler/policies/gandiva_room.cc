@@ -92,7 +92,7 @@ std::optional<std::vector<GpuId>> GandivaPolicy::MakeRoom(Cluster& c, JobId p) {
   if (static_cast<int>(moves) > free_outside) return std::nullopt;
   for (const Room& r : rooms)
     for (JobId v : r.suspend)
-      if (c.state(v) == JobState::kRunning) SuspendJob(c, v);
+      if (c.state(v) == JobState::kRunning) SuspendJob(c, v, p);
   for (const Room& r : rooms)
     for (JobId v : r.move)
       if (!MoveAside(c, v, chosen)) return std::nullopt;

@@ -8,6 +8,12 @@ uint64_t PolicyBase::JobMask(const Cluster& c, JobId j, uint64_t mask) {
   return t >= 0 ? mask & (1ULL << t) : mask;
 }
 
+Preemption PreemptionFor(const Cluster& c, JobId victim, JobId taker) {
+  if (taker < 0 || !c.info(victim).restartable || c.PairFitsMemory(victim, taker))
+    return Preemption::kPark;
+  return Preemption::kStop;
+}
+
 std::optional<std::vector<GpuId>> PolicyBase::Place(Cluster& c, JobId j, uint64_t type_mask) {
   const FreeIndex& free = c.free_gpus();
   int n = c.info(j).num_gpus;

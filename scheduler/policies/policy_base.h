@@ -27,6 +27,14 @@ class PolicyBase : public Policy {
   PolicyOptions opt_;
 };
 
+// How to preempt `victim` so that `taker` (-1: no job in particular) gets its
+// GPUs. Parked, so that it comes back in about a slice, when the taker fits in
+// memory beside it, or there is no taker; checkpointed and stopped when the
+// device is needed: the taker does not fit beside a parked job's memory, and
+// the victim can restart from a checkpoint (one that cannot is parked all the
+// same: a stop would lose its work).
+Preemption PreemptionFor(const Cluster& c, JobId victim, JobId taker);
+
 // Groups that a job of n GPUs could join, bucketed by (size, member count), and
 // the groups that are already shared. The policy reports each start, move and
 // finish; the index re-reads the group from the cluster.

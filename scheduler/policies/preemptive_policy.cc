@@ -58,7 +58,7 @@ bool PreemptivePolicy::StartOrPreemptFor(Cluster& c, JobId p) {
   }
   if (freed < n) return false;
   for (JobId v : victims) {
-    if (!c.Suspend(v).ok()) continue;
+    if (!c.Suspend(v, PreemptionFor(c, v, p)).ok()) continue;
     running_.erase(key_[v]);
     key_[v] = PriorityKey(c, v);
     pending_.insert(key_[v]);

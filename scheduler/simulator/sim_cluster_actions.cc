@@ -94,22 +94,29 @@ Status SimCluster::Start(JobId j, std::span<const GpuId> gpus_in) {
   job.group = g;
   job.gpus = gpus;
   job.base_rate = ComputeBaseRate(job, gpus);
-  if (job.resume_stall) job.stall_until = std::max(job.stall_until, now_ + config_.preempt_seconds);
-  job.resume_stall = false;
+  if (job.resume_stall > 0) job.stall_until = std::max(job.stall_until, now_ + job.resume_stall);
+  job.resume_stall = 0;
   if (job.record.first_start < 0) job.record.first_start = now_;
   groups_[g].members.push_back(j);
   RecomputeGroup(g);
   return Status::Ok();
 }
 
-Status SimCluster::Suspend(JobId j) {
+Status SimCluster::Suspend(JobId j, Preemption how) {
   GD_RETURN_IF_ERROR(CheckRunning(j));
   Job& job = jobs_[j];
+  if (how == Preemption::kStop && !job.info.restartable)
+    return FailedPrecondition("job " + std::to_string(j) +
+                              " cannot restart: it can only be parked");
   Advance(job);
   LeaveGroup(j);
   job.state = JobState::kPending;
   job.pending_since = now_;
-  job.resume_stall = true;
+  // Where it starts again does not change the price: the model keeps no
+  // parked memory on GPUs.
+  job.resume_stall = how == Preemption::kPark
+                         ? config_.park_seconds.value_or(config_.preempt_seconds)
+                         : config_.preempt_seconds;
   job.rate = 0;
   ++job.record.preemptions;
   ++result_.preemptions;

@@ -21,7 +21,7 @@ class SchedCluster:
     over CURVE TCP on the LAN (its own key, which the nodes authorize) instead
     of their Unix sockets."""
 
-    def __init__(self, root, names=("a", "b"), devices="cpu:1", lan=None):
+    def __init__(self, root, names=("a", "b"), devices="cpu:1", lan=None, node_flags=()):
         (root / "keys").mkdir()
         self.root = root
         self.lan = lan
@@ -29,7 +29,7 @@ class SchedCluster:
         for n in names:
             ns, address = lan.spaces[n] if lan else (None, "127.0.0.1")
             self.nodes.append(nodes.Node(root, n, address=address, netns=ns,
-                                         extra=["--devices", devices]))
+                                         extra=["--devices", devices, *node_flags]))
         self.key, self.public = nodes.keygen(root / "keys", "scheduler")
         publics = [n.public for n in self.nodes] + [self.public]
         for n in self.nodes:

@@ -148,7 +148,7 @@ def test_restarted_gandivad_takes_its_jobs_back(daemon, tmp_path, how, down_s):
     daemon.start()
     runs = start_four(daemon, tmp_path)
     daemon.cli("suspend", "2")
-    wait_for(lambda: is_suspended(daemon.jobs()[2]), 30, "job 2 suspended")
+    wait_for(lambda: is_suspended(daemon.jobs()[2]), 30, "job 2 suspended", log=daemon.read_log)
     before = daemon.jobs()
     # The device figures reach the job table on disk once a second (later on a
     # busy machine): wait until the table holds at least these slice counts.

@@ -39,8 +39,10 @@ class ScriptedNodes final : public NodeApi {
       case MessageType::kListDevices: {
         Json devices = Json::array();
         for (int d = 0; d < devices_per_node; ++d)
-          devices.push_back(
-              {{"name", "cpu" + std::to_string(d)}, {"kind", "cpu"}, {"model", "sim"}});
+          devices.push_back({{"name", "cpu" + std::to_string(d)},
+                             {"kind", "cpu"},
+                             {"model", "sim"},
+                             {"memory_bytes", device_memory_bytes}});
         return Json{{"devices", devices}};
       }
       case MessageType::kListJobs:
@@ -50,6 +52,9 @@ class ScriptedNodes final : public NodeApi {
           return NotFound("no such command: " + f["command"][0].get<std::string>());
         jobs.push_back(Record(static_cast<int>(jobs.size()) + 1, f["name"], "running"));
         return Json{{"job", jobs.size()}};
+      case MessageType::kCheckpoint:
+        if (refuse_checkpoint) return FailedPrecondition("a checkpoint is under way");
+        return Json::object();
       case MessageType::kReadLog: {  // the stderr set in `stderr_of`, "" if none
         auto it = stderr_of.find({node, f["job"].get<int64_t>()});
         const std::string text =
@@ -98,7 +103,9 @@ class ScriptedNodes final : public NodeApi {
   mutable std::vector<std::vector<Json>> jobs_;
   std::vector<bool> down_;
   bool refuse_launch = false;
+  bool refuse_checkpoint = false;
   int devices_per_node = 1;                                  // cpu0..
+  int64_t device_memory_bytes = 0;                           // each device's; 0: not known
   std::map<std::pair<int, int64_t>, std::string> stderr_of;  // (node, job) -> its stderr
 
  private:
@@ -128,6 +135,7 @@ class LiveClusterTest : public ::testing::Test {
     o.node_dead_after_s = 5;
     o.wall_now = [this] { return now_; };
     o.validate_iterations = validate_iterations_;
+    o.checkpoint_every_s = checkpoint_every_s_;
     o.validate_timeout_s = 60;
     return std::make_unique<LiveCluster>(&nodes_, store_.get(), std::move(topo).value(), o, 1000);
   }
@@ -153,7 +161,7 @@ class LiveClusterTest : public ::testing::Test {
     const JobId j = c.Admit(r);
     const GpuId a = 0;
     EXPECT_TRUE(c.Start(j, {&a, 1}).ok());
-    EXPECT_TRUE(c.Suspend(j).ok());
+    EXPECT_TRUE(c.Suspend(j, Preemption::kPark).ok());
     nodes_.jobs_[0][0]["state"] = "suspended";
     return j;
   }
@@ -174,7 +182,8 @@ class LiveClusterTest : public ::testing::Test {
   std::unique_ptr<JobStore> store_;
   ScriptedNodes nodes_{{"a", "b"}};
   double now_ = 1000;
-  int validate_iterations_ = 0;  // MakeCluster's --validate
+  int validate_iterations_ = 0;    // MakeCluster's --validate
+  double checkpoint_every_s_ = 0;  // MakeCluster's --checkpoint-every
 };
 
 }  // namespace gandiva::sched::live

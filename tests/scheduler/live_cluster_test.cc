@@ -210,6 +210,136 @@ TEST_F(LiveClusterTest, AJobParkedTooLongIsCheckpointedStoppedAndRelaunchedFromI
   EXPECT_EQ(nodes_.calls.back().fields["name"], "train.s1.a2");
 }
 
+// The policy says stop: the job is parked and checkpointed at once, and
+// stopped as soon as that checkpoint is complete (no stop_parked_after_s).
+TEST_F(LiveClusterTest, APreemptionToStopCheckpointsAtOnceAndStopsTheJob) {
+  auto c = MakeCluster();
+  JobRecord r = Submitted("train");
+  r.restartable = true;
+  ASSERT_TRUE(store_->Update(r).ok());
+  const JobId j = c->Admit(r);
+  const GpuId a = 0;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  ASSERT_TRUE(c->Suspend(j, Preemption::kStop).ok());
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kSuspend), 1);
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1);
+  const std::string dir = nodes_.calls.back().fields["dir"];
+  nodes_.jobs_[0][0]["state"] = "suspended";
+  nodes_.jobs_[0][0]["operation"] = {{"kind", "checkpoint"}, {"target", dir}, {"state", "done"}};
+  c->Refresh();
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kKill), 1) << "the parked run";
+  EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
+  EXPECT_EQ(Stored(1).checkpoint_dir, dir);
+  EXPECT_EQ(c->counters().stops, 1);
+  EXPECT_EQ(c->state(j), JobState::kPending);
+}
+
+// The policy stops a job while its periodic checkpoint is under way: that
+// checkpoint, of an earlier state, stops nothing; the stop's own checkpoint
+// is asked as soon as it ends, and a refused one again a few seconds later.
+// The job never stays parked holding its device.
+TEST_F(LiveClusterTest, AStopDuringAPeriodicCheckpointIsCheckpointedAfterIt) {
+  checkpoint_every_s_ = 60;
+  auto c = MakeCluster();
+  JobRecord r = Submitted("train");
+  r.restartable = true;
+  ASSERT_TRUE(store_->Update(r).ok());
+  const JobId j = c->Admit(r);
+  const GpuId a = 0;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  now_ += 61;
+  c->Refresh();
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1) << "the periodic checkpoint";
+  const std::string periodic = nodes_.calls.back().fields["dir"];
+
+  ASSERT_TRUE(c->Suspend(j, Preemption::kStop).ok());
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1) << "one under way already";
+  nodes_.jobs_[0][0]["state"] = "suspended";
+  nodes_.jobs_[0][0]["operation"] = {
+      {"kind", "checkpoint"}, {"target", periodic}, {"state", "running"}};
+  c->Refresh();
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1);
+
+  // The periodic one ends: the job is not stopped from it, its own is asked,
+  // and the node refuses it.
+  nodes_.jobs_[0][0]["operation"] = {
+      {"kind", "checkpoint"}, {"target", periodic}, {"state", "done"}};
+  nodes_.refuse_checkpoint = true;
+  c->Refresh();
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 2);
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kKill), 0);
+  EXPECT_EQ(Stored(1).checkpoint_dir, periodic);
+  EXPECT_EQ(Stored(1).state, LiveJobState::kSuspended);
+  c->Refresh();
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 2) << "not asked every pass";
+
+  nodes_.refuse_checkpoint = false;
+  now_ += LiveCluster::kStopRetrySeconds;
+  c->Refresh();
+  ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 3);
+  const std::string own = nodes_.calls.back().fields["dir"];
+  nodes_.jobs_[0][0]["operation"] = {{"kind", "checkpoint"}, {"target", own}, {"state", "done"}};
+  c->Refresh();
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kKill), 1) << "the parked run";
+  EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
+  EXPECT_EQ(Stored(1).checkpoint_dir, own);
+  EXPECT_EQ(c->counters().stops, 1);
+}
+
+// A job that is not restartable is parked, never stopped: asked to stop, the
+// cluster refuses before it touches the node.
+TEST_F(LiveClusterTest, AJobThatCannotRestartIsNotStopped) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  ASSERT_FALSE(c->info(j).restartable);
+  const GpuId a = 0;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  const Status s = c->Suspend(j, Preemption::kStop);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("not restartable"), std::string::npos) << s.ToString();
+  EXPECT_EQ(nodes_.CallsOf(MessageType::kSuspend), 0);
+  EXPECT_EQ(Stored(1).state, LiveJobState::kRunning);
+}
+
+// Whether two jobs fit in memory together comes from what the nodes measured
+// each holding, against the device's memory; a device that lists none (a CPU
+// device), or a job not measured yet, does not keep them apart.
+TEST_F(LiveClusterTest, PairFitsMemoryFromTheMeasuredDeviceBytes) {
+  nodes_.device_memory_bytes = 10'000'000'000;
+  nodes_.devices_per_node = 2;  // a: devices 0 and 1; b: 2 and 3
+  auto c = MakeCluster();
+  const JobId x = c->Admit(Submitted("x", "big"));
+  const JobId y = c->Admit(Submitted("y", "small"));
+  const GpuId a0 = 0, a1 = 1, b0 = 2;
+  ASSERT_TRUE(c->Start(x, {&a0, 1}).ok());
+  ASSERT_TRUE(c->Start(y, {&b0, 1}).ok());
+  EXPECT_TRUE(c->PairFitsMemory(x, y)) << "not measured yet";
+  nodes_.jobs_[0][0]["device_bytes"] = 6'000'000'000;
+  nodes_.jobs_[1][0]["device_bytes"] = 6'000'000'000;
+  c->Refresh();
+  EXPECT_FALSE(c->PairFitsMemory(x, y));
+  EXPECT_FALSE(c->PairFitsMemory(y, x));
+  nodes_.jobs_[1][0]["device_bytes"] = 3'000'000'000;  // the most seen is kept
+  c->Refresh();
+  EXPECT_FALSE(c->PairFitsMemory(x, y));
+
+  // A newcomer not measured yet is taken to hold what its kind was seen
+  // holding: a second "big" job does not fit beside y's 6 GB, a new kind does.
+  const JobId big = c->Admit(Submitted("big2", "big"));
+  const JobId other = c->Admit(Submitted("other", "other"));
+  EXPECT_FALSE(c->PairFitsMemory(big, y));
+  EXPECT_TRUE(c->PairFitsMemory(other, y)) << "nothing of its kind measured";
+  ASSERT_TRUE(c->Start(other, {&a1, 1}).ok());
+  nodes_.jobs_[0][1]["device_bytes"] = 1'000'000'000;
+  c->Refresh();
+  EXPECT_TRUE(c->PairFitsMemory(other, x));
+
+  ScriptedNodes cpu_nodes{{"a", "b"}};  // devices of unknown memory
+  auto topo = DiscoverTopology(cpu_nodes);
+  ASSERT_TRUE(topo.ok());
+  EXPECT_EQ(topo->devices[0].memory_bytes, 0);
+}
+
 // Resumed while its stop checkpoint is being written: it runs on, not stopped.
 TEST_F(LiveClusterTest, AParkedJobResumedDuringItsStopCheckpointIsNotStopped) {
   auto c = MakeCluster(/*stop_parked_after_s=*/10);
@@ -227,6 +357,29 @@ TEST_F(LiveClusterTest, AParkedJobResumedDuringItsStopCheckpointIsNotStopped) {
   EXPECT_EQ(nodes_.CallsOf(MessageType::kKill), 0);
   EXPECT_EQ(Stored(1).state, LiveJobState::kRunning);
   EXPECT_EQ(Stored(1).checkpoint_dir, dir) << "a complete checkpoint is kept all the same";
+}
+
+// A migrated job keeps the service its source run had: the destination
+// counts its own run from zero, and the policy must not see the job as new.
+TEST_F(LiveClusterTest, AMigratedJobKeepsTheServiceOfItsSourceRun) {
+  auto c = MakeCluster();
+  const JobId j = c->Admit(Submitted("train"));
+  const GpuId a = 0, b = 1;
+  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  c->Refresh();
+  EXPECT_DOUBLE_EQ(c->Attained(j), 2.0);  // the scripted node's device_time_s
+  ASSERT_TRUE(c->Migrate(j, {&b, 1}).ok());
+  nodes_.jobs_[0][0]["state"] = "migrated";
+  nodes_.jobs_[0][0]["operation"] = {{"kind", "migrate"}, {"state", "done"}, {"to_job", 1}};
+  nodes_.jobs_[1].push_back(ScriptedNodes::Record(1, "train.s1.a1", "running"));
+  nodes_.jobs_[1][0]["device_time_s"] = 0.5;
+  nodes_.jobs_[1][0]["wall_time_s"] = 0.5;
+  c->Refresh();
+  c->Refresh();  // the destination's run, read in a pass after the move
+  EXPECT_EQ(Stored(1).node, "b");
+  EXPECT_DOUBLE_EQ(Stored(1).attained, 2.0) << "kept at the move";
+  EXPECT_DOUBLE_EQ(c->Attained(j), 2.5);
+  EXPECT_DOUBLE_EQ(c->RunTime(j), 3.5);
 }
 
 TEST_F(LiveClusterTest, AJobThatFinishesWhileItsMigrationStartsEndsAndIsNotRunAgain) {

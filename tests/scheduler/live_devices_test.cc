@@ -62,7 +62,7 @@ TEST_F(LiveDevicesTest, AJobOfTwoDevicesIsOneLaunchAcrossThemAndOneGroup) {
   EXPECT_EQ(c->Start(other, across).code(), StatusCode::kInvalidArgument);
 
   // Suspended and resumed where it is parked.
-  ASSERT_TRUE(c->Suspend(j).ok());
+  ASSERT_TRUE(c->Suspend(j, Preemption::kPark).ok());
   EXPECT_EQ(c->free_gpus().total_free(), 4);
   nodes_.jobs_[0][0]["state"] = "suspended";
   ASSERT_TRUE(c->Start(j, a01).ok());
@@ -140,7 +140,7 @@ TEST_F(LiveDevicesTest, AParkedJobAcrossDevicesResumesElsewhereByRestartingThere
   const JobId j = Admit(*c, 2, true);
   const GpuId a01[] = {0, 1}, b23[] = {2, 3};
   ASSERT_TRUE(c->Start(j, a01).ok());
-  ASSERT_TRUE(c->Suspend(j).ok());
+  ASSERT_TRUE(c->Suspend(j, Preemption::kPark).ok());
   nodes_.jobs_[0][0]["state"] = "suspended";
   ASSERT_TRUE(c->Start(j, b23).ok());
   EXPECT_EQ(nodes_.calls.back().type, MessageType::kCheckpoint);

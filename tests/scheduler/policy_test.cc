@@ -80,6 +80,18 @@ class GandivaPackingTest : public ::testing::Test {
     ASSERT_GE(a_, 0);
     ASSERT_GE(b_, 0);
   }
+  // A park costs 1 s, a stop 10 s; LAS levels split at 100 GPU-s.
+  static SimConfig ParkAndStopCosts() {
+    SimConfig c = testing::ExactConfig();
+    c.park_seconds = 1;
+    c.preempt_seconds = 10;
+    return c;
+  }
+  static PolicyOptions OneLevelAt100() {
+    PolicyOptions o;
+    o.las_thresholds = {100};
+    return o;
+  }
   PerfModel perf_ = PerfModel::Neutral();
   int a_ = -1, b_ = -1;
   Topology topo_ = Topology::Uniform(1, 1);
@@ -91,6 +103,11 @@ TEST_F(GandivaPackingTest, PackingKeptWhenThePairGoesFaster) {
                        testing::ExactConfig(), {}, &stats);
   EXPECT_EQ(stats.packs, 1);
   EXPECT_EQ(stats.unpacks, 0);
+  ASSERT_EQ(stats.pack_trials.size(), 1u);  // what it measured, as the live scheduler logs it
+  EXPECT_TRUE(stats.pack_trials[0].kept);
+  EXPECT_DOUBLE_EQ(stats.pack_trials[0].guest_rate, 0.8);
+  EXPECT_DOUBLE_EQ(stats.pack_trials[0].resident_rate, 0.8);
+  EXPECT_EQ(stats.pack_trials[0].guest_type, a_);
   // Packed at 0.8 each from t=0: both finish at 1250 (slicing would take 2000).
   EXPECT_DOUBLE_EQ(r.jobs[0].finish, 1250);
   EXPECT_DOUBLE_EQ(r.jobs[1].finish, 1250);
@@ -104,6 +121,9 @@ TEST_F(GandivaPackingTest, PackingRejectedWhenThePairSlowsDown) {
   // suspending the job that was waiting, never retried.
   EXPECT_EQ(stats.packs, 1);
   EXPECT_EQ(stats.unpacks, 1);
+  ASSERT_EQ(stats.pack_trials.size(), 1u);
+  EXPECT_FALSE(stats.pack_trials[0].kept);
+  EXPECT_DOUBLE_EQ(stats.pack_trials[0].guest_rate + stats.pack_trials[0].resident_rate, 0.6);
   // 60 s packed at 0.3 (18 s of work each), then one at a time: 982 s left each.
   EXPECT_NEAR(r.jobs[0].finish, 60 + 982, 1e-6);
   EXPECT_NEAR(r.jobs[1].finish, 60 + 982 * 2, 1e-6);
@@ -116,6 +136,62 @@ TEST_F(GandivaPackingTest, PairThatDoesNotFitInMemoryIsNeverPacked) {
   EXPECT_EQ(stats.packs, 0);
   EXPECT_EQ(stats.time_slices, 0);
   EXPECT_DOUBLE_EQ(r.jobs[1].first_start, 100);  // waited for the GPU
+}
+
+// The policy says how a job is preempted: a newcomer that fits in memory
+// beside it leaves it parked (it resumes after --park-cost), one that does not
+// has it checkpointed and stopped (it restarts after --preempt-cost).
+TEST_F(GandivaPackingTest, PreemptionParksUnlessTheNewcomerDoesNotFitBesideIt) {
+  const SimConfig c = ParkAndStopCosts();
+  const PolicyOptions o = OneLevelAt100();
+  // a runs 0..100 and drops a level; b runs 100..200 and drops too; a, first
+  // in the level, resumes at 200 with its stall and has 900 s left.
+  SimResult fits = Replay(topo_, perf_, Jobs({{0, 1000, 1, a_}, {50, 1000, 1, a_}}), "las", c, o);
+  EXPECT_DOUBLE_EQ(fits.jobs[0].finish, 200 + 1 + 900);
+  // (gandiva packs a pair that fits and pays instead: PackingKeptWhen...)
+  for (const char* policy : {"las", "gandiva"}) {
+    SimResult does_not =
+        Replay(topo_, perf_, Jobs({{0, 1000, 1, b_}, {50, 1000, 1, b_}}), policy, c, o);
+    EXPECT_DOUBLE_EQ(does_not.jobs[0].finish, 200 + 10 + 900) << policy;
+    EXPECT_EQ(does_not.jobs[0].preemptions, 1) << policy;
+  }
+}
+
+// A job that cannot restart is never stopped: the simulator refuses it, and
+// the policies park it even where the newcomer does not fit beside it.
+TEST_F(GandivaPackingTest, JobThatCannotRestartIsParked) {
+  const SimConfig c = ParkAndStopCosts();
+  const PolicyOptions o = OneLevelAt100();
+  auto jobs = Jobs({{0, 1000, 1, b_}, {50, 1000, 1, b_}});
+  jobs[0].info.restartable = false;
+  SimResult r = Replay(topo_, perf_, jobs, "las", c, o);
+  EXPECT_DOUBLE_EQ(r.jobs[0].finish, 200 + 1 + 900);
+
+  // Asked directly, in the middle of a replay (a policy that stops it).
+  class StopsTheFirst final : public Policy {
+   public:
+    void OnArrival(Cluster& c, JobId j) override {
+      if (j == 0) {
+        ASSERT_TRUE(c.Start(0, std::vector<GpuId>{0}).ok());
+        return;
+      }
+      refused = c.Suspend(0, Preemption::kStop);
+      ASSERT_TRUE(c.Suspend(0, Preemption::kPark).ok());
+      ASSERT_TRUE(c.Start(1, std::vector<GpuId>{0}).ok());
+    }
+    void OnFinish(Cluster& c, JobId j) override {
+      if (j == 1) {
+        ASSERT_TRUE(c.Start(0, std::vector<GpuId>{0}).ok());
+      }
+    }
+    void Schedule(Cluster&) override {}
+    const char* name() const override { return "stops-the-first"; }
+    Status refused;
+  } policy;
+  SimCluster cluster(topo_, &perf_, jobs, c);
+  ASSERT_TRUE(cluster.Run(policy).ok());
+  EXPECT_EQ(policy.refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(policy.refused.message().find("only be parked"), std::string::npos);
 }
 
 TEST(GandivaTest, NewcomerSuspendsAJobOfALowerLevel) {

@@ -6,6 +6,9 @@
 // Environment: GD_STANDIN_KERNEL_NS (modelled kernel time, default 5000),
 // GD_STANDIN_DEVICE_MEM (device memory, default 8 GiB), GD_STANDIN_COUNTERS (a file
 // the counters are mapped to, for tests), GD_STANDIN_REPORT (launches per kernel at exit).
+// It has one GPU and reads CUDA_VISIBLE_DEVICES as the driver does: a process
+// whose list does not start with that GPU (0, or its UUID) fails cuInit with
+// CUDA_ERROR_NO_DEVICE.
 #ifndef GANDIVA_TESTS_SHIM_STANDIN_STANDIN_H_
 #define GANDIVA_TESTS_SHIM_STANDIN_STANDIN_H_
 

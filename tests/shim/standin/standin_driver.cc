@@ -81,8 +81,31 @@ using namespace gandiva::standin;
 
 #define GD_STANDIN_EXPORT extern "C" __attribute__((visibility("default")))
 
+namespace {
+
+// The stand-in's one GPU, as CUDA_VISIBLE_DEVICES may name it: ordinal 0,
+// or (a prefix of) this made-up UUID.
+constexpr std::string_view kStandinUuid = "GPU-5374616e-6420-496e-2047-505530303030";
+
+// As NVIDIA's driver reads CUDA_VISIBLE_DEVICES: the GPUs listed, in order, up
+// to the first entry that names none. With one GPU, the first entry decides.
+bool StandinGpuVisible() {
+  const char* env = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (!env) return true;
+  std::string_view first(env);
+  first = first.substr(0, first.find(','));
+  while (!first.empty() && first.front() == ' ') first.remove_prefix(1);
+  while (!first.empty() && first.back() == ' ') first.remove_suffix(1);
+  if (first == "0") return true;
+  return first.size() > 4 && first.substr(0, 4) == "GPU-" && kStandinUuid.starts_with(first);
+}
+
+}  // namespace
+
 GD_STANDIN_EXPORT CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  // A process that may see no GPU cannot initialise: gpu1 of a one-GPU machine.
+  if (!StandinGpuVisible()) return CUDA_ERROR_NO_DEVICE;
   g_initialized.store(true, std::memory_order_release);
   GetCounters();
   return CUDA_SUCCESS;

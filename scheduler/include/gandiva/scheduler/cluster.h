@@ -64,8 +64,9 @@ class Cluster {
   // free (a new group), or they are exactly one existing group's GPUs (join it;
   // the group keeps its mode). Errors: failed_precondition, invalid_argument.
   virtual Status Start(JobId job, std::span<const GpuId> gpus) = 0;
-  // Preempts a running job back to pending (it pays the suspend/resume cost).
-  virtual Status Suspend(JobId job) = 0;
+  // Preempts a running job back to pending, parked or stopped (it pays that
+  // one's cost when it starts again). kStop needs info(job).restartable.
+  virtual Status Suspend(JobId job, Preemption how) = 0;
   // Moves a running job (leaving its group) to free GPUs; it stalls for the
   // migration cost. Same size only.
   virtual Status Migrate(JobId job, std::span<const GpuId> gpus) = 0;

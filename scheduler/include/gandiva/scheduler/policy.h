@@ -22,6 +22,15 @@ struct PredictionRecord {
   double actual = 0;     // seconds the job ran (what the predictor learns from)
 };
 
+// A pack trial's outcome: the two jobs' measured rates (against alone) after
+// an interval packed, and whether the pair was kept.
+struct PackTrialRecord {
+  int guest_type = -1, resident_type = -1;  // JobInfo::job_type
+  int gpus = 1;
+  double guest_rate = 0, resident_rate = 0;
+  bool kept = false;
+};
+
 // Counters a policy keeps about its own decisions (the cluster counts the rest).
 struct PolicyStats {
   int64_t packs = 0;        // groups switched to (or started in) pack mode
@@ -30,6 +39,7 @@ struct PolicyStats {
   int64_t grows = 0;
   int64_t shrinks = 0;
   std::vector<PredictionRecord> predictions;  // sjf-predicted, sjf-tree
+  std::vector<PackTrialRecord> pack_trials;   // gandiva: one per pair of types measured
 };
 
 class Policy {

@@ -21,13 +21,16 @@
 namespace gandiva::sched {
 
 struct SimConfig {
-  uint64_t seed = 1;                 // job types for jobs whose trace has none
-  double spread_factor = 0.75;       // rate of a gang spread over more machines than needed
-  double slice_seconds = 60;         // time-slice length when jobs take turns
-  double switch_seconds = 0.5;       // suspend+resume at a slice boundary (memory stays resident)
-  double preempt_seconds = 10;       // stall on restart after a preemption (checkpoint + restore)
-  double migrate_fixed_seconds = 2;  // warm-up + control round trips of a migration
-  double state_gb_per_gpu = 4;       // checkpoint size per GPU of the job
+  uint64_t seed = 1;            // job types for jobs whose trace has none
+  double spread_factor = 0.75;  // rate of a gang spread over more machines than needed
+  double slice_seconds = 60;    // time-slice length when jobs take turns
+  double switch_seconds = 0.5;  // suspend+resume at a slice boundary (memory stays resident)
+  double preempt_seconds = 10;  // stall on restart after a stop (checkpoint + restore)
+  // Stall on resume after a park (Preemption::kPark); unset: preempt_seconds,
+  // which is how the published replays priced every preemption.
+  std::optional<double> park_seconds;
+  double migrate_fixed_seconds = 2;     // warm-up + control round trips of a migration
+  double state_gb_per_gpu = 4;          // checkpoint size per GPU of the job
   double migrate_gb_per_second = 1.25;  // network bandwidth for checkpoint transfer
   std::string ref_perf_class = "p100";  // class on which trace durations were measured
   int max_util_points = 1000;           // utilisation series is coarsened to stay below this
@@ -101,7 +104,7 @@ class SimCluster : public Cluster {
   bool PairFitsMemory(JobId a, JobId b) const override;
   std::optional<double> OracleRemaining(JobId j) const override;
   Status Start(JobId j, std::span<const GpuId> gpus) override;
-  Status Suspend(JobId j) override;
+  Status Suspend(JobId j, Preemption how) override;
   Status Migrate(JobId j, std::span<const GpuId> gpus) override;
   Status Resize(JobId j, std::span<const GpuId> gpus) override;
   Status SetShareMode(int g, ShareMode mode) override;
@@ -123,7 +126,7 @@ class SimCluster : public Cluster {
     double stall_until = 0;
     double attained = 0, run_time = 0;  // as of last_update
     double pending_since = 0;
-    bool resume_stall = false;  // next start pays preempt_seconds
+    double resume_stall = 0;  // seconds its next start stalls (it was parked or stopped)
     JobState state = JobState::kNotSubmitted;
     int group = kNoGroup;
     uint32_t version = 0;

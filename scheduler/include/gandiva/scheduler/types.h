@@ -22,6 +22,19 @@ struct JobInfo {
   int user = 0;            // interned; 0 when the trace has none
   int job_type = -1;       // PerfModel type index (model + batch size); -1 unknown
   int gpu_type = -1;       // required Topology GPU type, -1 = any
+  // It can be checkpointed and restarted from the checkpoint (every trace
+  // job can; a live job only if submitted --restartable).
+  bool restartable = true;
+};
+
+// How a running job is preempted (Cluster::Suspend); the policy chooses.
+enum class Preemption : uint8_t {
+  // Suspended at an iteration boundary with its memory kept on its node:
+  // it resumes there in about a slice.
+  kPark,
+  // Checkpointed and stopped: its node gets its memory back, and it restarts
+  // from the checkpoint on any GPUs, paying a restore.
+  kStop,
 };
 
 enum class JobState : uint8_t {
