@@ -27,7 +27,8 @@ namespace {
 enum Flags : uint8_t {
   kFixChecksums = 1,  // repair checksums and totals before reading
   kStreamed = 2,      // read through Source::Read (a socket), not in place (a file)
-  // bits 2..7: the streamed source's read size, (value + 1) * 7 bytes
+  // bits 2..7 when streamed: the source's read size, (value + 1) * 7 bytes
+  kCheckAsLoaded = 4,  // in place: chunks checked as loaded (Verify::kAsLoaded)
 };
 
 // A source without a mapping that returns at most `step` bytes a read, as a
@@ -89,7 +90,8 @@ void FixChecksums(std::vector<uint8_t>& s) {
 }
 
 // Reads a section to its end, alternating the two ways a load function reads,
-// and checks the reader's accounting.
+// and checks the reader's accounting: whole, unless a chunk checked as it is
+// loaded failed its check (the reader then ends the section short).
 gandiva::Status ReadWhole(gandiva::checkpoint::SectionReader& reader) {
   uint8_t buf[97];
   uint64_t total = 0;
@@ -98,7 +100,9 @@ gandiva::Status ReadWhole(gandiva::checkpoint::SectionReader& reader) {
     if (n == 0) break;
     total += n;
   }
-  if (total != reader.size() || reader.remaining() != 0) std::abort();
+  const auto& chunked = dynamic_cast<const ck::ChunkSectionReader&>(reader);
+  const bool whole = total == reader.size() && reader.remaining() == 0;
+  if (whole == !chunked.error().ok()) std::abort();
   return gandiva::Status::Ok();
 }
 
@@ -115,7 +119,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     source = std::make_unique<StreamedSource>(stream, ((flags >> 2) + 1) * 7);
   else
     source = std::make_unique<ck::MemorySource>(stream);
-  auto verified = ck::ReadStream(source.get());
+  const bool as_loaded = !(flags & kStreamed) && (flags & kCheckAsLoaded);
+  auto verified =
+      ck::ReadStream(source.get(), as_loaded ? ck::Verify::kAsLoaded : ck::Verify::kBeforeLoad);
   if (!verified.ok()) return 0;
 
   // Load every section through an entry of its name, as a restoring job does.
@@ -123,6 +129,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& section : verified->sections)
     entries.push_back(std::make_shared<ck::StateEntry>(ck::StateEntry{
         section.name, nullptr, [](ck::SectionReader& r) { return ReadWhole(r); }, nullptr}));
-  if (!ck::LoadStream(*verified, entries).ok()) std::abort();  // every section has its entry
+  const gandiva::Status loaded = ck::LoadStream(*verified, entries);  // every section has its entry
+  if (!as_loaded) {
+    if (!loaded.ok()) std::abort();
+    return 0;
+  }
+  // Checked as loaded, the stream is good exactly when checked before loading.
+  ck::MemorySource again(stream);
+  if (loaded.ok() != ck::ReadStream(&again).ok()) std::abort();
+  if (!loaded.ok() && loaded.code() != gandiva::StatusCode::kDataLoss) std::abort();
   return 0;
 }

@@ -1,7 +1,10 @@
 // Writing and reading checkpoint streams (format.h). The writer emits frames
 // as save functions produce bytes; the reader verifies a whole stream — every
 // frame and chunk checksum, the section and end totals — before anything is
-// loaded, so a corrupt stream never half-loads a job.
+// loaded, so a corrupt stream never half-loads a job. Where a failed restore
+// ends the process anyway (a job's start-up restore), the chunks of a mapped
+// file may instead be checked as they load (Verify::kAsLoaded): one pass over
+// the bytes instead of two, and still no load function sees an unchecked byte.
 #ifndef GANDIVA_CHECKPOINT_STREAM_H_
 #define GANDIVA_CHECKPOINT_STREAM_H_
 
@@ -65,11 +68,31 @@ class StreamWriter {
   std::unique_ptr<Section> section_writer_;
 };
 
+// A chunk whose payload checksum is still to be checked (Verify::kAsLoaded).
+struct UncheckedChunk {
+  uint32_t crc;     // what its frame header says
+  uint64_t number;  // its place among the stream's chunks, from 1 (for messages)
+  uint64_t offset;  // stream offset of its frame header (for messages)
+};
+
 struct VerifiedSection {
   std::string name;
   uint64_t bytes = 0;
   uint64_t offset = 0;  // stream offset of its begin frame
   std::vector<std::span<const uint8_t>> chunks;
+  // Empty when every chunk was checked as the stream was read; else one per
+  // chunk, checked by the section's reader before it hands out a byte of it.
+  std::vector<UncheckedChunk> unchecked;
+};
+
+// When the chunks' payload checksums are checked.
+enum class Verify {
+  kBeforeLoad,  // all of them, before any load function runs
+  // A mapped file's as the load functions read them (a socket's are checked
+  // as they arrive, while hot, either way). Frame headers, section and end
+  // totals are still all checked first. For a restore whose failure ends the
+  // process: a corrupt chunk found late leaves earlier sections loaded.
+  kAsLoaded,
 };
 
 // Memory for chunks received from a stream source: large anonymous mappings,
@@ -108,7 +131,7 @@ struct VerifiedStream {
 // Reads and verifies a stream from source, which must outlive the result
 // (its mapping may back the chunks). Stops after the end frame: a socket is
 // read no further; a mapped file with bytes after it is DataLoss.
-StatusOr<VerifiedStream> ReadStream(Source* source);
+StatusOr<VerifiedStream> ReadStream(Source* source, Verify verify = Verify::kBeforeLoad);
 
 // Writes one section per entry, in order, through the entries' save functions.
 Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntry>>& entries,
@@ -116,24 +139,43 @@ Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntr
 
 // Loads every section of stream into the entry with its name. Checks first,
 // before calling any load function, that every section has an entry and every
-// entry a section.
+// entry a section. A chunk left unchecked (Verify::kAsLoaded) that fails its
+// check is DataLoss, whether the load function noticed its short read or not;
+// chunks a load function did not read are checked after it returns.
 Status LoadStream(const VerifiedStream& stream,
                   const std::vector<std::shared_ptr<const StateEntry>>& entries);
 
-// A reader over one verified section (what load functions get).
+class ChunkChecker;
+
+// A reader over one verified section (what load functions get). A chunk still
+// unchecked is checked when the reader first reaches it (by `checker`, which
+// may have checked it already, from chunk `first` of its count; here if
+// none); a corrupt one ends the section there (short reads) and sets error().
 class ChunkSectionReader : public SectionReader {
  public:
-  explicit ChunkSectionReader(const VerifiedSection& section) : section_(section) {}
+  explicit ChunkSectionReader(const VerifiedSection& section, ChunkChecker* checker = nullptr,
+                              size_t first = 0)
+      : section_(section), checker_(checker), first_(first) {}
   size_t Read(void* out, size_t n) override;
   std::span<const uint8_t> Next(size_t max) override;
   uint64_t size() const override { return section_.bytes; }
   uint64_t remaining() const override { return section_.bytes - consumed_; }
+  // Checks the chunks the load function did not reach.
+  Status CheckRest();
+  const Status& error() const { return error_; }
 
  private:
+  // Whether chunk i may be handed out: checked now if it was not.
+  bool Checked(size_t i);
+
   const VerifiedSection& section_;
+  ChunkChecker* const checker_;
+  const size_t first_;
   size_t chunk_ = 0;
   size_t pos_ = 0;  // within chunk_
   uint64_t consumed_ = 0;
+  size_t checked_ = 0;  // chunks [0, checked_) passed their check
+  Status error_;
 };
 
 }  // namespace gandiva::checkpoint

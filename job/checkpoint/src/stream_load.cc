@@ -1,12 +1,25 @@
 // Loading a verified checkpoint stream (stream.h) into the registered states,
 // and the section reader that load functions read through.
 #include <algorithm>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
+#include "chunk_checker.h"
+#include "crc32c.h"
 #include "stream.h"
 
 namespace gandiva::checkpoint {
+namespace {
+
+std::string Hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08" PRIx32, v);
+  return buf;
+}
+
+}  // namespace
 
 Status LoadStream(const VerifiedStream& stream,
                   const std::vector<std::shared_ptr<const StateEntry>>& entries) {
@@ -32,13 +45,49 @@ Status LoadStream(const VerifiedStream& stream,
           "state '" + e->name + "' is registered but the checkpoint has no " +
           "section for it; sections: " + (in_stream.empty() ? "none" : in_stream));
   }
-  for (const auto& s : stream.sections) {
-    ChunkSectionReader reader(s);
+  ChunkChecker checker(stream);  // ahead of the loads, for the chunks left unchecked
+  for (size_t k = 0; k < stream.sections.size(); ++k) {
+    const VerifiedSection& s = stream.sections[k];
+    ChunkSectionReader reader(s, &checker, checker.FirstOf(k));
     Status loaded = by_name[s.name]->load(reader);
+    // A corrupt chunk is the reason, whatever the load function made of its short read.
+    GD_RETURN_IF_ERROR(reader.error());
     if (!loaded.ok())
       return Status(loaded.code(), "loading section '" + s.name + "': " + loaded.message());
+    GD_RETURN_IF_ERROR(reader.CheckRest());
   }
   return Status::Ok();
+}
+
+bool ChunkSectionReader::Checked(size_t i) {
+  if (section_.unchecked.empty() || i < checked_) return true;
+  if (!error_.ok()) return false;
+  // Chunks are reached in order: i == checked_.
+  const UncheckedChunk& c = section_.unchecked[i];
+  uint32_t crc = 0;
+  bool good;
+  if (checker_) {
+    good = checker_->Good(first_ + i, &crc);
+  } else {
+    crc = Crc32c(section_.chunks[i].data(), section_.chunks[i].size());
+    good = crc == c.crc;
+  }
+  if (!good) {
+    // Worded as the reader's check before loading words it (stream_reader.cc).
+    error_ = DataLoss("corrupt chunk " + std::to_string(c.number) + " at offset " +
+                      std::to_string(c.offset) + " in section '" + section_.name + "' (its chunk " +
+                      std::to_string(i + 1) + "), found as it loaded: CRC32C " + Hex(crc) +
+                      " != stored " + Hex(c.crc));
+    return false;
+  }
+  checked_ = i + 1;
+  return true;
+}
+
+Status ChunkSectionReader::CheckRest() {
+  for (size_t i = checked_; i < section_.unchecked.size(); ++i)
+    if (!Checked(i)) break;
+  return error_;
 }
 
 size_t ChunkSectionReader::Read(void* out, size_t n) {
@@ -58,7 +107,7 @@ std::span<const uint8_t> ChunkSectionReader::Next(size_t max) {
     ++chunk_;
     pos_ = 0;
   }
-  if (chunk_ == section_.chunks.size() || max == 0) return {};
+  if (chunk_ == section_.chunks.size() || max == 0 || !Checked(chunk_)) return {};
   std::span<const uint8_t> piece =
       section_.chunks[chunk_].subspan(pos_, std::min(max, section_.chunks[chunk_].size() - pos_));
   pos_ += piece.size();

@@ -102,8 +102,13 @@ class Prefaulter {
 
 class Parser {
  public:
-  Parser(Source* source, VerifiedStream* out)
-      : source_(source), mapped_(source->Mapped()), out_(out) {
+  Parser(Source* source, Verify verify, VerifiedStream* out)
+      : source_(source),
+        mapped_(source->Mapped()),
+        // Only a mapping's chunks are left to the loading: a socket's are in
+        // cache as they arrive, the cheapest moment to check them.
+        defer_chunk_checks_(verify == Verify::kAsLoaded && !mapped_.empty()),
+        out_(out) {
     // Memory reserved for this restore, ready: chunks land there first.
     if (mapped_.empty())
       if (auto reserved = TakeReservedReceiveMemory()) out_->storage.push_back(std::move(reserved));
@@ -168,6 +173,7 @@ class Parser {
 
   Source* source_;
   std::span<const uint8_t> mapped_;
+  const bool defer_chunk_checks_;  // chunk payloads checked by the section readers
   VerifiedStream* out_;
   uint64_t offset_ = 0;
   uint32_t digest_ = 0;
@@ -261,6 +267,7 @@ Status Parser::ReadPayload(const FrameHeader& h, std::span<const uint8_t>* paylo
     return DataLoss("truncated checkpoint: stream ends inside " + FrameWhat(h.type) + " (" +
                     std::to_string(got) + " of " + std::to_string(h.length) +
                     " payload bytes) whose header is " + Where() + Describe());
+  if (defer_chunk_checks_ && h.type == kFrameChunk) return Status::Ok();  // Frame() notes it
   const uint32_t payload_crc = Crc32c(payload->data(), payload->size());
   if (payload_crc != h.payload_crc)
     return DataLoss("corrupt " + FrameWhat(h.type) + " " + Where() + ": CRC32C " +
@@ -288,14 +295,21 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
       std::string name(reinterpret_cast<const char*>(payload.data()), payload.size());
       for (const auto& s : out_->sections)
         if (s.name == name) return bad("section '" + name + "' appears twice");
-      out_->sections.push_back(VerifiedSection{std::move(name), 0, offset_, {}});
+      out_->sections.push_back(VerifiedSection{std::move(name), 0, offset_, {}, {}});
       section_ = &out_->sections.back();
       in_section_ = true;
       return Status::Ok();
     }
     case kFrameChunk:
       if (!in_section_) return bad("a chunk outside any section");
-      if (!payload.empty()) section_->chunks.push_back(payload);
+      if (defer_chunk_checks_ && payload.empty() && h.payload_crc != 0)
+        return DataLoss("corrupt chunk " + std::to_string(out_->chunks + 1) + " " + Where() +
+                        ": an empty payload with CRC32C " + Hex(h.payload_crc) + Describe());
+      if (!payload.empty()) {
+        section_->chunks.push_back(payload);
+        if (defer_chunk_checks_)
+          section_->unchecked.push_back({h.payload_crc, out_->chunks + 1, offset_});
+      }
       section_->bytes += payload.size();
       ++out_->chunks;
       return Status::Ok();
@@ -372,9 +386,9 @@ uint8_t* Slab::Take(size_t n) {
   return p;
 }
 
-StatusOr<VerifiedStream> ReadStream(Source* source) {
+StatusOr<VerifiedStream> ReadStream(Source* source, Verify verify) {
   VerifiedStream out;
-  Parser parser(source, &out);
+  Parser parser(source, verify, &out);
   GD_RETURN_IF_ERROR(parser.Run());
   return out;
 }

@@ -108,7 +108,11 @@ GD_API int gd_write(gd_writer* w, const void* data, size_t n);
 
 /* Copies up to n bytes of the section being loaded into out. Returns the
  * count (less than n only at the section's end), 0 at the end, -1 on a NULL
- * argument. The bytes were verified before any load function was called. */
+ * argument. Every byte it hands out has passed its checksum: in a restore
+ * at start-up (GANDIVA_RESTORE) each chunk is checked as it is first read, and
+ * a corrupt one ends the read short and the process (exit 75) before it
+ * trains; everywhere else the whole stream is checked before any load
+ * function is called. */
 GD_API long long gd_read(gd_reader* r, void* out, size_t n);
 
 /* The size in bytes of the section being loaded (-1 on NULL). */

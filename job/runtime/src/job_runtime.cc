@@ -105,7 +105,9 @@ void JobRuntime::FirstBoundary() {
       dir && *dir && checkpoint::StateRegistry::Global().ClaimEnvironmentRestore()) {
     const std::string target = RestoreTarget(dir);
     uint64_t bytes = 0;
-    Status s = checkpoint::RestoreState(target, &bytes);
+    // A failure ends the process below, so a chunk may be checked as it is
+    // loaded rather than all before: one pass over the file instead of two.
+    Status s = checkpoint::RestoreState(target, &bytes, checkpoint::RestoreCheck::kWhileLoading);
     if (!s.ok()) {
       // Continuing from scratch would silently lose the run: stop instead.
       GD_LOG(kError, "cannot restore from %s: %s", target.c_str(), s.ToString().c_str());

@@ -221,6 +221,83 @@ TEST_F(StreamTest, CorruptChunkIsNamedBySectionChunkAndOffset) {
   EXPECT_EQ(Loads(), 0);
 }
 
+// Checked as loaded (a start-up restore from a file): the stream reads fine,
+// each chunk is checked when a load function first reaches it, and no load
+// function gets a byte of a corrupt chunk or anything after it. A load
+// function that ignores its short read still fails the load, and chunks a
+// load function never read are checked after it returns.
+TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
+  const auto bytes = Write();
+  struct Seen {
+    std::vector<uint8_t> bytes;
+    bool called = false;
+  };
+  std::vector<Seen> seen(states_.size());
+  auto entries = [&](bool read) {
+    std::vector<std::shared_ptr<const StateEntry>> out;
+    for (size_t k = 0; k < states_.size(); ++k)
+      out.push_back(std::make_shared<StateEntry>(StateEntry{states_[k]->name, nullptr,
+                                                            [&, k, read](SectionReader& r) {
+                                                              seen[k].called = true;
+                                                              std::vector<uint8_t> buf(r.size());
+                                                              size_t got = 0;
+                                                              while (read && got < buf.size()) {
+                                                                const size_t n =
+                                                                    r.Read(buf.data() + got, 77777);
+                                                                if (n == 0) break;
+                                                                got += n;
+                                                              }
+                                                              seen[k].bytes.assign(
+                                                                  buf.begin(), buf.begin() + got);
+                                                              return Status::Ok();  // short or not
+                                                            },
+                                                            nullptr}));
+    return out;
+  };
+  auto load = [&](const std::vector<uint8_t>& stream_bytes, bool read) {
+    for (auto& s : seen) s = Seen{};
+    MemorySource src(stream_bytes);
+    auto stream = ReadStream(&src, Verify::kAsLoaded);
+    EXPECT_TRUE(stream.ok()) << stream.status().ToString();
+    return stream.ok() ? LoadStream(*stream, entries(read)) : stream.status();
+  };
+  ASSERT_TRUE(load(bytes, true).ok());
+  for (size_t k = 0; k < states_.size(); ++k) EXPECT_EQ(seen[k].bytes, states_[k]->data);
+
+  int chunk = 0;
+  for (const auto& f : Frames(bytes)) {
+    if (f.type != kFrameChunk) continue;
+    ++chunk;
+    auto bad = bytes;
+    bad[f.offset + 16 + f.length / 2] ^= 0x10;
+    for (bool read : {true, false}) {
+      Status s = load(bad, read);
+      ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+      EXPECT_NE(s.message().find("corrupt chunk " + std::to_string(chunk) + " at offset " +
+                                 std::to_string(f.offset)),
+                std::string::npos)
+          << s.ToString();
+      // Every byte any load function got is the saved byte at its place.
+      for (size_t k = 0; k < states_.size(); ++k) {
+        const auto& got = seen[k].bytes;
+        ASSERT_LE(got.size(), states_[k]->data.size());
+        EXPECT_TRUE(std::equal(got.begin(), got.end(), states_[k]->data.begin())) << k;
+      }
+    }
+  }
+  EXPECT_EQ(chunk, 7);
+  // Frame headers and totals are still all checked before any load.
+  auto bad = bytes;
+  bad[Frames(bytes).back().offset + 4] ^= 1;  // the end frame's length
+  MemorySource src(bad);
+  EXPECT_EQ(ReadStream(&src, Verify::kAsLoaded).status().code(), StatusCode::kDataLoss);
+  // A socket's chunks are checked as they arrive either way: none is left.
+  StreamedSource streamed{std::span<const uint8_t>(bytes)};
+  auto stream = ReadStream(&streamed, Verify::kAsLoaded);
+  ASSERT_TRUE(stream.ok());
+  for (const auto& section : stream->sections) EXPECT_TRUE(section.unchecked.empty());
+}
+
 TEST_F(StreamTest, CorruptFrameHeaderIsDetected) {
   const auto bytes = Write();
   for (const auto& f : Frames(bytes)) {

@@ -74,7 +74,7 @@ def test_restored_run_continues_bitwise(tmp_path, example):
 
 
 @pytest.mark.parametrize("example", [cnn, mlp], ids=["pytorch_cnn", "libtorch_mlp"])
-def test_damaged_checkpoint_exits_75_loading_nothing(tmp_path, example):
+def test_damaged_checkpoint_exits_75_before_training(tmp_path, example):
     ckpt = tmp_path / "ckpt"
     a = run(example("--iterations", 5, "--checkpoint-at", 5, "--checkpoint-dir", ckpt))
     assert a.returncode == 0, a.stderr

@@ -22,9 +22,17 @@ namespace gandiva::checkpoint {
 // *bytes: bytes written. FailedPrecondition, with nothing written, when no
 // state is registered (the message says what to register).
 Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes);
+// When a restore checks the chunks of a checkpoint file: all before the
+// first load function runs, or each as it is loaded (one pass over the bytes
+// instead of two). Either way no load function sees an unchecked byte, but
+// kAsLoaded may fail after some sections were loaded: only for a restore
+// whose failure ends the process (a job's start-up restore).
+enum class RestoreCheck { kBeforeLoading, kWhileLoading };
+
 // Reads a stream from target, verifies every chunk, and loads each section
 // into the state registered under its name. *bytes: bytes read.
-Status RestoreState(const std::string& target, uint64_t* bytes);
+Status RestoreState(const std::string& target, uint64_t* bytes,
+                    RestoreCheck check = RestoreCheck::kBeforeLoading);
 // Ahead of a restore that will come over a socket (a migration's destination,
 // GANDIVA_ARRIVING): measures the registered state by running its save
 // functions into a counter, and reserves that much receive memory, faulted in.
