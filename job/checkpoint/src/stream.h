@@ -2,9 +2,9 @@
 // as save functions produce bytes; the reader verifies a whole stream — every
 // frame and chunk checksum, the section and end totals — before anything is
 // loaded, so a corrupt stream never half-loads a job. Where a failed restore
-// ends the process anyway (a job's start-up restore), the chunks of a mapped
-// file may instead be checked as they load (Verify::kAsLoaded): one pass over
-// the bytes instead of two, and still no load function sees an unchecked byte.
+// ends the process anyway (a job's start-up restore, a migration's copy), the
+// chunks may instead be checked as they load (Verify::kAsLoaded), and still no
+// load function sees an unchecked byte.
 #ifndef GANDIVA_CHECKPOINT_STREAM_H_
 #define GANDIVA_CHECKPOINT_STREAM_H_
 
@@ -88,10 +88,12 @@ struct VerifiedSection {
 // When the chunks' payload checksums are checked.
 enum class Verify {
   kBeforeLoad,  // all of them, before any load function runs
-  // A mapped file's as the load functions read them (a socket's are checked
-  // as they arrive, while hot, either way). Frame headers, section and end
-  // totals are still all checked first. For a restore whose failure ends the
-  // process: a corrupt chunk found late leaves earlier sections loaded.
+  // As the load functions read them (a second thread checks ahead of them,
+  // ChunkChecker): off a socket's receiving thread, which paces a migration's
+  // stream, and one pass less over a file. Frame headers, section and end
+  // totals are still all checked first. Only for a restore whose failure
+  // ends the process or discards it: a corrupt chunk found late leaves
+  // earlier sections loaded.
   kAsLoaded,
 };
 

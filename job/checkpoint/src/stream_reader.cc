@@ -105,9 +105,7 @@ class Parser {
   Parser(Source* source, Verify verify, VerifiedStream* out)
       : source_(source),
         mapped_(source->Mapped()),
-        // Only a mapping's chunks are left to the loading: a socket's are in
-        // cache as they arrive, the cheapest moment to check them.
-        defer_chunk_checks_(verify == Verify::kAsLoaded && !mapped_.empty()),
+        defer_chunk_checks_(verify == Verify::kAsLoaded),
         out_(out) {
     // Memory reserved for this restore, ready: chunks land there first.
     if (mapped_.empty())

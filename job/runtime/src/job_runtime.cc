@@ -232,8 +232,14 @@ void JobRuntime::Transfer(Request kind) {
                            strnlen(cb_->transfer_target, kTransferTargetSize));
   const uint64_t start = MonotonicNowNs();
   uint64_t bytes = 0;
+  // A sealed restore is a migration's warm copy, discarded if it fails (and
+  // never released to train): its chunks may be checked as they load, off
+  // the receiving thread that paces the stream. A gang's restore from files
+  // is not discarded: checked before loading.
+  const auto check = target.starts_with("sealed:") ? checkpoint::RestoreCheck::kWhileLoading
+                                                   : checkpoint::RestoreCheck::kBeforeLoading;
   Status s = kind == kRequestCheckpoint ? checkpoint::SaveState(target, cb_->job_id, &bytes)
-                                        : checkpoint::RestoreState(target, &bytes);
+                                        : checkpoint::RestoreState(target, &bytes, check);
   cb_->transfer_bytes.store(bytes, std::memory_order_relaxed);
   cb_->transfer_ns.store(MonotonicNowNs() - start, std::memory_order_relaxed);
   std::snprintf(cb_->transfer_error, kTransferErrorSize, "%s", s.ok() ? "" : s.ToString().c_str());

@@ -254,15 +254,19 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
                                                             nullptr}));
     return out;
   };
-  auto load = [&](const std::vector<uint8_t>& stream_bytes, bool read) {
+  auto load = [&](const std::vector<uint8_t>& stream_bytes, bool read, bool mapped = true) {
     for (auto& s : seen) s = Seen{};
-    MemorySource src(stream_bytes);
-    auto stream = ReadStream(&src, Verify::kAsLoaded);
+    std::unique_ptr<Source> src(mapped
+                                    ? new MemorySource(stream_bytes)
+                                    : new StreamedSource(std::span<const uint8_t>(stream_bytes)));
+    auto stream = ReadStream(src.get(), Verify::kAsLoaded);
     EXPECT_TRUE(stream.ok()) << stream.status().ToString();
     return stream.ok() ? LoadStream(*stream, entries(read)) : stream.status();
   };
-  ASSERT_TRUE(load(bytes, true).ok());
-  for (size_t k = 0; k < states_.size(); ++k) EXPECT_EQ(seen[k].bytes, states_[k]->data);
+  for (bool mapped : {true, false}) {
+    ASSERT_TRUE(load(bytes, true, mapped).ok());
+    for (size_t k = 0; k < states_.size(); ++k) EXPECT_EQ(seen[k].bytes, states_[k]->data);
+  }
 
   int chunk = 0;
   for (const auto& f : Frames(bytes)) {
@@ -270,8 +274,8 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
     ++chunk;
     auto bad = bytes;
     bad[f.offset + 16 + f.length / 2] ^= 0x10;
-    for (bool read : {true, false}) {
-      Status s = load(bad, read);
+    for (int way = 0; way < 3; ++way) {  // read from a file, not read, read from a socket
+      Status s = load(bad, way != 1, way != 2);
       ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
       EXPECT_NE(s.message().find("corrupt chunk " + std::to_string(chunk) + " at offset " +
                                  std::to_string(f.offset)),
@@ -291,9 +295,11 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
   bad[Frames(bytes).back().offset + 4] ^= 1;  // the end frame's length
   MemorySource src(bad);
   EXPECT_EQ(ReadStream(&src, Verify::kAsLoaded).status().code(), StatusCode::kDataLoss);
-  // A socket's chunks are checked as they arrive either way: none is left.
-  StreamedSource streamed{std::span<const uint8_t>(bytes)};
-  auto stream = ReadStream(&streamed, Verify::kAsLoaded);
+  // Checked before loading, nothing is left for the load.
+  auto stream = ReadStream(&src, Verify::kBeforeLoad);
+  ASSERT_TRUE(stream.status().code() == StatusCode::kDataLoss);
+  MemorySource good(bytes);
+  stream = ReadStream(&good, Verify::kBeforeLoad);
   ASSERT_TRUE(stream.ok());
   for (const auto& section : stream->sections) EXPECT_TRUE(section.unchecked.empty());
 }

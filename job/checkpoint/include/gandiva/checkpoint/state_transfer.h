@@ -22,11 +22,13 @@ namespace gandiva::checkpoint {
 // *bytes: bytes written. FailedPrecondition, with nothing written, when no
 // state is registered (the message says what to register).
 Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes);
-// When a restore checks the chunks of a checkpoint file: all before the
-// first load function runs, or each as it is loaded (one pass over the bytes
-// instead of two). Either way no load function sees an unchecked byte, but
-// kAsLoaded may fail after some sections were loaded: only for a restore
-// whose failure ends the process (a job's start-up restore).
+// When a restore checks the chunks' checksums: all before the first load
+// function runs, or each as it is loaded, on a second thread ahead of the
+// load (one pass less over a file; off the receiving thread of a socket).
+// Either way no load function sees an unchecked byte, but kWhileLoading may
+// fail after some sections were loaded: only for a restore whose failure
+// ends the process (a job's start-up restore) or discards it (a migration's
+// warm copy).
 enum class RestoreCheck { kBeforeLoading, kWhileLoading };
 
 // Reads a stream from target, verifies every chunk, and loads each section
