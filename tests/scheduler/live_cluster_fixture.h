@@ -153,14 +153,23 @@ class LiveClusterTest : public ::testing::Test {
     return r;
   }
   JobRecord Stored(int64_t id) { return store_->Get(id).value(); }
-  // A restartable job started on node a's cpu0, then suspended: parked there.
-  JobId ParkRestartableJob(LiveCluster& c) {
+  // A restartable job "train", submitted and admitted.
+  JobId AdmitRestartable(LiveCluster& c) {
     JobRecord r = Submitted("train");
     r.restartable = true;
     EXPECT_TRUE(store_->Update(r).ok());
-    const JobId j = c.Admit(r);
+    return c.Admit(r);
+  }
+  // A restartable job started on node a's cpu0.
+  JobId StartRestartableJob(LiveCluster& c) {
+    const JobId j = AdmitRestartable(c);
     const GpuId a = 0;
     EXPECT_TRUE(c.Start(j, {&a, 1}).ok());
+    return j;
+  }
+  // A restartable job started on node a's cpu0, then suspended: parked there.
+  JobId ParkRestartableJob(LiveCluster& c) {
+    const JobId j = StartRestartableJob(c);
     EXPECT_TRUE(c.Suspend(j, Preemption::kPark).ok());
     nodes_.jobs_[0][0]["state"] = "suspended";
     return j;

@@ -214,12 +214,7 @@ TEST_F(LiveClusterTest, AJobParkedTooLongIsCheckpointedStoppedAndRelaunchedFromI
 // stopped as soon as that checkpoint is complete (no stop_parked_after_s).
 TEST_F(LiveClusterTest, APreemptionToStopCheckpointsAtOnceAndStopsTheJob) {
   auto c = MakeCluster();
-  JobRecord r = Submitted("train");
-  r.restartable = true;
-  ASSERT_TRUE(store_->Update(r).ok());
-  const JobId j = c->Admit(r);
-  const GpuId a = 0;
-  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  const JobId j = StartRestartableJob(*c);
   ASSERT_TRUE(c->Suspend(j, Preemption::kStop).ok());
   ASSERT_EQ(nodes_.CallsOf(MessageType::kSuspend), 1);
   ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1);
@@ -241,12 +236,7 @@ TEST_F(LiveClusterTest, APreemptionToStopCheckpointsAtOnceAndStopsTheJob) {
 TEST_F(LiveClusterTest, AStopDuringAPeriodicCheckpointIsCheckpointedAfterIt) {
   checkpoint_every_s_ = 60;
   auto c = MakeCluster();
-  JobRecord r = Submitted("train");
-  r.restartable = true;
-  ASSERT_TRUE(store_->Update(r).ok());
-  const JobId j = c->Admit(r);
-  const GpuId a = 0;
-  ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
+  const JobId j = StartRestartableJob(*c);
   now_ += 61;
   c->Refresh();
   ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1) << "the periodic checkpoint";

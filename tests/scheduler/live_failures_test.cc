@@ -79,10 +79,7 @@ TEST_F(LiveFailuresTest, ANewJobValidatesAsAGuestAndQueuesAfterItsIterations) {
 TEST_F(LiveFailuresTest, ARestartableJobKeepsWhatItsValidationRunDid) {
   validate_iterations_ = 3;
   auto c = MakeCluster();
-  JobRecord r = Submitted("train");
-  r.restartable = true;
-  ASSERT_TRUE(store_->Update(r).ok());
-  const JobId j = c->Admit(r);
+  const JobId j = AdmitRestartable(*c);
   c->ValidatePending();
   const int node = nodes_.calls.back().node;
   NodeRun(nodes_, node, 1)["iterations"] = 3;

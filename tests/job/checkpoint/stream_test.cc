@@ -46,6 +46,23 @@ std::vector<FrameInfo> Frames(const std::vector<uint8_t>& bytes) {
   return out;
 }
 
+// The stream once for each of its chunks, with a bit of that chunk's payload flipped.
+struct FlippedChunk {
+  int number;     // the chunk's place among the stream's chunks, from 1
+  size_t offset;  // of its frame header
+  std::vector<uint8_t> bytes;
+};
+std::vector<FlippedChunk> EachChunkFlipped(const std::vector<uint8_t>& bytes) {
+  std::vector<FlippedChunk> out;
+  for (const auto& f : Frames(bytes)) {
+    if (f.type != kFrameChunk) continue;
+    auto bad = bytes;
+    bad[f.offset + 16 + f.length / 2] ^= 0x10;
+    out.push_back({static_cast<int>(out.size()) + 1, f.offset, std::move(bad)});
+  }
+  return out;
+}
+
 class StreamTest : public ::testing::Test {
  protected:
   void AddState(const std::string& name, size_t size, uint32_t seed) {
@@ -200,24 +217,19 @@ TEST_F(StreamTest, MissingEndFrameIsNamed) {
 }
 
 TEST_F(StreamTest, CorruptChunkIsNamedBySectionChunkAndOffset) {
-  const auto bytes = Write();
-  int chunk = 0;
-  for (const auto& f : Frames(bytes)) {
-    if (f.type != kFrameChunk) continue;
-    ++chunk;
-    auto bad = bytes;
-    bad[f.offset + 16 + f.length / 2] ^= 0x10;
+  const auto flipped = EachChunkFlipped(Write());
+  for (const auto& [chunk, offset, bad] : flipped) {
     for (bool mapped : {true, false}) {
       Status s = Restore(bad, mapped);
       ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
       EXPECT_NE(s.message().find("corrupt chunk " + std::to_string(chunk) + " "), std::string::npos)
           << s.ToString();
-      EXPECT_NE(s.message().find("offset " + std::to_string(f.offset)), std::string::npos)
+      EXPECT_NE(s.message().find("offset " + std::to_string(offset)), std::string::npos)
           << s.ToString();
       EXPECT_NE(s.message().find("section '"), std::string::npos) << s.ToString();
     }
   }
-  EXPECT_EQ(chunk, 7);  // model 5, optimizer 1, rng 1
+  EXPECT_EQ(flipped.size(), 7u);  // model 5, optimizer 1, rng 1
   EXPECT_EQ(Loads(), 0);
 }
 
@@ -268,17 +280,13 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
     for (size_t k = 0; k < states_.size(); ++k) EXPECT_EQ(seen[k].bytes, states_[k]->data);
   }
 
-  int chunk = 0;
-  for (const auto& f : Frames(bytes)) {
-    if (f.type != kFrameChunk) continue;
-    ++chunk;
-    auto bad = bytes;
-    bad[f.offset + 16 + f.length / 2] ^= 0x10;
+  const auto flipped = EachChunkFlipped(bytes);
+  for (const auto& [chunk, offset, bad] : flipped) {
     for (int way = 0; way < 3; ++way) {  // read from a file, not read, read from a socket
       Status s = load(bad, way != 1, way != 2);
       ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
       EXPECT_NE(s.message().find("corrupt chunk " + std::to_string(chunk) + " at offset " +
-                                 std::to_string(f.offset)),
+                                 std::to_string(offset)),
                 std::string::npos)
           << s.ToString();
       // Every byte any load function got is the saved byte at its place.
@@ -289,7 +297,7 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
       }
     }
   }
-  EXPECT_EQ(chunk, 7);
+  EXPECT_EQ(flipped.size(), 7u);
   // Frame headers and totals are still all checked before any load.
   auto bad = bytes;
   bad[Frames(bytes).back().offset + 4] ^= 1;  // the end frame's length
