@@ -2,6 +2,7 @@
 #include "chunk_checker.h"
 
 #include "crc32c.h"
+#include "helper_thread.h"
 
 namespace gandiva::checkpoint {
 
@@ -15,7 +16,8 @@ ChunkChecker::ChunkChecker(const VerifiedStream& stream) {
   state_ = std::make_unique<std::atomic<uint8_t>[]>(chunks_.size());
   crc_ = std::make_unique<uint32_t[]>(chunks_.size());
   for (size_t i = 0; i < chunks_.size(); ++i) state_[i].store(kPending, std::memory_order_relaxed);
-  thread_ = std::thread([this] { Run(); });
+  // Without a thread the loading thread checks every chunk itself (Good).
+  (void)StartHelperThread(&thread_, [this] { Run(); });
 }
 
 ChunkChecker::~ChunkChecker() {

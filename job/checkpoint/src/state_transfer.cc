@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "gandiva/checkpoint/registry.h"
+#include "helper_thread.h"
 #include "io.h"
 #include "stream.h"
 
@@ -103,11 +104,14 @@ Status RestoreState(const std::string& target, uint64_t* bytes, RestoreCheck che
   // Unmapping a large stream (its slabs, or the mapped file) takes ~20 ms per
   // GiB and more: do it off the path that a migration's downtime, or a
   // restored job's first iteration, waits on.
-  if (stream.stream_bytes >= (64u << 20))
-    std::thread([s = std::move(stream), src = std::move(source)]() mutable {
-      VerifiedStream gone = std::move(s);
-      src.reset();
-    }).detach();
+  // Without a thread, the lambda holding them is destroyed here: unmapped inline.
+  std::thread unmapper;
+  if (stream.stream_bytes >= (64u << 20) &&
+      StartHelperThread(&unmapper, [s = std::move(stream), src = std::move(source)]() mutable {
+        VerifiedStream gone = std::move(s);
+        src.reset();
+      }))
+    unmapper.detach();
   return loaded;
 }
 

@@ -13,6 +13,7 @@
 
 #include "crc32c.h"
 #include "format.h"
+#include "helper_thread.h"
 #include "stream.h"
 
 namespace gandiva::checkpoint {
@@ -84,7 +85,8 @@ class Prefaulter {
   void Start(uint8_t* p, size_t n) {
     Stop();
     stop_.store(false, std::memory_order_relaxed);
-    thread_ = std::thread([this, p, n] {
+    // Without a thread the receiving thread faults the pages in itself.
+    (void)StartHelperThread(&thread_, [this, p, n] {
       constexpr size_t kStep = 2u << 20;
       for (size_t off = 0; off < n && !stop_.load(std::memory_order_relaxed); off += kStep)
         if (::madvise(p + off, std::min(kStep, n - off), MADV_POPULATE_WRITE) != 0) return;

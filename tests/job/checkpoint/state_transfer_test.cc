@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -154,6 +155,51 @@ TEST_F(StateTransferTest, FileRoundTripCreatesTheDirectoryAndLeavesNoTemporary) 
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(bytes, fs::file_size(ckpt_dir / kCheckpointFileName));
   for (const auto& b : blobs_) EXPECT_EQ(b->loaded, b->data);
+}
+
+// A job out of threads (a cgroup's pids.max, as containers set it) still
+// restores: the helper threads (the chunk checker, the unmapper) are only
+// speed, and std::thread's exception must not end the job mid-restore. The
+// restore runs in a child that a pids cgroup (v1, as this machine has it)
+// holds to its one task; skipped where no such cgroup can be made.
+TEST_F(StateTransferTest, ARestoreWithoutThreadsToSpareStillLoads) {
+  const fs::path pids_root = "/sys/fs/cgroup/pids";
+  const fs::path group = pids_root / ("gd_ckpt_test_" + std::to_string(::getpid()));
+  std::error_code ec;
+  if (::geteuid() != 0 || !fs::create_directory(group, ec))
+    GTEST_SKIP() << "no pids cgroup to confine a child to (root and cgroup v1 pids needed)";
+  Add("model", (80 << 20) + 5, 3);  // past 64 MiB: the unmapping goes to a thread too
+  ASSERT_EQ(gd_checkpoint(dir_.c_str()), 0);
+  const std::string file = "file:" + (dir_ / kCheckpointFileName).string();
+  for (auto& b : blobs_) b->loaded.clear();
+
+  const pid_t child = ::fork();
+  if (child == 0) {
+    // One task allowed: this one. Every std::thread after this fails.
+    std::ofstream(group / "pids.max") << "1";
+    std::ofstream(group / "cgroup.procs") << ::getpid();
+    bool confined = false;
+    try {
+      std::thread([] {}).join();
+    } catch (const std::exception&) {
+      confined = true;
+    }
+    if (!confined) ::_exit(3);
+    try {
+      uint64_t bytes = 0;
+      const Status s = RestoreState(file, &bytes, RestoreCheck::kWhileLoading);
+      ::_exit(!s.ok() ? 1 : blobs_[0]->loaded == blobs_[0]->data ? 0 : 2);
+    } catch (...) {
+      ::_exit(4);  // what a job would have died of (never back into gtest in a child)
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  fs::remove(group, ec);
+  ASSERT_TRUE(WIFEXITED(status)) << "the restore ended the child: signal " << WTERMSIG(status);
+  EXPECT_NE(WEXITSTATUS(status), 3) << "the cgroup did not hold the child to one task";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: the restore failed; 2: wrong bytes loaded; 4: an exception left the library";
 }
 
 TEST_F(StateTransferTest, FailedSaveKeepsThePreviousCheckpoint) {
