@@ -28,7 +28,7 @@ enum Flags : uint8_t {
   kFixChecksums = 1,  // repair checksums and totals before reading
   kStreamed = 2,      // read through Source::Read (a socket), not in place (a file)
   // bits 2..7 when streamed: the source's read size, (value + 1) * 7 bytes
-  kCheckAsLoaded = 4,  // in place: chunks checked as loaded (Verify::kAsLoaded)
+  kCheckAsLoaded = 4,  // in place: chunks checked as loaded (RestoreCheck::kWhileLoading)
 };
 
 // A source without a mapping that returns at most `step` bytes a read, as a
@@ -120,8 +120,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   else
     source = std::make_unique<ck::MemorySource>(stream);
   const bool as_loaded = !(flags & kStreamed) && (flags & kCheckAsLoaded);
-  auto verified =
-      ck::ReadStream(source.get(), as_loaded ? ck::Verify::kAsLoaded : ck::Verify::kBeforeLoad);
+  auto verified = ck::ReadStream(
+      source.get(), as_loaded ? ck::RestoreCheck::kWhileLoading : ck::RestoreCheck::kBeforeLoading);
   if (!verified.ok()) return 0;
 
   // Load every section through an entry of its name, as a restoring job does.

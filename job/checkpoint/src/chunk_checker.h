@@ -1,4 +1,4 @@
-// Checks the chunks a stream left unchecked (Verify::kAsLoaded) on a thread
+// Checks the chunks a stream left unchecked (RestoreCheck::kWhileLoading) on a thread
 // of its own, running ahead of the load functions on the loading thread: the
 // check and the copy into the job's memory then overlap on two cores instead
 // of adding up on one. Each chunk is checked exactly once, by whichever

@@ -94,8 +94,7 @@ Status RestoreState(const std::string& target, uint64_t* bytes, RestoreCheck che
   *bytes = 0;
   std::lock_guard<std::mutex> lock(TransferMutex());
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, OpenSource(target));
-  StatusOr<VerifiedStream> read = ReadStream(
-      source.get(), check == RestoreCheck::kWhileLoading ? Verify::kAsLoaded : Verify::kBeforeLoad);
+  StatusOr<VerifiedStream> read = ReadStream(source.get(), check);
   (void)TakeReservedReceiveMemory();  // what the stream did not use (a file needs none)
   GD_RETURN_IF_ERROR(read.status());
   VerifiedStream stream = std::move(*read);

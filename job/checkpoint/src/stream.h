@@ -3,7 +3,7 @@
 // frame and chunk checksum, the section and end totals — before anything is
 // loaded, so a corrupt stream never half-loads a job. Where a failed restore
 // ends the process anyway (a job's start-up restore, a migration's copy), the
-// chunks may instead be checked as they load (Verify::kAsLoaded), and still no
+// chunks may instead be checked as they load (RestoreCheck::kWhileLoading), and still no
 // load function sees an unchecked byte.
 #ifndef GANDIVA_CHECKPOINT_STREAM_H_
 #define GANDIVA_CHECKPOINT_STREAM_H_
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gandiva/checkpoint/registry.h"
+#include "gandiva/checkpoint/state_transfer.h"
 #include "gandiva/status.h"
 #include "io.h"
 
@@ -68,7 +69,7 @@ class StreamWriter {
   std::unique_ptr<Section> section_writer_;
 };
 
-// A chunk whose payload checksum is still to be checked (Verify::kAsLoaded).
+// A chunk whose payload checksum is still to be checked (RestoreCheck::kWhileLoading).
 struct UncheckedChunk {
   uint32_t crc;     // what its frame header says
   uint64_t number;  // its place among the stream's chunks, from 1 (for messages)
@@ -83,18 +84,6 @@ struct VerifiedSection {
   // Empty when every chunk was checked as the stream was read; else one per
   // chunk, checked by the section's reader before it hands out a byte of it.
   std::vector<UncheckedChunk> unchecked;
-};
-
-// When the chunks' payload checksums are checked.
-enum class Verify {
-  kBeforeLoad,  // all of them, before any load function runs
-  // As the load functions read them (a second thread checks ahead of them,
-  // ChunkChecker): off a socket's receiving thread, which paces a migration's
-  // stream, and one pass less over a file. Frame headers, section and end
-  // totals are still all checked first. Only for a restore whose failure
-  // ends the process or discards it: a corrupt chunk found late leaves
-  // earlier sections loaded.
-  kAsLoaded,
 };
 
 // Memory for chunks received from a stream source: large anonymous mappings,
@@ -130,10 +119,16 @@ struct VerifiedStream {
   std::vector<std::unique_ptr<Slab>> storage;
 };
 
+// A checksum as error messages show it: "0x%08x".
+std::string Hex(uint32_t crc);
+
 // Reads and verifies a stream from source, which must outlive the result
 // (its mapping may back the chunks). Stops after the end frame: a socket is
-// read no further; a mapped file with bytes after it is DataLoss.
-StatusOr<VerifiedStream> ReadStream(Source* source, Verify verify = Verify::kBeforeLoad);
+// read no further; a mapped file with bytes after it is DataLoss. With
+// kWhileLoading, frame headers and the section and end totals are still all
+// checked here; the chunks' payloads are left to LoadStream (`unchecked`).
+StatusOr<VerifiedStream> ReadStream(Source* source,
+                                    RestoreCheck check = RestoreCheck::kBeforeLoading);
 
 // Writes one section per entry, in order, through the entries' save functions.
 Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntry>>& entries,
@@ -141,7 +136,7 @@ Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntr
 
 // Loads every section of stream into the entry with its name. Checks first,
 // before calling any load function, that every section has an entry and every
-// entry a section. A chunk left unchecked (Verify::kAsLoaded) that fails its
+// entry a section. A chunk left unchecked (RestoreCheck::kWhileLoading) that fails its
 // check is DataLoss, whether the load function noticed its short read or not;
 // chunks a load function did not read are checked after it returns.
 Status LoadStream(const VerifiedStream& stream,

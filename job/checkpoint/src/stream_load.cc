@@ -1,8 +1,6 @@
 // Loading a verified checkpoint stream (stream.h) into the registered states,
 // and the section reader that load functions read through.
 #include <algorithm>
-#include <cinttypes>
-#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -11,15 +9,6 @@
 #include "stream.h"
 
 namespace gandiva::checkpoint {
-namespace {
-
-std::string Hex(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%08" PRIx32, v);
-  return buf;
-}
-
-}  // namespace
 
 Status LoadStream(const VerifiedStream& stream,
                   const std::vector<std::shared_ptr<const StateEntry>>& entries) {

@@ -19,12 +19,6 @@
 namespace gandiva::checkpoint {
 namespace {
 
-std::string Hex(uint32_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%08" PRIx32, v);
-  return buf;
-}
-
 const char* FrameName(uint8_t type) {
   switch (type) {
     case kFrameHeader:
@@ -104,10 +98,10 @@ class Prefaulter {
 
 class Parser {
  public:
-  Parser(Source* source, Verify verify, VerifiedStream* out)
+  Parser(Source* source, RestoreCheck check, VerifiedStream* out)
       : source_(source),
         mapped_(source->Mapped()),
-        defer_chunk_checks_(verify == Verify::kAsLoaded),
+        defer_chunk_checks_(check == RestoreCheck::kWhileLoading),
         out_(out) {
     // Memory reserved for this restore, ready: chunks land there first.
     if (mapped_.empty())
@@ -267,7 +261,8 @@ Status Parser::ReadPayload(const FrameHeader& h, std::span<const uint8_t>* paylo
     return DataLoss("truncated checkpoint: stream ends inside " + FrameWhat(h.type) + " (" +
                     std::to_string(got) + " of " + std::to_string(h.length) +
                     " payload bytes) whose header is " + Where() + Describe());
-  if (defer_chunk_checks_ && h.type == kFrameChunk) return Status::Ok();  // Frame() notes it
+  // Left to the loading (Frame() notes it); an empty one has nothing to defer.
+  if (defer_chunk_checks_ && h.type == kFrameChunk && h.length > 0) return Status::Ok();
   const uint32_t payload_crc = Crc32c(payload->data(), payload->size());
   if (payload_crc != h.payload_crc)
     return DataLoss("corrupt " + FrameWhat(h.type) + " " + Where() + ": CRC32C " +
@@ -302,9 +297,6 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
     }
     case kFrameChunk:
       if (!in_section_) return bad("a chunk outside any section");
-      if (defer_chunk_checks_ && payload.empty() && h.payload_crc != 0)
-        return DataLoss("corrupt chunk " + std::to_string(out_->chunks + 1) + " " + Where() +
-                        ": an empty payload with CRC32C " + Hex(h.payload_crc) + Describe());
       if (!payload.empty()) {
         section_->chunks.push_back(payload);
         if (defer_chunk_checks_)
@@ -386,9 +378,15 @@ uint8_t* Slab::Take(size_t n) {
   return p;
 }
 
-StatusOr<VerifiedStream> ReadStream(Source* source, Verify verify) {
+std::string Hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%08" PRIx32, v);
+  return buf;
+}
+
+StatusOr<VerifiedStream> ReadStream(Source* source, RestoreCheck check) {
   VerifiedStream out;
-  Parser parser(source, verify, &out);
+  Parser parser(source, check, &out);
   GD_RETURN_IF_ERROR(parser.Run());
   return out;
 }

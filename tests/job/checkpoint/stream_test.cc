@@ -271,7 +271,7 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
     std::unique_ptr<Source> src(mapped
                                     ? new MemorySource(stream_bytes)
                                     : new StreamedSource(std::span<const uint8_t>(stream_bytes)));
-    auto stream = ReadStream(src.get(), Verify::kAsLoaded);
+    auto stream = ReadStream(src.get(), RestoreCheck::kWhileLoading);
     EXPECT_TRUE(stream.ok()) << stream.status().ToString();
     return stream.ok() ? LoadStream(*stream, entries(read)) : stream.status();
   };
@@ -302,12 +302,12 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
   auto bad = bytes;
   bad[Frames(bytes).back().offset + 4] ^= 1;  // the end frame's length
   MemorySource src(bad);
-  EXPECT_EQ(ReadStream(&src, Verify::kAsLoaded).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(ReadStream(&src, RestoreCheck::kWhileLoading).status().code(), StatusCode::kDataLoss);
   // Checked before loading, nothing is left for the load.
-  auto stream = ReadStream(&src, Verify::kBeforeLoad);
+  auto stream = ReadStream(&src, RestoreCheck::kBeforeLoading);
   ASSERT_TRUE(stream.status().code() == StatusCode::kDataLoss);
   MemorySource good(bytes);
-  stream = ReadStream(&good, Verify::kBeforeLoad);
+  stream = ReadStream(&good, RestoreCheck::kBeforeLoading);
   ASSERT_TRUE(stream.ok());
   for (const auto& section : stream->sections) EXPECT_TRUE(section.unchecked.empty());
 }
