@@ -137,17 +137,19 @@ std::string Node::MpsStatus(const DeviceLoop& device) const {
 std::map<std::string, std::string> Node::JobEnvironment(
     const std::vector<std::string>& devices) const {
   std::vector<const DeviceInfo*> infos;
-  for (const std::string& name : devices) {
-    const auto it = std::find_if(options_.devices.begin(), options_.devices.end(),
-                                 [&](const DeviceInfo& d) { return d.name == name; });
-    infos.push_back(it == options_.devices.end() ? nullptr : &*it);
-  }
+  for (const std::string& name : devices) infos.push_back(FindDeviceInfo(name));
   const std::string visible = CudaVisibleDevices(infos);
   if (visible.empty()) return {};  // not on GPUs
   std::map<std::string, std::string> env = mps_.JobEnvironment();
   // Without it, a job on gpu1 would run on the first GPU CUDA shows it.
   env["CUDA_VISIBLE_DEVICES"] = visible;
   return env;
+}
+
+const DeviceInfo* Node::FindDeviceInfo(const std::string& name) const {
+  for (const DeviceInfo& d : options_.devices)
+    if (d.name == name) return &d;
+  return nullptr;
 }
 
 DeviceLoop* Node::FindDevice(const std::string& name) const {
@@ -243,8 +245,7 @@ StatusOr<DeviceLoop*> Node::JoinDevices(const std::vector<std::string>& devices)
     from->Stop();
     const std::vector<std::string> names = from->DeviceNames();
     for (const std::string& name : names)
-      for (const DeviceInfo& d : options_.devices)
-        if (d.name == name) into->AddDevice(d);
+      if (const DeviceInfo* d = FindDeviceInfo(name)) into->AddDevice(*d);
     for (uint64_t id : from->JobIds()) {
       const std::vector<std::string> on = from->DevicesOfJob(id);
       const DeviceMember left = from->RemoveJob(id).value_or(DeviceMember{});

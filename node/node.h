@@ -128,6 +128,8 @@ class Node final : public JobHost {
   const Migrator& migrator() const { return migrator_; }
   // The loop that slices the device (shared by devices joined for a job across them).
   DeviceLoop* FindDevice(const std::string& name) const;
+  // The configured device of that name (options_.devices); null if none.
+  const DeviceInfo* FindDeviceInfo(const std::string& name) const;
   // Every loop that runs, once each.
   std::vector<DeviceLoop*> Devices() const;
   // The node's devices, in the order they were given.
