@@ -10,7 +10,10 @@ For each size:
   2. synthetic_state_job --mib N run once unmanaged: the reference checksum;
   3. the same job under `gandiva run` on node a, migrated to b after a few
      hundred iterations; it finishes on b, and its checksum must equal the
-     reference (every iteration ran exactly once, the state arrived intact).
+     reference (every iteration ran exactly once, the state arrived intact);
+  4. at --frozen-sizes (1 GiB), 2 and 3 again for a job whose state is half
+     frozen (--frozen): b's warm copy holds that half already, and only the
+     trained half crosses.
 The job appends save/load/resume times (CLOCK_MONOTONIC, gandivad's clock) to a
 timing file, which splits each downtime into its phases:
 
@@ -125,9 +128,9 @@ def wait_for(predicate, timeout, what):
     raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
 
 
-def job_cmd(job_exe, mib, iterations, result, timing=None):
+def job_cmd(job_exe, mib, iterations, result, timing=None, frozen=0.0):
     cmd = [job_exe, "--mib", str(mib), "--seed", "7", "--iterations", str(iterations),
-           "--result", result]
+           "--result", result, "--frozen-fraction", str(frozen)]
     return cmd + (["--timing", timing] if timing else [])
 
 
@@ -189,17 +192,17 @@ def iterations_for(job_exe, mib, work, warm_iterations, margin):
                         "margin_startups": margin, "iterations": iterations}
 
 
-def reference_run(job_exe, mib, iterations, work):
+def reference_run(job_exe, mib, iterations, work, frozen):
     """The job run once, unmanaged and never moved: the checksum to match."""
     result = os.path.join(work, f"reference-{mib}.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GANDIVA_")}
-    subprocess.run(job_cmd(job_exe, mib, iterations, result), check=True, env=env,
+    subprocess.run(job_cmd(job_exe, mib, iterations, result, frozen=frozen), check=True, env=env,
                    capture_output=True, timeout=600)
     with open(result) as f:
         return json.load(f)
 
 
-def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations):
+def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations, frozen):
     result = os.path.join(work, f"migrated-{mib}.json")
     timing = os.path.join(work, f"timing-{mib}.txt")
     for p in (result, timing):
@@ -208,7 +211,7 @@ def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations):
     # A name per run: `ps --all` still lists an earlier try's job.
     name = f"synthetic-{mib}-{next(RUNS)}"
     run = subprocess.Popen([a.gandiva, "run", "--name", name, "--",
-                            *job_cmd(job_exe, mib, iterations, result, timing)],
+                            *job_cmd(job_exe, mib, iterations, result, timing, frozen)],
                            env=a.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # Deadlines for a busy machine: starting a job initialises N MiB.
@@ -246,10 +249,9 @@ def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations):
             run.wait()
 
 
-def measure(a, b, build, job_exe, root, mib, args):
-    """One state size: the transfer floor, a reference run, one migration; its row."""
+def measure(a, b, build, job_exe, root, mib, frozen, floor, args):
+    """One state size and frozen fraction: a reference run, one migration; its row."""
     load_before = os.getloadavg()[0]
-    floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
     warm_iterations = 300
     # Sized from the iteration rate measured now; should other work slow the
     # machine down after that, the job may still end before it moves: then
@@ -259,7 +261,8 @@ def measure(a, b, build, job_exe, root, mib, args):
         iterations, calibration = iterations_for(job_exe, mib, root, warm_iterations, margin)
         tries.append(calibration)
         try:
-            op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root, warm_iterations)
+            op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root,
+                                                 warm_iterations, frozen)
             break
         except EndedBeforeMigration as e:
             if len(tries) == 4:
@@ -267,7 +270,7 @@ def measure(a, b, build, job_exe, root, mib, args):
             margin = max(margin * 4, 6)
             print(f"  {mib} MiB: the job ended on a before it moved ({e}); again with "
                   f"{margin} start-ups of margin", flush=True)
-    ref = reference_run(job_exe, mib, iterations, root)
+    ref = reference_run(job_exe, mib, iterations, root, frozen)
     if res["checksum"] != ref["checksum"] or res["iterations"] != iterations:
         raise RuntimeError(f"{mib} MiB: migrated checksum {res['checksum']} != reference "
                            f"{ref['checksum']} (iterations {res['iterations']})")
@@ -276,8 +279,9 @@ def measure(a, b, build, job_exe, root, mib, args):
     down = op["downtime_ms"]
     best = lambda path: floor[path]["best_ms"] if floor else float("nan")  # noqa: E731
     row = {
-        "mib": mib, "bytes": op["bytes"], "downtime_ms": round(down, 1),
-        "throughput_gbps": round(op["bytes"] / (down / 1e3) / 1e9, 3),
+        "mib": mib, "frozen_fraction": frozen, "bytes_sent": op["bytes"],
+        "downtime_ms": round(down, 1),
+        "throughput_gbps": round(mib * 2**20 / (down / 1e3) / 1e9, 3),
         "memcpy_warm_ms": best("memcpy_warm"), "memcpy_fresh_ms": best("memcpy_fresh"),
         "unix_socket_ms": best("unix_socket"),
         "tcp_plain_ms": best("tcp_plain"), "tcp_sealed_ms": best("tcp_sealed"),
@@ -289,31 +293,34 @@ def measure(a, b, build, job_exe, root, mib, args):
         "sizing": tries,
         "checksum": res["checksum"], "checksum_matches_reference": True,
         "phases_ms": phases(events, down), "floor": floor}
-    print(f"  {mib} MiB: downtime {down:.1f} ms, checksum ok, phases {row['phases_ms']}", flush=True)
+    print(f"  {mib} MiB ({frozen:g} frozen): downtime {down:.1f} ms, {op['bytes'] / 2**20:.1f} MiB "
+          f"sent, checksum ok, phases {row['phases_ms']}", flush=True)
     return row
 
 
 def print_tables(rows):
     print()
-    print(f"{'size':>8} {'downtime ms':>12} {'GB/s':>6} {'memcpy ms':>10} {'unix ms':>8} "
-          f"{'tcp ms':>8} {'sealed ms':>10} {'curve ms':>9} {'down/tcp':>9}")
+    print(f"{'size':>8} {'frozen':>6} {'sent MiB':>9} {'downtime ms':>12} {'GB/s':>6} {'memcpy ms':>10} "
+          f"{'unix ms':>8} {'tcp ms':>8} {'sealed ms':>10} {'curve ms':>9} {'down/tcp':>9}")
     for r in rows:
-        print(f"{r['mib']:>5} MiB {r['downtime_ms']:>12.1f} {r['throughput_gbps']:>6.2f} "
+        print(f"{r['mib']:>5} MiB {r['frozen_fraction']:>6g} {r['bytes_sent'] / 2**20:>9.1f} "
+              f"{r['downtime_ms']:>12.1f} {r['throughput_gbps']:>6.2f} "
               f"{r['memcpy_warm_ms']:>10.1f} {r['unix_socket_ms']:>8.1f} {r['tcp_plain_ms']:>8.1f} "
               f"{r['tcp_sealed_ms']:>10.1f} {r['zmq_curve_ms']:>9.1f} "
               f"{r['ratio_downtime_to_tcp_plain']:>9.2f}")
     print()
-    print(f"{'size':>8} {'park->save':>11} {'stream':>8} {'(save)':>8} {'load':>7} {'switch':>7}   ms")
+    print(f"{'size':>8} {'frozen':>6} {'park->save':>11} {'stream':>8} {'(save)':>8} {'load':>7} "
+          f"{'switch':>7}   ms")
     for r in rows:
         p = r["phases_ms"]
         if p:
-            print(f"{r['mib']:>5} MiB {p['park_to_save_ms']:>11.1f} {p['stream_ms']:>8.1f} "
+            print(f"{r['mib']:>5} MiB {r['frozen_fraction']:>6g} {p['park_to_save_ms']:>11.1f} {p['stream_ms']:>8.1f} "
                   f"{p['save_ms']:>8.1f} {p['load_ms']:>7.1f} {p['switch_ms']:>7.1f}")
 
 
 def goal_verdict(rows):
     """Whether the 1 GiB migration met the goal (None if 1 GiB was not measured)."""
-    goal = next((r for r in rows if r["mib"] == GOAL_SIZE_MIB), None)
+    goal = next((r for r in rows if r["mib"] == GOAL_SIZE_MIB and r["frozen_fraction"] == 0), None)
     if not goal:
         return None
     verdict = {"size_mib": GOAL_SIZE_MIB, "downtime_ms": goal["downtime_ms"],
@@ -331,6 +338,10 @@ def main():
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--out", default=".", help="directory for bench_migration.json")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES_MIB)), help="state sizes in MiB")
+    ap.add_argument("--frozen", default="0.5",
+                    help="also migrate, at --frozen-sizes, jobs with these fractions of their state "
+                         "as it started (held by the warm copy, not sent); empty for none")
+    ap.add_argument("--frozen-sizes", default=str(GOAL_SIZE_MIB), help="sizes (MiB) for --frozen")
     ap.add_argument("--floor-repeat", type=int, default=3, help="transfer_floor runs per path (best taken)")
     ap.add_argument("--margin-startups", type=float, default=6,
                     help="the job runs on for this many calibration start-ups after the warm "
@@ -355,8 +366,12 @@ def main():
     try:
         a.start([b])
         b.start([a])
+        frozen = [float(f) for f in args.frozen.split(",") if f]
+        frozen_sizes = {int(s) for s in args.frozen_sizes.split(",") if s}
         for mib in sizes:
-            rows.append(measure(a, b, build, job_exe, root, mib, args))
+            floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
+            for fraction in [0.0] + (frozen if mib in frozen_sizes else []):
+                rows.append(measure(a, b, build, job_exe, root, mib, fraction, floor, args))
     finally:
         a.stop()
         b.stop()

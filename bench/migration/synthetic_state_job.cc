@@ -2,6 +2,9 @@
 // registered checkpoint section: the subject of the migration downtime bench.
 // Each ~1 ms iteration changes a few words, so the final checksum proves that
 // every iteration ran exactly once across checkpoints and migrations.
+// --frozen-fraction F leaves the first F of the bytes as they started (a frozen
+// backbone, embeddings, data held in memory): what a migration's warm copy
+// holds already and need not be sent.
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +29,7 @@ struct Options {
   uint64_t seed = 0;
   uint64_t iterations = 1000;
   double iteration_ms = 1.0;
+  double frozen_fraction = 0;
   uint64_t checkpoint_at = 0;  // write DIR/state.gdck after this iteration
   std::string checkpoint_dir;
   uint64_t report_every = 0;
@@ -47,6 +51,8 @@ bool Parse(int argc, char** argv, Options* o) {
       o->iterations = std::strtoull(v, nullptr, 10);
     else if (a == "--iteration-ms")
       o->iteration_ms = std::atof(v);
+    else if (a == "--frozen-fraction")
+      o->frozen_fraction = std::atof(v);
     else if (a == "--checkpoint-at")
       o->checkpoint_at = std::strtoull(v, nullptr, 10);
     else if (a == "--checkpoint-dir")
@@ -60,7 +66,8 @@ bool Parse(int argc, char** argv, Options* o) {
     else
       return false;
   }
-  return o->mib > 0 && (!o->checkpoint_at || !o->checkpoint_dir.empty());
+  return o->mib > 0 && o->frozen_fraction >= 0 && o->frozen_fraction < 1 &&
+         (!o->checkpoint_at || !o->checkpoint_dir.empty());
 }
 
 uint64_t SplitMix64(uint64_t* x) {
@@ -146,10 +153,11 @@ void SleepMs(double ms) {
 int main(int argc, char** argv) {
   Options opt;
   if (!Parse(argc, argv, &opt)) {
-    std::fprintf(stderr,
-                 "usage: synthetic_state_job [--mib N] [--seed N] [--iterations N] "
-                 "[--iteration-ms X] [--checkpoint-at N --checkpoint-dir DIR] "
-                 "[--report-every N] [--result FILE] [--timing FILE]\n");
+    std::fprintf(
+        stderr,
+        "usage: synthetic_state_job [--mib N] [--seed N] [--iterations N] "
+        "[--iteration-ms X] [--frozen-fraction F] [--checkpoint-at N --checkpoint-dir DIR] "
+        "[--report-every N] [--result FILE] [--timing FILE]\n");
     return 2;
   }
   State st;
@@ -159,6 +167,8 @@ int main(int argc, char** argv) {
   st.data.reset(new uint64_t[st.words]);
   uint64_t x = opt.seed;
   for (uint64_t i = 0; i < st.words; ++i) st.data[i] = SplitMix64(&x);
+  const uint64_t frozen_words = static_cast<uint64_t>(opt.frozen_fraction * st.words);
+  const uint64_t trained_words = st.words - frozen_words;
 
   if (gd_register_state("synthetic", &Save, &Load, &st) != 0) return 1;
   Event(st, "first_boundary_begin", NowNs());
@@ -169,11 +179,14 @@ int main(int argc, char** argv) {
   const auto start = std::chrono::steady_clock::now();
   while (st.iteration < opt.iterations) {
     SleepMs(opt.iteration_ms);
-    // Touch a few words spread over the buffer: the state evolves every iteration.
-    uint64_t r = st.iteration * 0x9e3779b97f4a7c15ull + opt.seed;
+    // Touch a few words spread over the trained part: the state evolves every
+    // iteration. Each iteration's words come from a generator of its own (one
+    // that stepped on from the last iteration's would XOR most words twice,
+    // back to where they started, and leave the state as it began).
+    uint64_t r = (st.iteration + 1) * 0xd1b54a32d192ed03ull ^ (opt.seed << 32);
     for (int k = 0; k < 4; ++k) {
       const uint64_t v = SplitMix64(&r);
-      st.data[v % st.words] ^= v;
+      st.data[frozen_words + v % trained_words] ^= v;
     }
     ++st.iteration;  // complete before the boundary, so a checkpoint there records it
     st.boundary_entered_ns = st.timing_fd >= 0 ? NowNs() : 0;

@@ -107,6 +107,35 @@ def test_libtorch_job_migrated_mid_run_trains_bitwise_the_same(cluster, tmp_path
     same_training(ref, json.loads(out.read_text()))
 
 
+SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
+
+
+@pytest.mark.parametrize("frozen", [0.5, 0.0])
+def test_a_frozen_part_of_the_state_is_not_sent(cluster, tmp_path, frozen):
+    """b's warm copy holds the part of the state that is as it started (a
+    frozen backbone, say): that part is named, not sent, and the job still ends
+    bitwise where a run never moved ends."""
+    if not os.path.exists(SYNTHETIC_JOB):
+        pytest.skip("synthetic_state_job not built")
+    mib = 64
+
+    def cmd(result):
+        return [SYNTHETIC_JOB, "--mib", str(mib), "--seed", "3", "--iterations", "4000",
+                "--frozen-fraction", str(frozen), "--result", str(result)]
+
+    ref = reference(cmd, tmp_path, "synthetic")
+    nodes = cluster()
+    out = tmp_path / "synthetic.json"
+    op = migrate_mid_run(nodes["a"], nodes["b"], cmd, out, "synthetic", 300)
+    moved = json.loads(out.read_text())
+    assert moved["checksum"] == ref["checksum"]
+    assert 0 < moved["restored_at_iteration"] < 4000
+    # What was trained (300 iterations touch every one of its chunks) crosses,
+    # with its frames; the frozen part does not.
+    trained = (1 - frozen) * (mib << 20)
+    assert trained <= op["bytes"] < trained + (1 << 20), (op, moved["restored_at_iteration"])
+
+
 def test_migrate_back_and_forth_several_times(cluster, tmp_path):
     ref = reference(lambda o: cnn_cmd(o, 900), tmp_path, "cnn")
     nodes = cluster()

@@ -20,6 +20,11 @@ enum FrameType : uint8_t {
   kFrameChunk = 3,         // payload: up to kMaxChunkPayload bytes of section data
   kFrameSectionEnd = 4,    // payload: SectionEndPayload
   kFrameEnd = 5,           // payload: EndPayload
+  // Only on a migration's bulk connection, never in a file: "the receiver
+  // holds this chunk already" (the chunk at the same place in its own fresh
+  // state: fresh_state.h). Counts as a chunk of SameChunkPayload::length
+  // bytes. payload: SameChunkPayload
+  kFrameChunkSame = 6,
 };
 
 // Large enough that per-chunk costs (a syscall, a header) vanish, small enough
@@ -51,6 +56,13 @@ struct EndPayload {
   uint32_t reserved;
 };
 static_assert(sizeof(EndPayload) == 32);
+
+struct SameChunkPayload {
+  uint32_t length;  // data bytes of the chunk
+  uint32_t crc;     // their CRC32C
+  uint8_t tag[16];  // their tag under the receiver's key (gandiva/contract/chunk_tag.h)
+};
+static_assert(sizeof(SameChunkPayload) == 24);
 
 }  // namespace gandiva::checkpoint
 

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "fresh_state.h"
 #include "gandiva/common/unique_fd.h"
 
 namespace gandiva::checkpoint {
@@ -167,6 +168,8 @@ class FdSource : public Source {
 };
 
 }  // namespace
+
+std::unique_ptr<FreshState> Source::TakeFresh() { return TakeFreshState(); }
 
 StatusOr<UniqueFd> ConnectUnixSocket(const std::string& path) {
   struct sockaddr_un addr {};

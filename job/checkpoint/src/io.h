@@ -20,6 +20,9 @@
 
 namespace gandiva::checkpoint {
 
+class FreshState;  // fresh_state.h
+class HeldChunks;  // held_chunks.h
+
 class Sink {
  public:
   virtual ~Sink() = default;
@@ -30,6 +33,8 @@ class Sink {
   virtual Status Commit() = 0;
   // "file /x/state.gdck", for messages.
   virtual std::string Describe() const = 0;
+  // What the reader holds already (a migration's destination), or nullptr.
+  virtual HeldChunks* held() { return nullptr; }
 };
 
 class Source {
@@ -41,6 +46,9 @@ class Source {
   // its bytes, which the reader then uses in place. Else empty.
   virtual std::span<const uint8_t> Mapped() const { return {}; }
   virtual std::string Describe() const = 0;
+  // The fresh state kept for the stream this source brings (fresh_state.h),
+  // or nullptr: by default the one the process keeps.
+  virtual std::unique_ptr<FreshState> TakeFresh();
 };
 
 // durable=false skips the fsyncs (tests, benchmarks of the format alone).

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <thread>
 
+#include "fresh_state.h"
 #include "gandiva/checkpoint/registry.h"
 #include "helper_thread.h"
 #include "io.h"
@@ -82,11 +83,12 @@ Status ReserveForRestore(uint64_t* bytes) {
   std::lock_guard<std::mutex> lock(TransferMutex());
   const auto entries = StateRegistry::Global().Snapshot();
   if (entries.empty()) return Status::Ok();
+  const Metadata metadata = MakeMetadata(entries, 0);
   CountingSink counter;
-  GD_RETURN_IF_ERROR(WriteStream(&counter, entries, MakeMetadata(entries, 0), bytes));
-  // Chunk payloads land 64-byte aligned: a little room for the rounding, and
-  // for a source whose state has grown a little since it started.
-  ReserveReceiveMemory(*bytes + *bytes / 64 + (1u << 20));
+  GD_RETURN_IF_ERROR(WriteStream(&counter, entries, metadata, bytes));
+  GD_ASSIGN_OR_RETURN(std::unique_ptr<FreshState> fresh,
+                      FreshState::Capture(entries, metadata, *bytes));
+  KeepFreshState(std::move(fresh));
   return Status::Ok();
 }
 
@@ -95,7 +97,7 @@ Status RestoreState(const std::string& target, uint64_t* bytes, RestoreCheck che
   std::lock_guard<std::mutex> lock(TransferMutex());
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, OpenSource(target));
   StatusOr<VerifiedStream> read = ReadStream(source.get(), check);
-  (void)TakeReservedReceiveMemory();  // what the stream did not use (a file needs none)
+  (void)TakeFreshState();  // one the stream did not take (a file needs none)
   GD_RETURN_IF_ERROR(read.status());
   VerifiedStream stream = std::move(*read);
   *bytes = stream.stream_bytes;

@@ -50,12 +50,14 @@ class StreamWriter {
  private:
   class Section;
   Status WriteFrame(uint8_t type, const void* payload, uint32_t length);
+  Status WriteFrame(uint8_t type, const void* payload, uint32_t length, uint32_t payload_crc);
   Status EmitChunk(const uint8_t* data, uint32_t length);
   Status FlushBuffer();
   Status Fail(Status s);
 
   Sink* sink_;
-  Status error_;  // sticky: the first failure
+  HeldChunks* const held_;  // what the reader holds already, or nullptr
+  Status error_;            // sticky: the first failure
   uint64_t offset_ = 0;
   uint64_t chunks_ = 0;
   uint64_t sections_ = 0;
@@ -71,9 +73,10 @@ class StreamWriter {
 
 // A chunk whose payload checksum is still to be checked (RestoreCheck::kWhileLoading).
 struct UncheckedChunk {
-  uint32_t crc;     // what its frame header says
-  uint64_t number;  // its place among the stream's chunks, from 1 (for messages)
-  uint64_t offset;  // stream offset of its frame header (for messages)
+  uint32_t crc;       // what its frame header says
+  uint64_t number;    // its place among the stream's chunks, from 1 (for messages)
+  uint64_t offset;    // stream offset of its frame header (for messages)
+  bool held = false;  // the reader's own bytes (a "same" frame): nothing to check
 };
 
 struct VerifiedSection {
@@ -103,12 +106,6 @@ class Slab {
   size_t used_ = 0;
 };
 
-// Receive memory reserved ahead of a restore (GANDIVA_ARRIVING): one slab,
-// faulted in. The next ReadStream of a socket source fills it first; a
-// restore drops what it did not use. Thread-safe.
-void ReserveReceiveMemory(size_t bytes);
-std::unique_ptr<Slab> TakeReservedReceiveMemory();
-
 // A whole stream, checked; its chunks point into the source's mapping or into
 // slabs it owns.
 struct VerifiedStream {
@@ -123,7 +120,10 @@ struct VerifiedStream {
 std::string Hex(uint32_t crc);
 
 // Reads and verifies a stream from source, which must outlive the result
-// (its mapping may back the chunks). Stops after the end frame: a socket is
+// (its mapping may back the chunks). A stream that is not mapped lands first
+// in the memory of the fresh state the source gives (Source::TakeFresh), its
+// chunks in place where they match a fresh chunk's place and length, and a
+// "same" frame takes the fresh chunk itself. Stops after the end frame: a socket is
 // read no further; a mapped file with bytes after it is DataLoss. With
 // kWhileLoading, frame headers and the section and end totals are still all
 // checked here; the chunks' payloads are left to LoadStream (`unchecked`).

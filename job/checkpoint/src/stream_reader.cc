@@ -8,11 +8,11 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "crc32c.h"
 #include "format.h"
+#include "fresh_state.h"
 #include "helper_thread.h"
 #include "stream.h"
 
@@ -31,6 +31,8 @@ const char* FrameName(uint8_t type) {
       return "section-end";
     case kFrameEnd:
       return "end";
+    case kFrameChunkSame:
+      return "same-chunk";
     default:
       return "unknown";
   }
@@ -48,6 +50,8 @@ uint32_t MaxPayload(uint8_t type) {
       return sizeof(SectionEndPayload);
     case kFrameEnd:
       return sizeof(EndPayload);
+    case kFrameChunkSame:
+      return sizeof(SameChunkPayload);
     default:
       return 0;
   }
@@ -103,9 +107,10 @@ class Parser {
         mapped_(source->Mapped()),
         defer_chunk_checks_(check == RestoreCheck::kWhileLoading),
         out_(out) {
-    // Memory reserved for this restore, ready: chunks land there first.
-    if (mapped_.empty())
-      if (auto reserved = TakeReservedReceiveMemory()) out_->storage.push_back(std::move(reserved));
+    // The fresh state kept for this restore: its memory is ready, chunks land
+    // there, in place of the fresh chunk at their place when they fit it.
+    if (mapped_.empty() && (fresh_ = source->TakeFresh()))
+      if (auto memory = fresh_->TakeMemory()) out_->storage.push_back(std::move(memory));
   }
 
   Status Run();
@@ -133,6 +138,24 @@ class Parser {
     return s;
   }
   std::string Describe() const { return " [" + source_->Describe() + "]"; }
+  // Where the next chunk of the open section (n bytes) lands: over the fresh
+  // chunk at its place, if it has the same length; else in slab memory.
+  StatusOr<uint8_t*> ChunkMemory(size_t n) {
+    FreshState::Chunk* c = in_section_ ? FreshAtCursor() : nullptr;
+    if (c && c->length == n) {
+      c->overwritten = true;
+      return c->bytes;
+    }
+    return Allocate(n);
+  }
+  // The fresh chunk at the place of the open section's next chunk, if it is
+  // still as written.
+  FreshState::Chunk* FreshAtCursor() {
+    if (!fresh_) return nullptr;
+    FreshState::Chunk* c = fresh_->Find(section_->name, section_->chunks.size());
+    return c && !c->overwritten ? c : nullptr;
+  }
+  Status SameChunk(std::span<const uint8_t> payload);
   StatusOr<uint8_t*> Allocate(size_t n) {
     uint8_t* p = out_->storage.empty() ? nullptr : out_->storage.back()->Take(n);
     if (!p) {
@@ -167,7 +190,8 @@ class Parser {
 
   Source* source_;
   std::span<const uint8_t> mapped_;
-  const bool defer_chunk_checks_;  // chunk payloads checked by the section readers
+  std::unique_ptr<FreshState> fresh_;  // its memory is in out_->storage
+  const bool defer_chunk_checks_;      // chunk payloads checked by the section readers
   VerifiedStream* out_;
   uint64_t offset_ = 0;
   uint32_t digest_ = 0;
@@ -249,7 +273,7 @@ Status Parser::ReadPayload(const FrameHeader& h, std::span<const uint8_t>* paylo
     got = std::min<size_t>(mapped_.size() - at, h.length);
     *payload = mapped_.subspan(at, got);
   } else if (h.type == kFrameChunk) {
-    GD_ASSIGN_OR_RETURN(uint8_t * dst, Allocate(h.length));
+    GD_ASSIGN_OR_RETURN(uint8_t * dst, ChunkMemory(h.length));
     GD_ASSIGN_OR_RETURN(got, Fill(dst, h.length));
     *payload = {dst, got};
   } else {
@@ -305,6 +329,9 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
       section_->bytes += payload.size();
       ++out_->chunks;
       return Status::Ok();
+    case kFrameChunkSame:
+      if (!in_section_) return bad("a chunk outside any section");
+      return SameChunk(payload);
     case kFrameSectionEnd: {
       if (!in_section_) return bad("section-end without a section");
       SectionEndPayload end;
@@ -338,27 +365,29 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
   }
 }
 
-}  // namespace
-
-namespace {
-std::mutex g_reserve_mu;
-std::unique_ptr<Slab> g_reserve;  // guarded by g_reserve_mu
-}  // namespace
-
-void ReserveReceiveMemory(size_t bytes) {
-  auto slab = Slab::Create(bytes);
-  if (!slab.ok()) return;  // only an optimisation: the restore allocates as it goes
-  uint8_t* p = (*slab)->data();
-  // Faulted in here, off the migration's downtime.
-  if (::madvise(p, bytes, MADV_POPULATE_WRITE) != 0) std::memset(p, 0, bytes);
-  std::lock_guard lock(g_reserve_mu);
-  g_reserve = std::move(*slab);
+// A chunk the writer says this reader holds already: the fresh chunk at its
+// place, if length, checksum and tag all say so.
+Status Parser::SameChunk(std::span<const uint8_t> payload) {
+  SameChunkPayload same;
+  if (payload.size() != sizeof(same))
+    return DataLoss("malformed checkpoint: same-chunk frame of the wrong size " + Where() +
+                    Describe());
+  std::memcpy(&same, payload.data(), sizeof(same));
+  FreshState::Chunk* c = FreshAtCursor();
+  if (!c || same.length == 0 || c->length != same.length || c->crc != same.crc ||
+      std::memcmp(c->tag.data(), same.tag, sizeof(same.tag)) != 0)
+    return DataLoss("chunk " + std::to_string(out_->chunks + 1) + " " + Where() +
+                    " was sent as one this process holds, but " +
+                    (c ? "its own chunk there differs" : "it holds none there") + Describe());
+  c->overwritten = true;  // taken: no later frame may claim it
+  section_->chunks.emplace_back(c->bytes, c->length);
+  if (defer_chunk_checks_) section_->unchecked.push_back({c->crc, out_->chunks + 1, offset_, true});
+  section_->bytes += c->length;
+  ++out_->chunks;
+  return Status::Ok();
 }
 
-std::unique_ptr<Slab> TakeReservedReceiveMemory() {
-  std::lock_guard lock(g_reserve_mu);
-  return std::move(g_reserve);
-}
+}  // namespace
 
 StatusOr<std::unique_ptr<Slab>> Slab::Create(size_t size) {
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

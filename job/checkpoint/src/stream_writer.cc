@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 
 #include "crc32c.h"
 #include "format.h"
+#include "held_chunks.h"
 #include "stream.h"
 
 namespace gandiva::checkpoint {
@@ -36,7 +38,8 @@ class StreamWriter::Section : public SectionWriter {
   StreamWriter* w_;
 };
 
-StreamWriter::StreamWriter(Sink* sink) : sink_(sink), section_writer_(new Section(this)) {}
+StreamWriter::StreamWriter(Sink* sink)
+    : sink_(sink), held_(sink->held()), section_writer_(new Section(this)) {}
 StreamWriter::~StreamWriter() = default;
 
 SectionWriter& StreamWriter::section() { return *section_writer_; }
@@ -47,11 +50,16 @@ Status StreamWriter::Fail(Status s) {
 }
 
 Status StreamWriter::WriteFrame(uint8_t type, const void* payload, uint32_t length) {
+  return WriteFrame(type, payload, length, Crc32c(payload, length));
+}
+
+Status StreamWriter::WriteFrame(uint8_t type, const void* payload, uint32_t length,
+                                uint32_t payload_crc) {
   if (!error_.ok()) return error_;
   FrameHeader h{};
   h.type = type;
   h.length = length;
-  h.payload_crc = Crc32c(payload, length);
+  h.payload_crc = payload_crc;
   h.header_crc = Crc32c(&h, offsetof(FrameHeader, header_crc));
   digest_ = Crc32c(&h.header_crc, sizeof(h.header_crc), digest_);
   struct iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(payload), length}};
@@ -91,7 +99,19 @@ Status StreamWriter::BeginSection(const std::string& name) {
 }
 
 Status StreamWriter::EmitChunk(const uint8_t* data, uint32_t length) {
-  GD_RETURN_IF_ERROR(WriteFrame(kFrameChunk, data, length));
+  if (!error_.ok()) return error_;
+  const uint32_t crc = Crc32c(data, length);
+  // A chunk the reader holds already (a migration's destination) is named,
+  // not sent.
+  std::optional<sealed::ChunkTag> tag;
+  if (held_) tag = held_->Holds(section_name_, section_chunks_, {data, length}, crc);
+  if (tag) {
+    SameChunkPayload same{length, crc, {}};
+    std::memcpy(same.tag, tag->data(), sizeof(same.tag));
+    GD_RETURN_IF_ERROR(WriteFrame(kFrameChunkSame, &same, sizeof(same)));
+  } else {
+    GD_RETURN_IF_ERROR(WriteFrame(kFrameChunk, data, length, crc));
+  }
   ++chunks_;
   ++section_chunks_;
   section_bytes_ += length;

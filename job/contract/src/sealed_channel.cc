@@ -154,6 +154,29 @@ StatusOr<Handoff> ReceiveHandoff(int unix_fd, int timeout_ms) {
   return h;
 }
 
+// ------------------------------------------------------------------ reply
+
+Status SendReply(int fd, const BulkKey& key, std::span<const uint8_t> payload, int timeout_ms) {
+  FrameSealer sealer(key, kReplySeq);
+  std::vector<uint8_t> frame(kSealedHeaderBytes + payload.size() + kSealedTagBytes);
+  GD_RETURN_IF_ERROR(sealer.Seal(kSealedData, payload, frame.data()));
+  return SendAll(fd, frame.data(), frame.size(), timeout_ms);
+}
+
+StatusOr<std::vector<uint8_t>> ReceiveReply(int fd, const BulkKey& key, int timeout_ms) {
+  FrameOpener opener(key, kReplySeq);
+  uint8_t header_bytes[kSealedHeaderBytes];
+  GD_RETURN_IF_ERROR(ReadExact(fd, header_bytes, sizeof header_bytes, timeout_ms, nullptr));
+  GD_ASSIGN_OR_RETURN(SealedHeader header, opener.CheckHeader(header_bytes));
+  std::vector<uint8_t> body(header.length);
+  uint8_t tag[kSealedTagBytes];
+  GD_RETURN_IF_ERROR(ReadExact(fd, body.data(), body.size(), timeout_ms, nullptr));
+  GD_RETURN_IF_ERROR(ReadExact(fd, tag, sizeof tag, timeout_ms, nullptr));
+  GD_RETURN_IF_ERROR(opener.Open(header_bytes, body.data(), tag));
+  if (header.flags != kSealedData) return DataLoss("the peer's reply is not a data frame");
+  return body;
+}
+
 // ------------------------------------------------------------------ writer
 
 SealedWriter::SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, int timeout_ms)

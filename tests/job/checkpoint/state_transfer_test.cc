@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "fresh_state.h"
 #include "gandiva/checkpoint/registry.h"
 #include "gandiva/contract/control_block.h"
 #include "gandiva/gandiva.hpp"
@@ -315,7 +316,7 @@ TEST_F(StateTransferTest, AReserveIsSizedByTheRegisteredStateAndUsedByTheNextSoc
   tx.join();
   ASSERT_TRUE(s.ok()) << s.ToString();
   for (const auto& b : blobs_) EXPECT_EQ(b->loaded, b->data);
-  EXPECT_EQ(TakeReservedReceiveMemory(), nullptr) << "the restore took the reserve";
+  EXPECT_EQ(TakeFreshState(), nullptr) << "the restore took the reserve";
 }
 
 TEST_F(StateTransferTest, AFileRestoreDropsAnUnusedReserve) {
@@ -327,14 +328,14 @@ TEST_F(StateTransferTest, AFileRestoreDropsAnUnusedReserve) {
   uint64_t bytes = 0;
   ASSERT_TRUE(SaveState(target, kJobId, &bytes).ok());
   ASSERT_TRUE(RestoreState(target, &bytes).ok());
-  EXPECT_EQ(TakeReservedReceiveMemory(), nullptr) << "a mapped file needs no receive memory";
+  EXPECT_EQ(TakeFreshState(), nullptr) << "a mapped file needs no receive memory";
 }
 
 TEST_F(StateTransferTest, NothingRegisteredReservesNothing) {
   uint64_t measured = 1;
   ASSERT_TRUE(ReserveForRestore(&measured).ok());
   EXPECT_EQ(measured, 0u);
-  EXPECT_EQ(TakeReservedReceiveMemory(), nullptr);
+  EXPECT_EQ(TakeFreshState(), nullptr);
 }
 
 TEST_F(StateTransferTest, SocketStreamCutShortLoadsNothing) {

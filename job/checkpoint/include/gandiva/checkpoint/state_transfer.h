@@ -36,9 +36,11 @@ enum class RestoreCheck { kBeforeLoading, kWhileLoading };
 Status RestoreState(const std::string& target, uint64_t* bytes,
                     RestoreCheck check = RestoreCheck::kBeforeLoading);
 // Ahead of a restore that will come over a socket (a migration's destination,
-// GANDIVA_ARRIVING): measures the registered state by running its save
-// functions into a counter, and reserves that much receive memory, faulted in.
-// *bytes: the state's stream size (0 when nothing is registered).
+// GANDIVA_ARRIVING): writes the registered state, fresh, into memory kept for
+// the arriving stream (faulted in now, not in the downtime), and keeps it as
+// the pre-copy its source is told of: chunks that are still as they were when
+// the job started are then not sent. *bytes: the state's stream size (0 when
+// nothing is registered).
 Status ReserveForRestore(uint64_t* bytes);
 
 }  // namespace gandiva::checkpoint

@@ -58,6 +58,15 @@ Status SendHandoff(int unix_fd, int connection, const BulkKey& key, uint64_t nex
 // The job: takes the connection from gandivad, waiting at most timeout_ms.
 StatusOr<Handoff> ReceiveHandoff(int unix_fd, int timeout_ms);
 
+// The destination job's one message back to the source job, before the
+// stream: what it holds already (checkpoint/src/fresh_state.h). One sealed
+// frame numbered from the upper half of the frame numbers, which the stream
+// never reaches, so no nonce is used twice under the key; at most
+// kMaxSealedPayload bytes.
+inline constexpr uint64_t kReplySeq = uint64_t{1} << 63;
+Status SendReply(int fd, const BulkKey& key, std::span<const uint8_t> payload, int timeout_ms);
+StatusOr<std::vector<uint8_t>> ReceiveReply(int fd, const BulkKey& key, int timeout_ms);
+
 class SealedWriter {
  public:
   SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, int timeout_ms);

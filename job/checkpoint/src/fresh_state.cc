@@ -1,0 +1,113 @@
+// The warm copy's fresh state as a pre-copy (fresh_state.h).
+#include "fresh_state.h"
+
+#include <sys/mman.h>
+
+#include <cstring>
+#include <mutex>
+
+#include "crc32c.h"
+#include "gandiva/contract/sealed_channel.h"
+#include "held_chunks.h"
+
+namespace gandiva::checkpoint {
+namespace {
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+// Appends a stream to the front of a slab.
+class SlabSink : public Sink {
+ public:
+  explicit SlabSink(Slab* slab) : slab_(slab) {}
+  Status WriteV(const struct iovec* iov, int count) override {
+    for (int i = 0; i < count; ++i) {
+      if (slab_->size() - used_ < iov[i].iov_len)
+        return ResourceExhausted("the state grew while it was written");
+      std::memcpy(slab_->data() + used_, iov[i].iov_base, iov[i].iov_len);
+      used_ += iov[i].iov_len;
+    }
+    return Status::Ok();
+  }
+  Status Commit() override { return Status::Ok(); }
+  std::string Describe() const override { return "memory kept for the arriving state"; }
+  size_t used() const { return used_; }
+
+ private:
+  Slab* slab_;
+  size_t used_ = 0;
+};
+
+std::mutex g_fresh_mu;
+std::unique_ptr<FreshState> g_fresh;  // guarded by g_fresh_mu
+
+}  // namespace
+
+StatusOr<std::unique_ptr<FreshState>> FreshState::Capture(
+    const std::vector<std::shared_ptr<const StateEntry>>& entries, const Metadata& metadata,
+    uint64_t measured) {
+  std::unique_ptr<FreshState> fresh(new FreshState());
+  // Room for a source whose state has grown a little since it started, and
+  // for the 64-byte rounding of chunks that arrive elsewhere than in place.
+  GD_ASSIGN_OR_RETURN(fresh->memory_, Slab::Create(measured + measured / 64 + (1u << 20)));
+  Slab& slab = *fresh->memory_;
+  SlabSink sink(&slab);
+  GD_RETURN_IF_ERROR(WriteStream(&sink, entries, metadata, &fresh->stream_bytes_));
+  (void)slab.Take(sink.used());
+  // The room left over is faulted in here too, off the migration's downtime.
+  const size_t at = std::min(slab.size(), (sink.used() + 4095) & ~size_t{4095});
+  if (at < slab.size() && ::madvise(slab.data() + at, slab.size() - at, MADV_POPULATE_WRITE) != 0)
+    std::memset(slab.data() + at, 0, slab.size() - at);
+
+  // The stream is ours and whole: its headers are parsed in place, its
+  // payload checksums are the ones the writer just computed.
+  MemorySource source({slab.data(), sink.used()});
+  GD_ASSIGN_OR_RETURN(VerifiedStream parsed, ReadStream(&source, RestoreCheck::kWhileLoading));
+  GD_ASSIGN_OR_RETURN(fresh->key_, sealed::NewBulkKey());  // after the chunks were written
+  sealed::ChunkTagger tagger(fresh->key_);
+  for (const VerifiedSection& s : parsed.sections) {
+    std::vector<Chunk> chunks;
+    chunks.reserve(s.chunks.size());
+    for (size_t i = 0; i < s.chunks.size(); ++i) {
+      const std::span<const uint8_t> bytes = s.chunks[i];
+      const uint32_t crc =
+          s.unchecked.empty() ? Crc32c(bytes.data(), bytes.size()) : s.unchecked[i].crc;
+      GD_ASSIGN_OR_RETURN(sealed::ChunkTag tag, tagger.Of(bytes));
+      chunks.push_back(Chunk{const_cast<uint8_t*>(bytes.data()),
+                             static_cast<uint32_t>(bytes.size()), crc, tag, false});
+    }
+    fresh->sections_.emplace_back(s.name, std::move(chunks));
+  }
+  return fresh;
+}
+
+std::vector<uint8_t> FreshState::Manifest() const {
+  std::vector<HeldSection> sections;
+  for (const auto& [name, chunks] : sections_) {
+    HeldSection held{name, {}};
+    for (const Chunk& c : chunks) held.chunks.push_back({c.length, c.crc, c.tag});
+    sections.push_back(std::move(held));
+  }
+  std::vector<uint8_t> manifest = EncodeHeldChunks(key_, sections);
+  if (manifest.size() > sealed::kMaxSealedPayload) return {};  // ~1 TiB of state: send it all
+  return manifest;
+}
+
+FreshState::Chunk* FreshState::Find(const std::string& section, size_t index) {
+  for (auto& [name, chunks] : sections_)
+    if (name == section) return index < chunks.size() ? &chunks[index] : nullptr;
+  return nullptr;
+}
+
+void KeepFreshState(std::unique_ptr<FreshState> fresh) {
+  std::lock_guard lock(g_fresh_mu);
+  g_fresh = std::move(fresh);
+}
+
+std::unique_ptr<FreshState> TakeFreshState() {
+  std::lock_guard lock(g_fresh_mu);
+  return std::move(g_fresh);
+}
+
+}  // namespace gandiva::checkpoint

@@ -1,0 +1,224 @@
+// A migration's warm copy as its own pre-copy (fresh_state.h, held_chunks.h):
+// chunks the destination holds already are named, not sent; what arrives
+// loads bitwise; a "same" frame for a chunk the reader does not hold, a tag
+// that differs where the checksums agree, and a malformed list all fail.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "format.h"
+#include "fresh_state.h"
+#include "held_chunks.h"
+#include "stream.h"
+
+namespace gandiva::checkpoint {
+namespace {
+
+struct TestState {
+  std::string name;
+  std::vector<uint8_t> data;
+  std::vector<uint8_t> loaded;
+};
+
+// The writer's side of a migration: a sink that knows what the reader holds.
+class HeldSink : public MemorySink {
+ public:
+  explicit HeldSink(HeldChunks held) : held_(std::move(held)) {}
+  HeldChunks* held() override { return &held_; }
+
+ private:
+  HeldChunks held_;
+};
+
+// The reader's side: a socket-like source that brings its own fresh state.
+class FreshSource : public MemorySource {
+ public:
+  FreshSource(std::span<const uint8_t> bytes, std::unique_ptr<FreshState> fresh)
+      : MemorySource(bytes), fresh_(std::move(fresh)) {}
+  std::span<const uint8_t> Mapped() const override { return {}; }
+  std::unique_ptr<FreshState> TakeFresh() override { return std::move(fresh_); }
+
+ private:
+  std::unique_ptr<FreshState> fresh_;
+};
+
+size_t FramesOfType(const std::vector<uint8_t>& bytes, uint8_t type) {
+  size_t n = 0;
+  for (size_t off = kPreambleSize; off + sizeof(FrameHeader) <= bytes.size();) {
+    FrameHeader h;
+    std::memcpy(&h, bytes.data() + off, sizeof(h));
+    n += h.type == type;
+    off += sizeof(h) + h.length;
+  }
+  return n;
+}
+
+class PrecopyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Add("frozen", (9u << 20) + 123, 1);  // chunks of 4, 4 and 1 MiB + 123 B
+    Add("trained", 6u << 20, 2);         // chunks of 4 and 2 MiB
+    Add("step", 8, 3);                   // one small chunk
+  }
+  void Add(const std::string& name, size_t size, uint32_t seed) {
+    auto s = std::make_shared<TestState>();
+    s->name = name;
+    std::mt19937 rng(seed);
+    s->data.resize(size);
+    for (auto& b : s->data) b = static_cast<uint8_t>(rng());
+    states_.push_back(s);
+  }
+  std::vector<std::shared_ptr<const StateEntry>> Entries() {
+    std::vector<std::shared_ptr<const StateEntry>> out;
+    for (auto& s : states_) {
+      TestState* st = s.get();
+      out.push_back(std::make_shared<StateEntry>(StateEntry{
+          st->name, [st](SectionWriter& w) { return w.Write(st->data.data(), st->data.size()); },
+          [st](SectionReader& r) {
+            st->loaded.resize(r.size());
+            const size_t got = r.Read(st->loaded.data(), st->loaded.size());
+            return got == st->loaded.size() ? Status::Ok() : DataLoss("short read");
+          },
+          /*check=*/nullptr}));
+    }
+    return out;
+  }
+  std::unique_ptr<FreshState> Capture() {
+    MemorySink measure;
+    uint64_t bytes = 0;
+    EXPECT_TRUE(WriteStream(&measure, Entries(), {}, &bytes).ok());
+    auto fresh = FreshState::Capture(Entries(), {}, bytes);
+    EXPECT_TRUE(fresh.ok()) << fresh.status().ToString();
+    return fresh.ok() ? std::move(*fresh) : nullptr;
+  }
+  // What the training since the copy started changed: one byte of the
+  // first chunk of "trained", and the step counter.
+  void Train() {
+    states_[1]->data[1000] ^= 0x5a;
+    states_[2]->data[0] += 1;
+  }
+  std::vector<uint8_t> WriteFor(const FreshState& fresh, uint64_t* held_bytes = nullptr) {
+    auto held = HeldChunks::Parse(fresh.Manifest());
+    EXPECT_TRUE(held.ok()) << held.status().ToString();
+    HeldSink sink(std::move(*held));
+    uint64_t bytes = 0;
+    Status s = WriteStream(&sink, Entries(), {}, &bytes);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    if (held_bytes) *held_bytes = sink.held()->bytes_held();
+    return sink.bytes();
+  }
+  Status Load(const std::vector<uint8_t>& bytes, std::unique_ptr<FreshState> fresh,
+              RestoreCheck check) {
+    for (auto& s : states_) s->loaded.clear();
+    FreshSource source(bytes, std::move(fresh));
+    auto stream = ReadStream(&source, check);
+    if (!stream.ok()) return stream.status();
+    return LoadStream(*stream, Entries());
+  }
+
+  std::vector<std::shared_ptr<TestState>> states_;
+};
+
+TEST_F(PrecopyTest, ChunksTheReaderHoldsAreNamedNotSentAndTheStateLoadsBitwise) {
+  for (RestoreCheck check : {RestoreCheck::kBeforeLoading, RestoreCheck::kWhileLoading}) {
+    states_.clear();
+    SetUp();
+    std::unique_ptr<FreshState> fresh = Capture();
+    ASSERT_NE(fresh, nullptr);
+    const uint8_t* frozen_first = fresh->Find("frozen", 0)->bytes;
+    const uint8_t* trained_first = fresh->Find("trained", 0)->bytes;
+    Train();
+    uint64_t held_bytes = 0;
+    const auto bytes = WriteFor(*fresh, &held_bytes);
+    // frozen's 3 chunks and trained's second are held; trained's first and the step are sent.
+    EXPECT_EQ(FramesOfType(bytes, kFrameChunkSame), 4u);
+    EXPECT_EQ(FramesOfType(bytes, kFrameChunk), 2u);
+    EXPECT_EQ(held_bytes, states_[0]->data.size() + (2u << 20));
+    EXPECT_LT(bytes.size(), (4u << 20) + 4096) << "only the changed chunks crossed";
+
+    FreshSource source(bytes, std::move(fresh));
+    auto stream = ReadStream(&source, check);
+    ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+    EXPECT_EQ(stream->sections[0].chunks[0].data(), frozen_first) << "taken where it lies";
+    EXPECT_EQ(stream->sections[1].chunks[0].data(), trained_first) << "received in place";
+    Status loaded = LoadStream(*stream, Entries());
+    ASSERT_TRUE(loaded.ok()) << loaded.ToString();
+    for (const auto& s : states_) EXPECT_EQ(s->loaded, s->data) << s->name;
+  }
+}
+
+TEST_F(PrecopyTest, NothingHeldSendsEverything) {
+  std::unique_ptr<FreshState> fresh = Capture();
+  for (auto& s : states_)
+    for (auto& b : s->data) b ^= 0xff;  // every byte trained
+  const auto bytes = WriteFor(*fresh);
+  EXPECT_EQ(FramesOfType(bytes, kFrameChunkSame), 0u);
+  ASSERT_TRUE(Load(bytes, std::move(fresh), RestoreCheck::kWhileLoading).ok());
+  for (const auto& s : states_) EXPECT_EQ(s->loaded, s->data) << s->name;
+}
+
+TEST_F(PrecopyTest, ASameFrameForAChunkTheReaderDoesNotHoldFailsBeforeAnyLoad) {
+  std::unique_ptr<FreshState> told = Capture();
+  const auto bytes = WriteFor(*told);  // all held: nothing trained
+  ASSERT_EQ(FramesOfType(bytes, kFrameChunkSame), 6u);
+
+  // A reader whose own state differs (another seed for "frozen").
+  auto frozen = states_[0]->data;
+  states_[0]->data[7] ^= 1;
+  std::unique_ptr<FreshState> other = Capture();
+  states_[0]->data = frozen;
+  Status s = Load(bytes, std::move(other), RestoreCheck::kBeforeLoading);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("its own chunk there differs"), std::string::npos) << s.ToString();
+  for (const auto& st : states_) EXPECT_TRUE(st->loaded.empty()) << "nothing was loaded";
+
+  // A reader holding nothing: a file, or a socket without a fresh state.
+  s = Load(bytes, nullptr, RestoreCheck::kWhileLoading);
+  EXPECT_EQ(s.code(), StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find("it holds none there"), std::string::npos) << s.ToString();
+  MemorySource file(bytes);
+  EXPECT_EQ(ReadStream(&file).status().code(), StatusCode::kDataLoss);
+}
+
+TEST_F(PrecopyTest, WhereTheChecksumsAgreeTheTagDecides) {
+  const auto key = sealed::NewBulkKey();
+  ASSERT_TRUE(key.ok());
+  std::vector<uint8_t> chunk(4096, 7);
+  const uint32_t crc = 0x12345678;  // Holds compares the CRC it is given
+  sealed::ChunkTagger tagger(*key);
+  const auto right = tagger.Of(chunk);
+  ASSERT_TRUE(right.ok());
+  sealed::ChunkTag wrong = *right;
+  wrong[3] ^= 1;
+  for (const auto& [tag, held] : {std::pair{*right, true}, std::pair{wrong, false}}) {
+    auto list = HeldChunks::Parse(
+        EncodeHeldChunks(*key, {HeldSection{"model", {HeldChunk{4096, crc, tag}}}}));
+    ASSERT_TRUE(list.ok()) << list.status().ToString();
+    EXPECT_EQ(list->Holds("model", 0, chunk, crc).has_value(), held);
+    EXPECT_FALSE(list->Holds("model", 0, chunk, crc + 1).has_value()) << "CRC differs";
+    EXPECT_FALSE(list->Holds("model", 1, chunk, crc).has_value()) << "no such place";
+    EXPECT_FALSE(list->Holds("other", 0, chunk, crc).has_value()) << "no such section";
+  }
+}
+
+TEST_F(PrecopyTest, AMalformedListIsRefused) {
+  std::unique_ptr<FreshState> fresh = Capture();
+  const std::vector<uint8_t> manifest = fresh->Manifest();
+  ASSERT_TRUE(HeldChunks::Parse(manifest).ok());
+  EXPECT_EQ(HeldChunks::Parse(manifest)->chunks(), 6u);
+  EXPECT_EQ(HeldChunks::Parse({})->chunks(), 0u) << "an empty list holds nothing";
+  for (size_t n = 1; n < manifest.size(); ++n) {
+    auto cut = HeldChunks::Parse(std::span(manifest).first(n));
+    EXPECT_EQ(cut.status().code(), StatusCode::kDataLoss) << "cut at " << n;
+  }
+  auto longer = manifest;
+  longer.push_back(0);
+  EXPECT_EQ(HeldChunks::Parse(longer).status().code(), StatusCode::kDataLoss);
+  auto magic = manifest;
+  magic[0] ^= 1;
+  EXPECT_EQ(HeldChunks::Parse(magic).status().code(), StatusCode::kDataLoss);
+}
+
+}  // namespace
+}  // namespace gandiva::checkpoint
