@@ -42,6 +42,7 @@ import functools
 import io
 import os
 import random
+import struct
 import sys
 
 import torch
@@ -162,6 +163,14 @@ def _describe(obj):
     return type(obj).__module__ + "." + type(obj).__qualname__
 
 
+def _torch_load(buf):
+    try:  # torch >= 2.6 loads weights only by default; this state has more
+        return torch.load(buf, map_location="cpu", weights_only=False)
+    except TypeError:
+        buf.seek(0)
+        return torch.load(buf, map_location="cpu")
+
+
 class TrainingState:
     """The state gandiva.torch.register() checkpoints: the state_dict() of the
     model, the optimizer and every other registered object (LR schedulers,
@@ -241,17 +250,44 @@ class TrainingState:
         self.extra.update(d["extra"])
         self.restored = True
 
+    # The section: the model's state_dict in a torch.save of its own, first,
+    # then everything else in another, after an 8-byte tag and the first's
+    # length. A model's torch.save has the same layout at every step (names,
+    # shapes and dtypes do not change), so its tensors stay at the same
+    # offsets of the section whatever else grows (a loss history, RNG states,
+    # the optimizer's buffers): the chunks a migration's warm copy holds
+    # already (frozen layers, embeddings) line up with the source's and are
+    # not sent (docs/migration.md). A section from before (one torch.save,
+    # a zip file) still loads.
+    _LAYOUT = b"GDTORCH2"
+
     def _save(self):
+        d = self.state_dict()
+        model = d.pop("model", None)
         buf = io.BytesIO()
-        torch.save(self.state_dict(), buf)
+        buf.write(self._LAYOUT + bytes(8))
+        if model is not None:
+            torch.save(model, buf)
+        model_end = buf.tell()
+        torch.save(d, buf)
+        buf.seek(len(self._LAYOUT))
+        buf.write(struct.pack("<Q", model_end - 16))
         return buf.getbuffer()
 
     def _load(self, data):
-        buf = io.BytesIO(data)
-        try:  # torch >= 2.6 loads weights only by default; this state has more
-            d = torch.load(buf, map_location="cpu", weights_only=False)
-        except TypeError:
-            d = torch.load(buf, map_location="cpu")
+        view = memoryview(data)
+        if bytes(view[:8]) != self._LAYOUT:
+            d = _torch_load(io.BytesIO(data))
+        else:
+            if len(view) < 16:
+                raise ValueError("truncated gandiva.torch section")
+            n = struct.unpack_from("<Q", view, 8)[0]
+            if n > len(view) - 16:
+                raise ValueError(f"gandiva.torch section says its model takes {n} bytes, "
+                                 f"it holds {len(view) - 16}")
+            d = _torch_load(io.BytesIO(view[16 + n:]))
+            if n:
+                d["model"] = _torch_load(io.BytesIO(view[16:16 + n]))
         self.load_state_dict(d)
 
     def step(self):
