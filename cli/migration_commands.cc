@@ -124,7 +124,7 @@ int MigrateCommand(const Args& args) {
   if (!op) return kExitFailed;
   return Finish(c, *op,
                 "job " + std::to_string(*id) + " is now job " + (*op)["to_job"].dump() + " on " +
-                    to + ": " + Bytes((*op)["bytes"].get<double>()) + " of state, downtime " +
+                    to + ": " + Bytes((*op)["bytes"].get<double>()) + " sent, downtime " +
                     Fixed((*op)["downtime_ms"].get<double>(), 1) + " ms");
 }
 

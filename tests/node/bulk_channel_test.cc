@@ -329,6 +329,42 @@ TEST(SealedFramesTest, AHandoffWithoutAConnectionIsRefused) {
   close(pair[1]);
 }
 
+// The destination job's one reply (what it holds already) opens only as sent:
+// under this key, as the reply's own frame, unmodified.
+TEST(SealedFramesTest, TheReplyOpensOnlyAsSent) {
+  const BulkKey key = Key();
+  const std::vector<uint8_t> list = Pattern(5000, 3);
+  const size_t size = sealed::kSealedHeaderBytes + list.size() + sealed::kSealedTagBytes;
+  enum { kIntact, kBitFlipped, kOtherKey, kStreamFrame };
+  for (int damage : {kIntact, kBitFlipped, kOtherKey, kStreamFrame}) {
+    // The frame as it leaves the destination job...
+    std::vector<uint8_t> wire(size);
+    int out[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, out), 0);
+    if (damage == kStreamFrame) {  // frame 1 of the stream where the reply is due
+      sealed::FrameSealer sealer(key, 1);
+      ASSERT_TRUE(sealer.Seal(sealed::kSealedData, list, wire.data()).ok());
+    } else {
+      ASSERT_TRUE(
+          sealed::SendReply(out[0], damage == kOtherKey ? Key() : key, list, kTimeoutMs).ok());
+      ASSERT_EQ(recv(out[1], wire.data(), size, MSG_WAITALL), static_cast<ssize_t>(size));
+    }
+    if (damage == kBitFlipped) wire[sealed::kSealedHeaderBytes + 100] ^= 0x04;
+    // ...and as the source job reads it.
+    int in[2];
+    ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, in), 0);
+    ASSERT_EQ(write(in[0], wire.data(), size), static_cast<ssize_t>(size));
+    auto got = sealed::ReceiveReply(in[1], key, kTimeoutMs);
+    if (damage == kIntact) {
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      EXPECT_EQ(*got, list);
+    } else {
+      EXPECT_EQ(got.status().code(), StatusCode::kDataLoss) << damage << got.status().ToString();
+    }
+    for (int fd : {out[0], out[1], in[0], in[1]}) close(fd);
+  }
+}
+
 TEST(SealedFramesTest, KeysRoundTripAsHexAndBadHexIsRefused) {
   const BulkKey key = Key();
   auto back = sealed::BulkKeyFromHex(sealed::BulkKeyToHex(key));
