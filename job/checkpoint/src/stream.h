@@ -26,6 +26,8 @@ namespace gandiva::checkpoint {
 // sections... Values are single-line text.
 using Metadata = std::vector<std::pair<std::string, std::string>>;
 
+class CrcAhead;  // crc_ahead.h
+
 class StreamWriter {
  public:
   explicit StreamWriter(Sink* sink);
@@ -52,6 +54,8 @@ class StreamWriter {
   Status WriteFrame(uint8_t type, const void* payload, uint32_t length);
   Status WriteFrame(uint8_t type, const void* payload, uint32_t length, uint32_t payload_crc);
   Status EmitChunk(const uint8_t* data, uint32_t length);
+  Status EmitChunk(const uint8_t* data, uint32_t length, uint32_t crc);
+  Status WriteDirect(const uint8_t* p, size_t n);
   Status FlushBuffer();
   Status Fail(Status s);
 
@@ -69,6 +73,7 @@ class StreamWriter {
   std::unique_ptr<uint8_t[]> buffer_;  // coalesces small writes into one chunk
   uint32_t buffered_ = 0;
   std::unique_ptr<Section> section_writer_;
+  std::unique_ptr<CrcAhead> crc_ahead_;  // large writes' checksums, a chunk ahead
 };
 
 // A chunk whose payload checksum is still to be checked (RestoreCheck::kWhileLoading).

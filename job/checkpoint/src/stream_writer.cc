@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "crc32c.h"
+#include "crc_ahead.h"
 #include "format.h"
 #include "held_chunks.h"
 #include "stream.h"
@@ -99,8 +100,11 @@ Status StreamWriter::BeginSection(const std::string& name) {
 }
 
 Status StreamWriter::EmitChunk(const uint8_t* data, uint32_t length) {
+  return EmitChunk(data, length, Crc32c(data, length));
+}
+
+Status StreamWriter::EmitChunk(const uint8_t* data, uint32_t length, uint32_t crc) {
   if (!error_.ok()) return error_;
-  const uint32_t crc = Crc32c(data, length);
   // A chunk the reader holds already (a migration's destination) is named,
   // not sent.
   std::optional<sealed::ChunkTag> tag;
@@ -132,11 +136,7 @@ Status StreamWriter::Write(const void* data, size_t n) {
   while (n > 0) {
     if (n >= kDirectWrite) {
       GD_RETURN_IF_ERROR(FlushBuffer());
-      const uint32_t len = static_cast<uint32_t>(std::min<size_t>(n, kMaxChunkPayload));
-      GD_RETURN_IF_ERROR(EmitChunk(p, len));
-      p += len;
-      n -= len;
-      continue;
+      return WriteDirect(p, n);
     }
     if (!buffer_) buffer_.reset(new uint8_t[kMaxChunkPayload]);
     const size_t take = std::min<size_t>(n, kMaxChunkPayload - buffered_);
@@ -147,6 +147,27 @@ Status StreamWriter::Write(const void* data, size_t n) {
     if (buffered_ == kMaxChunkPayload) GD_RETURN_IF_ERROR(FlushBuffer());
   }
   return Status::Ok();
+}
+
+// Whole chunks straight from the caller's bytes (the rest, under
+// kDirectWrite, buffered), each chunk's checksum computed ahead, beside the
+// write of the one before it.
+Status StreamWriter::WriteDirect(const uint8_t* p, size_t n) {
+  if (!crc_ahead_) crc_ahead_ = std::make_unique<CrcAhead>();
+  CrcAhead& ahead = *crc_ahead_;
+  Status s;
+  while (s.ok() && n >= kDirectWrite) {
+    const uint32_t len = static_cast<uint32_t>(std::min<size_t>(n, kMaxChunkPayload));
+    const uint32_t crc = ahead.Of(p, len);
+    const size_t rest = n - len;
+    if (rest >= kDirectWrite) ahead.Start(p + len, std::min<size_t>(rest, kMaxChunkPayload));
+    s = EmitChunk(p, len, crc);
+    p += len;
+    n = rest;
+  }
+  ahead.Settle();  // nothing reads the caller's bytes once this returns
+  if (!s.ok() || n == 0) return s;
+  return Write(p, n);
 }
 
 Status StreamWriter::EndSection() {
