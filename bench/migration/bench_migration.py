@@ -18,13 +18,16 @@ The job appends save/load/resume times (CLOCK_MONOTONIC, gandivad's clock) to a
 timing file, which splits each downtime into its phases:
 
   park->save      source parked -> its save function called (the controller
-                  listens, asks for the state, tells b to begin)
-  stream          save called -> b's load function called: the job writes into
-                  a's Unix socket, a reads chunks and sends them sealed
-                  (AES-256-GCM) on the bulk channel, b opens them and writes
-                  them into the job's Unix socket, the job reads and
-                  CRC-checks the whole stream
-  load            b's load function (gd_read: copy out of the received slabs)
+                  listens, asks for the state, tells b to begin; the source
+                  job takes the bulk connection and reads the list of chunks
+                  b's warm copy holds already)
+  stream          save called -> b's load function called: the source job
+                  writes its state into sealed frames (AES-256-GCM) on the
+                  bulk connection, naming the chunks b holds instead of sending
+                  them; b's job opens the frames into the memory of its own
+                  fresh state and checks frame headers and totals
+  load            b's load function (gd_read: copy out of the received chunks,
+                  each chunk's CRC32C checked ahead of it on a second thread)
   switch          load done -> downtime end: commit reply, the source killed,
                   b released and running
 

@@ -104,7 +104,9 @@ def main():
         if gandiva is None:
             state.iteration += 1
         if args.report_every and state.iteration % args.report_every == 0:
-            print(f"[finetune] iter {state.iteration:5d} loss {loss.item():.4f}", flush=True)
+            s = gandiva.stats() if gandiva else {}
+            print(f"[finetune] iter {state.iteration:5d} loss {loss.item():.4f} "
+                  f"iter_ms ewma {s.get('ewma_ms', 0):.2f}", flush=True)
     elapsed = time.monotonic() - start
     losses = state.extra["losses"]
     result = {"iterations": args.iterations, "elapsed_s": elapsed, "losses": losses,

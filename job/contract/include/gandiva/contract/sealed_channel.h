@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -128,7 +129,8 @@ class SealedReader {
  private:
   UniqueFd fd_;
   FrameOpener opener_;
-  std::vector<uint8_t> buf_;
+  std::unique_ptr<uint8_t[]> buf_;  // frames that are not received in place
+  size_t buf_size_ = 0;
   std::span<const uint8_t> pending_;  // opened, not yet read
   bool done_ = false;
 };
