@@ -11,6 +11,9 @@ state that training changed (the head, the optimizer, the loss history) cross
 the network (docs/migration.md, "Less to send: the warm copy's own state").
 
     gandiva run --name ft -- /usr/bin/python3 examples/pytorch/finetune_frozen.py --iterations 3000
+
+It needs the gandiva package (`gandiva run` puts the built one on PYTHONPATH);
+unmanaged, its boundaries cost nothing.
 """
 
 import argparse
@@ -23,11 +26,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-try:
-    import gandiva
-    import gandiva.torch
-except ImportError:  # runs without gandiva installed, too
-    gandiva = None
+import gandiva
+import gandiva.torch
 
 
 class FrozenEmbeddingClassifier(nn.Module):
@@ -50,14 +50,6 @@ def synthetic_batch(generator, batch, vocabulary, length=32, classes=10):
     favoured = labels[:, None] * band + torch.randint(0, band, (batch, length // 2), generator=generator)
     tokens[:, : length // 2] = favoured
     return tokens, labels
-
-
-class _LocalState:
-    """Stands in for gandiva.torch's TrainingState when gandiva is not installed."""
-
-    def __init__(self):
-        self.iteration = 0
-        self.extra = {"losses": []}
 
 
 def parameters_digest(model):
@@ -85,12 +77,8 @@ def main():
     trained = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.SGD(trained, lr=0.05, momentum=0.9)
     generator = torch.Generator().manual_seed(args.seed)
-    if gandiva is not None:
-        state = gandiva.torch.register(model, optimizer, generators=[generator],
-                                       extra={"losses": []})
-        gandiva.torch.attach(optimizer)
-    else:
-        state = _LocalState()
+    state = gandiva.torch.register(model, optimizer, generators=[generator], extra={"losses": []})
+    gandiva.torch.attach(optimizer)
     restored_at = state.iteration
 
     start = time.monotonic()
@@ -101,10 +89,8 @@ def main():
         loss.backward()
         state.extra["losses"].append(loss.item())
         optimizer.step()  # gandiva counts the iteration and marks the boundary here
-        if gandiva is None:
-            state.iteration += 1
         if args.report_every and state.iteration % args.report_every == 0:
-            s = gandiva.stats() if gandiva else {}
+            s = gandiva.stats()
             print(f"[finetune] iter {state.iteration:5d} loss {loss.item():.4f} "
                   f"iter_ms ewma {s.get('ewma_ms', 0):.2f}", flush=True)
     elapsed = time.monotonic() - start

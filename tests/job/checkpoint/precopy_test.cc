@@ -5,21 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 
 #include "format.h"
 #include "fresh_state.h"
 #include "held_chunks.h"
 #include "stream.h"
+#include "test_state.h"
 
 namespace gandiva::checkpoint {
 namespace {
-
-struct TestState {
-  std::string name;
-  std::vector<uint8_t> data;
-  std::vector<uint8_t> loaded;
-};
 
 // The writer's side of a migration: a sink that knows what the reader holds.
 class HeldSink : public MemorySink {
@@ -62,12 +56,7 @@ class PrecopyTest : public ::testing::Test {
     Add("step", 8, 3);                   // one small chunk
   }
   void Add(const std::string& name, size_t size, uint32_t seed) {
-    auto s = std::make_shared<TestState>();
-    s->name = name;
-    std::mt19937 rng(seed);
-    s->data.resize(size);
-    for (auto& b : s->data) b = static_cast<uint8_t>(rng());
-    states_.push_back(s);
+    states_.push_back(RandomState(name, size, seed));
   }
   std::vector<std::shared_ptr<const StateEntry>> Entries() {
     std::vector<std::shared_ptr<const StateEntry>> out;

@@ -6,10 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <random>
 
 #include "crc32c.h"
 #include "format.h"
+#include "test_state.h"
 
 namespace gandiva::checkpoint {
 namespace {
@@ -19,13 +19,6 @@ class StreamedSource : public MemorySource {
  public:
   using MemorySource::MemorySource;
   std::span<const uint8_t> Mapped() const override { return {}; }
-};
-
-struct TestState {
-  std::string name;
-  std::vector<uint8_t> data;
-  std::vector<uint8_t> loaded;
-  int loads = 0;
 };
 
 struct FrameInfo {
@@ -66,12 +59,7 @@ std::vector<FlippedChunk> EachChunkFlipped(const std::vector<uint8_t>& bytes) {
 class StreamTest : public ::testing::Test {
  protected:
   void AddState(const std::string& name, size_t size, uint32_t seed) {
-    auto s = std::make_shared<TestState>();
-    s->name = name;
-    std::mt19937 rng(seed);
-    s->data.resize(size);
-    for (auto& b : s->data) b = static_cast<uint8_t>(rng());
-    states_.push_back(s);
+    states_.push_back(RandomState(name, size, seed));
   }
   void SetUp() override {
     AddState("model", 9 * (1 << 20) + 123, 1);  // spans several 4 MiB chunks
