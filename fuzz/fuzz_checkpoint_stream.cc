@@ -1,5 +1,7 @@
 // libFuzzer harness: the checkpoint stream reader (job/checkpoint/src/stream.h)
-// on arbitrary bytes, then every section read back as a load function would.
+// on arbitrary bytes, then every section read back as a load function would;
+// or (kHeldList) the list of chunks a migration's destination holds, which the
+// source job reads from its peer (held_chunks.h).
 //
 // The input is one flags byte, then the stream. Every frame carries CRC32Cs,
 // which random mutation almost never gets right, so that the parser behind
@@ -17,6 +19,7 @@
 
 #include "crc32c.h"
 #include "format.h"
+#include "held_chunks.h"
 #include "io.h"
 #include "stream.h"
 
@@ -29,7 +32,22 @@ enum Flags : uint8_t {
   kStreamed = 2,      // read through Source::Read (a socket), not in place (a file)
   // bits 2..7 when streamed: the source's read size, (value + 1) * 7 bytes
   kCheckAsLoaded = 4,  // in place: chunks checked as loaded (RestoreCheck::kWhileLoading)
+  kHeldList = 8,       // in place: the bytes are a held-chunks list, not a stream
 };
+
+// A list either parses, and answers for any chunk, or is DataLoss.
+int FuzzHeldList(std::span<const uint8_t> bytes) {
+  auto held = ck::HeldChunks::Parse(bytes);
+  if (!held.ok()) {
+    if (held.status().code() != gandiva::StatusCode::kDataLoss) std::abort();
+    return 0;
+  }
+  const uint8_t chunk[64] = {};
+  for (size_t i = 0; i < 3; ++i)
+    (void)held->Holds("model", i, std::span<const uint8_t>(chunk, 16 * i),
+                      ck::Crc32c(chunk, 16 * i));
+  return 0;
+}
 
 // A source without a mapping that returns at most `step` bytes a read, as a
 // socket does: the reader's copying path and its slabs.
@@ -112,6 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const uint8_t flags = data[0];
   std::vector<uint8_t> stream(data + 1, data + size);
+  if (!(flags & kStreamed) && (flags & kHeldList)) return FuzzHeldList(stream);
   if (flags & kFixChecksums) FixChecksums(stream);
 
   std::unique_ptr<ck::Source> source;

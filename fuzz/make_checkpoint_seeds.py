@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Writes the checkpoint harness's seeds (fuzz/corpus/fuzz_checkpoint_stream):
-small valid streams in the layout of job/checkpoint/src/format.h, each behind
-the harness's flags byte. Rerun after a format change:
+small valid streams in the layout of job/checkpoint/src/format.h, and a list of
+held chunks (job/checkpoint/src/held_chunks.h), each behind the harness's flags
+byte. Rerun after a format change:
   fuzz/make_checkpoint_seeds.py fuzz/corpus/fuzz_checkpoint_stream
 """
 import os
@@ -46,6 +47,17 @@ def stream(sections, metadata):
     return bytes(out)
 
 
+def held_list(sections):
+    """The list a migration's destination sends: magic, key, sections of
+    (length, CRC32C, tag) per chunk."""
+    out = bytearray(b"GDHELD1\n" + bytes(range(32)) + struct.pack("<I", len(sections)))
+    for name, chunks in sections:
+        out += struct.pack("<H", len(name)) + name.encode() + struct.pack("<I", len(chunks))
+        for data in chunks:
+            out += struct.pack("<II", len(data), crc32c(data)) + bytes(16)
+    return bytes(out)
+
+
 META = [("job_id", "7"), ("job_name", "resnet"), ("created_unix_ms", "1700000000000"),
         ("host", "node1"), ("pid", "4242"), ("sections", "model,optimizer")]
 SEEDS = {
@@ -55,6 +67,7 @@ SEEDS = {
     "two_sections_streamed": (0x02 | (2 << 2), stream([("model", [b"w" * 40, b"xyz"]),
                                                         ("optimizer", [b""])], META)),
     "empty_section_fixed": (0x01, stream([("rng", [])], META[:2])),
+    "held_list": (0x08, held_list([("model", [b"\x00" * 16, b"\x00" * 32]), ("optimizer", [])])),
 }
 
 if __name__ == "__main__":
