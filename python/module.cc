@@ -107,20 +107,15 @@ std::string PyErrorText(const py::error_already_set& e) {
   return text.substr(0, text.find('\n'));
 }
 
-gandiva::Status SavePyState(const PyState& st, gandiva::checkpoint::SectionWriter& w) {
-  py::gil_scoped_acquire gil;
-  py::object data;
-  try {
-    data = st.save();
-  } catch (const py::error_already_set& e) {
-    return gandiva::Internal("save function raised " + PyErrorText(e));
-  }
-  // Any contiguous buffer (bytes, bytearray, memoryview of a BytesIO), written in place.
+// Writes one contiguous buffer (bytes, bytearray, a memoryview of a BytesIO or
+// of a tensor's memory) in place, with the GIL released.
+gandiva::Status WriteBuffer(const py::handle& data, gandiva::checkpoint::SectionWriter& w) {
   Py_buffer view;
   if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
     PyErr_Clear();
-    return gandiva::InvalidArgument("save function must return bytes or a contiguous buffer, not " +
-                                    std::string(Py_TYPE(data.ptr())->tp_name));
+    return gandiva::InvalidArgument(
+        "save function must return bytes or a contiguous buffer, or a list of them, not " +
+        std::string(Py_TYPE(data.ptr())->tp_name));
   }
   gandiva::Status s;
   {
@@ -129,6 +124,23 @@ gandiva::Status SavePyState(const PyState& st, gandiva::checkpoint::SectionWrite
   }
   PyBuffer_Release(&view);
   return s;
+}
+
+gandiva::Status SavePyState(const PyState& st, gandiva::checkpoint::SectionWriter& w) {
+  py::gil_scoped_acquire gil;
+  py::object data;
+  try {
+    data = st.save();
+  } catch (const py::error_already_set& e) {
+    return gandiva::Internal("save function raised " + PyErrorText(e));
+  }
+  // A list or tuple: its buffers written in order, each from where it lies
+  // (gandiva.torch hands the model's tensors over this way, uncopied).
+  if (py::isinstance<py::list>(data) || py::isinstance<py::tuple>(data)) {
+    for (const py::handle piece : data) GD_RETURN_IF_ERROR(WriteBuffer(piece, w));
+    return gandiva::Status::Ok();
+  }
+  return WriteBuffer(data, w);
 }
 
 gandiva::Status LoadPyState(const PyState& st, gandiva::checkpoint::SectionReader& r) {

@@ -71,7 +71,8 @@ def iteration():
 
 def register_state(name, save, load):
     """Registers a checkpoint section: ``save()`` returns its bytes (bytes,
-    bytearray or memoryview), ``load(data)`` gets them back, as bytes, in a
+    bytearray or memoryview, or a list of them, written in order from where
+    they lie), ``load(data)`` gets them back, as bytes, in a
     restoring process. Register before the first boundary: a process started
     with GANDIVA_RESTORE=DIR loads its checkpoint there. Sections are saved in
     registration order; the functions run on the thread marking the boundary
