@@ -1,8 +1,7 @@
 // The warm copy's fresh state as a pre-copy (fresh_state.h).
 #include "fresh_state.h"
 
-#include <sys/mman.h>
-
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -13,18 +12,18 @@
 namespace gandiva::checkpoint {
 namespace {
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14
-#endif
+// The first size of the memory a fresh state is written into; it doubles as
+// the stream needs (an untouched mapping costs nothing but address space).
+constexpr size_t kFirstSlab = 16u << 20;
 
-// Appends a stream to the front of a slab.
+// Appends a stream to the front of a slab, growing it as it fills.
 class SlabSink : public Sink {
  public:
   explicit SlabSink(Slab* slab) : slab_(slab) {}
   Status WriteV(const struct iovec* iov, int count) override {
     for (int i = 0; i < count; ++i) {
       if (slab_->size() - used_ < iov[i].iov_len)
-        return ResourceExhausted("the state grew while it was written");
+        GD_RETURN_IF_ERROR(slab_->Grow(std::max(2 * slab_->size(), used_ + iov[i].iov_len)));
       std::memcpy(slab_->data() + used_, iov[i].iov_base, iov[i].iov_len);
       used_ += iov[i].iov_len;
     }
@@ -45,20 +44,18 @@ std::unique_ptr<FreshState> g_fresh;  // guarded by g_fresh_mu
 }  // namespace
 
 StatusOr<std::unique_ptr<FreshState>> FreshState::Capture(
-    const std::vector<std::shared_ptr<const StateEntry>>& entries, const Metadata& metadata,
-    uint64_t measured) {
+    const std::vector<std::shared_ptr<const StateEntry>>& entries, const Metadata& metadata) {
   std::unique_ptr<FreshState> fresh(new FreshState());
-  // Room for a source whose state has grown a little since it started, and
-  // for the 64-byte rounding of chunks that arrive elsewhere than in place.
-  GD_ASSIGN_OR_RETURN(fresh->memory_, Slab::Create(measured + measured / 64 + (1u << 20)));
+  GD_ASSIGN_OR_RETURN(fresh->memory_, Slab::Create(kFirstSlab));
   Slab& slab = *fresh->memory_;
   SlabSink sink(&slab);
   GD_RETURN_IF_ERROR(WriteStream(&sink, entries, metadata, &fresh->stream_bytes_));
+  // Room for a source whose state has grown a little since it started, and
+  // for the 64-byte rounding of chunks that arrive elsewhere than in place,
+  // faulted in here too, off the migration's downtime.
+  GD_RETURN_IF_ERROR(slab.Grow(sink.used() + sink.used() / 64 + (1u << 20)));
   (void)slab.Take(sink.used());
-  // The room left over is faulted in here too, off the migration's downtime.
-  const size_t at = std::min(slab.size(), (sink.used() + 4095) & ~size_t{4095});
-  if (at < slab.size() && ::madvise(slab.data() + at, slab.size() - at, MADV_POPULATE_WRITE) != 0)
-    std::memset(slab.data() + at, 0, slab.size() - at);
+  slab.FaultIn(sink.used());
 
   // The stream is ours and whole: its headers are parsed in place, its
   // payload checksums are the ones the writer just computed.

@@ -37,11 +37,10 @@ class FreshState {
   };
 
   // Writes the registered state as a stream into memory kept for the arriving
-  // one (`measured`: its size; a little room is added for a state that grew,
-  // and faulted in), finds its chunks in place and tags each under a new key.
+  // one (with a little room for a state that grew, faulted in), finds its
+  // chunks in place and tags each under a new key.
   static StatusOr<std::unique_ptr<FreshState>> Capture(
-      const std::vector<std::shared_ptr<const StateEntry>>& entries, const Metadata& metadata,
-      uint64_t measured);
+      const std::vector<std::shared_ptr<const StateEntry>>& entries, const Metadata& metadata);
 
   // What the copy holds, for its source (held_chunks.h); empty when the list
   // would not fit the reply.

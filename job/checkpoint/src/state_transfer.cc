@@ -52,20 +52,6 @@ Status NothingRegistered(uint64_t job_id) {
                             "first boundary");
 }
 
-// Counts what a stream would hold, keeping none of it.
-class CountingSink : public Sink {
- public:
-  Status WriteV(const struct iovec* iov, int count) override {
-    for (int i = 0; i < count; ++i) bytes_ += iov[i].iov_len;
-    return Status::Ok();
-  }
-  Status Commit() override { return Status::Ok(); }
-  std::string Describe() const override { return "a byte counter"; }
-
- private:
-  uint64_t bytes_ = 0;
-};
-
 }  // namespace
 
 Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes) {
@@ -83,11 +69,10 @@ Status ReserveForRestore(uint64_t* bytes) {
   std::lock_guard<std::mutex> lock(TransferMutex());
   const auto entries = StateRegistry::Global().Snapshot();
   if (entries.empty()) return Status::Ok();
-  const Metadata metadata = MakeMetadata(entries, 0);
-  CountingSink counter;
-  GD_RETURN_IF_ERROR(WriteStream(&counter, entries, metadata, bytes));
+  // The save functions run once: into the memory kept, which grows to fit.
   GD_ASSIGN_OR_RETURN(std::unique_ptr<FreshState> fresh,
-                      FreshState::Capture(entries, metadata, *bytes));
+                      FreshState::Capture(entries, MakeMetadata(entries, 0)));
+  *bytes = fresh->stream_bytes();
   KeepFreshState(std::move(fresh));
   return Status::Ok();
 }

@@ -101,6 +101,12 @@ class Slab {
   static StatusOr<std::unique_ptr<Slab>> Create(size_t size);
   ~Slab();
   uint8_t* Take(size_t n);  // nullptr when the slab is full
+  // Grows the mapping to `size` bytes, keeping its contents; it may move, so
+  // only while nothing points into it.
+  Status Grow(size_t size);
+  // Faults in [offset, size()) for writing (contents unchanged), off the path
+  // that will write there.
+  void FaultIn(size_t offset);
   uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
 

@@ -399,6 +399,23 @@ StatusOr<std::unique_ptr<Slab>> Slab::Create(size_t size) {
 
 Slab::~Slab() { ::munmap(data_, size_); }
 
+Status Slab::Grow(size_t size) {
+  if (size <= size_) return Status::Ok();
+  void* p = ::mremap(data_, size_, size, MREMAP_MAYMOVE);
+  if (p == MAP_FAILED)
+    return ResourceExhausted("no memory to hold a checkpoint stream (" + std::to_string(size) +
+                             " bytes)");
+  data_ = static_cast<uint8_t*>(p);
+  size_ = size;
+  return Status::Ok();
+}
+
+void Slab::FaultIn(size_t offset) {
+  offset = std::min(size_, (offset + 4095) & ~size_t{4095});
+  if (offset < size_ && ::madvise(data_ + offset, size_ - offset, MADV_POPULATE_WRITE) != 0)
+    std::memset(data_ + offset, 0, size_ - offset);  // a kernel without it: touch every page
+}
+
 uint8_t* Slab::Take(size_t n) {
   if (size_ - used_ < n) return nullptr;
   uint8_t* p = data_ + used_;

@@ -74,10 +74,7 @@ class PrecopyTest : public ::testing::Test {
     return out;
   }
   std::unique_ptr<FreshState> Capture() {
-    MemorySink measure;
-    uint64_t bytes = 0;
-    EXPECT_TRUE(WriteStream(&measure, Entries(), {}, &bytes).ok());
-    auto fresh = FreshState::Capture(Entries(), {}, bytes);
+    auto fresh = FreshState::Capture(Entries(), {});
     EXPECT_TRUE(fresh.ok()) << fresh.status().ToString();
     return fresh.ok() ? std::move(*fresh) : nullptr;
   }

@@ -296,7 +296,7 @@ TEST_F(StateTransferTest, SocketRoundTripWithATestListener) {
 }
 
 TEST_F(StateTransferTest, AReserveIsSizedByTheRegisteredStateAndUsedByTheNextSocketRestore) {
-  Add("model", (9 << 20) + 5, 1);
+  Add("model", (25 << 20) + 5, 1);  // more than the kept memory's first size: it grows
   Add("optimizer", 1234, 2);
   uint64_t measured = 0;
   ASSERT_TRUE(ReserveForRestore(&measured).ok());
