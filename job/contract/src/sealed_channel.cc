@@ -85,6 +85,30 @@ Status SendAll(int fd, const uint8_t* buf, size_t n, int timeout_ms) {
   return Status::Ok();
 }
 
+// One whole frame, sealed into a buffer of its own, sent.
+Status SendFrame(int fd, FrameSealer& sealer, uint32_t flags, std::span<const uint8_t> payload,
+                 int timeout_ms) {
+  std::vector<uint8_t> frame(kSealedHeaderBytes + payload.size() + kSealedTagBytes);
+  GD_RETURN_IF_ERROR(sealer.Seal(flags, payload, frame.data()));
+  return SendAll(fd, frame.data(), frame.size(), timeout_ms);
+}
+
+// The next frame: its header, checked; its body into the memory `place` gives
+// for that header (StatusOr<uint8_t*>); its tag; then opened there.
+template <typename Place>
+StatusOr<SealedHeader> ReceiveFrame(int fd, FrameOpener& opener, int timeout_ms,
+                                    const CancelledFn& cancelled, Place&& place) {
+  uint8_t header_bytes[kSealedHeaderBytes];
+  GD_RETURN_IF_ERROR(ReadExact(fd, header_bytes, sizeof header_bytes, timeout_ms, cancelled));
+  GD_ASSIGN_OR_RETURN(SealedHeader header, opener.CheckHeader(header_bytes));
+  GD_ASSIGN_OR_RETURN(uint8_t * body, place(header));
+  uint8_t tag[kSealedTagBytes];
+  GD_RETURN_IF_ERROR(ReadExact(fd, body, header.length, timeout_ms, cancelled));
+  GD_RETURN_IF_ERROR(ReadExact(fd, tag, sizeof tag, timeout_ms, cancelled));
+  GD_RETURN_IF_ERROR(opener.Open(header_bytes, body, tag));
+  return header;
+}
+
 }  // namespace
 
 StatusOr<bool> WaitFor(int fd, short events, uint64_t deadline_ns, const CancelledFn& cancelled) {
@@ -159,21 +183,18 @@ StatusOr<Handoff> ReceiveHandoff(int unix_fd, int timeout_ms) {
 
 Status SendReply(int fd, const BulkKey& key, std::span<const uint8_t> payload, int timeout_ms) {
   FrameSealer sealer(key, kReplySeq);
-  std::vector<uint8_t> frame(kSealedHeaderBytes + payload.size() + kSealedTagBytes);
-  GD_RETURN_IF_ERROR(sealer.Seal(kSealedData, payload, frame.data()));
-  return SendAll(fd, frame.data(), frame.size(), timeout_ms);
+  return SendFrame(fd, sealer, kSealedData, payload, timeout_ms);
 }
 
 StatusOr<std::vector<uint8_t>> ReceiveReply(int fd, const BulkKey& key, int timeout_ms) {
   FrameOpener opener(key, kReplySeq);
-  uint8_t header_bytes[kSealedHeaderBytes];
-  GD_RETURN_IF_ERROR(ReadExact(fd, header_bytes, sizeof header_bytes, timeout_ms, nullptr));
-  GD_ASSIGN_OR_RETURN(SealedHeader header, opener.CheckHeader(header_bytes));
-  std::vector<uint8_t> body(header.length);
-  uint8_t tag[kSealedTagBytes];
-  GD_RETURN_IF_ERROR(ReadExact(fd, body.data(), body.size(), timeout_ms, nullptr));
-  GD_RETURN_IF_ERROR(ReadExact(fd, tag, sizeof tag, timeout_ms, nullptr));
-  GD_RETURN_IF_ERROR(opener.Open(header_bytes, body.data(), tag));
+  std::vector<uint8_t> body;
+  GD_ASSIGN_OR_RETURN(SealedHeader header,
+                      ReceiveFrame(fd, opener, timeout_ms, nullptr,
+                                   [&](const SealedHeader& h) -> StatusOr<uint8_t*> {
+                                     body.resize(h.length);
+                                     return body.data();
+                                   }));
   if (header.flags != kSealedData) return DataLoss("the peer's reply is not a data frame");
   return body;
 }
@@ -184,10 +205,7 @@ SealedWriter::SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, 
     : fd_(std::move(fd)), sealer_(key, first_seq), timeout_ms_(timeout_ms) {}
 
 Status SealedWriter::WriteFrame(uint32_t flags, std::span<const uint8_t> payload) {
-  const size_t total = kSealedHeaderBytes + payload.size() + kSealedTagBytes;
-  std::vector<uint8_t> frame(total);
-  GD_RETURN_IF_ERROR(sealer_.Seal(flags, payload, frame.data()));
-  return SendAll(fd_.get(), frame.data(), total, timeout_ms_);
+  return SendFrame(fd_.get(), sealer_, flags, payload, timeout_ms_);
 }
 
 // Seals the buffered payload in place and sends it.
@@ -256,24 +274,21 @@ SealedReader::SealedReader(UniqueFd fd, const BulkKey& key, uint64_t first_seq)
 StatusOr<SealedReader::Frame> SealedReader::NextFrame(int timeout_ms, const CancelledFn& cancelled,
                                                       std::span<uint8_t> into) {
   if (done_) return DataLoss("read past the last frame");
-  uint8_t header_bytes[kSealedHeaderBytes];
-  GD_RETURN_IF_ERROR(
-      ReadExact(fd_.get(), header_bytes, sizeof header_bytes, timeout_ms, cancelled));
-  GD_ASSIGN_OR_RETURN(SealedHeader header, opener_.CheckHeader(header_bytes));
-  const bool direct = header.flags == kSealedData && header.length <= into.size();
-  // Grown to the largest frame received here, uninitialised: a reader that
-  // only takes a hello (gandivad's) never pays for a frame buffer; faulting in
-  // 8 MiB of zeros up front took up to 24 ms of a migration's downtime here.
-  if (!direct && header.length > buf_size_) {
-    buf_.reset(new (std::nothrow) uint8_t[header.length]);
-    buf_size_ = buf_ ? header.length : 0;
-    if (!buf_) return ResourceExhausted("no memory for a bulk frame");
-  }
-  uint8_t* body = direct ? into.data() : buf_.get();
-  uint8_t tag[kSealedTagBytes];
-  GD_RETURN_IF_ERROR(ReadExact(fd_.get(), body, header.length, timeout_ms, cancelled));
-  GD_RETURN_IF_ERROR(ReadExact(fd_.get(), tag, sizeof tag, timeout_ms, cancelled));
-  GD_RETURN_IF_ERROR(opener_.Open(header_bytes, body, tag));
+  uint8_t* body = nullptr;
+  auto place = [&](const SealedHeader& header) -> StatusOr<uint8_t*> {
+    if (header.flags == kSealedData && header.length <= into.size()) return body = into.data();
+    // Grown to the largest frame received here, uninitialised: a reader that
+    // only takes a hello (gandivad's) never pays for a frame buffer; faulting
+    // in 8 MiB of zeros up front took up to 24 ms of a migration's downtime here.
+    if (header.length > buf_size_) {
+      buf_.reset(new (std::nothrow) uint8_t[header.length]);
+      buf_size_ = buf_ ? header.length : 0;
+      if (!buf_) return ResourceExhausted("no memory for a bulk frame");
+    }
+    return body = buf_.get();
+  };
+  GD_ASSIGN_OR_RETURN(SealedHeader header,
+                      ReceiveFrame(fd_.get(), opener_, timeout_ms, cancelled, place));
   if (header.flags == kSealedLast) {
     if (header.length != 0) return DataLoss("the last frame carries data");
     done_ = true;
