@@ -18,6 +18,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 INTERVAL_JOB = os.path.join(HERE, "jobs", "interval_job.py")
 CNN_EXAMPLE = os.path.join(HERE, "..", "..", "examples", "pytorch", "train_cnn.py")
 MLP_EXAMPLE = os.path.join(BUILD, "examples", "train_mlp")
+FINETUNE_EXAMPLE = os.path.join(HERE, "..", "..", "examples", "pytorch", "finetune_frozen.py")
+SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
 
 sys.path.insert(0, os.path.join(BUILD, "python"))
 

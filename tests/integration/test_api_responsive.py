@@ -11,10 +11,9 @@ import time
 
 import pytest
 
-from conftest import BUILD, GANDIVA
+from conftest import GANDIVA, SYNTHETIC_JOB
 from nodes import Node, wait_for
 
-SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
 STATE_MIB = 1024
 # ~1 ms each on a: still training there when the migration starts, however long the
 # warm copy on b takes to start on a busy machine (CI saw 7 s with tests beside it).

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import CNN_EXAMPLE, MLP_EXAMPLE, PYTHON, BUILD, pids_running
+from conftest import CNN_EXAMPLE, FINETUNE_EXAMPLE, MLP_EXAMPLE, PYTHON, SYNTHETIC_JOB, BUILD, pids_running
 from nodes import Node, Proxy, delete_netns, make_netns_pair, netns_available, wait_for
 
 CNN_ITERATIONS = 400
@@ -105,10 +105,6 @@ def test_libtorch_job_migrated_mid_run_trains_bitwise_the_same(cluster, tmp_path
     out = tmp_path / "mlp.json"
     migrate_mid_run(nodes["a"], nodes["b"], mlp_cmd, out, "mlp", 300)
     same_training(ref, json.loads(out.read_text()))
-
-
-SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
-FINETUNE_EXAMPLE = os.path.join(os.path.dirname(CNN_EXAMPLE), "finetune_frozen.py")
 
 
 def test_fine_tuning_on_a_frozen_embedding_sends_only_what_trains(cluster, tmp_path):

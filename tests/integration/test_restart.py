@@ -15,16 +15,15 @@ import time
 
 import pytest
 
-from conftest import BUILD, GANDIVA, GANDIVAD, wait_for
+from conftest import GANDIVA, GANDIVAD, SYNTHETIC_JOB, wait_for
 
-JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
 ITERATIONS = 2500
 ITERATION_MS = 2.0
 LEASE_MS = 1000
 
 
 def job_cmd(result, seed, iteration_ms=ITERATION_MS):
-    return [JOB, "--mib", "4", "--seed", str(seed), "--iterations", str(ITERATIONS),
+    return [SYNTHETIC_JOB, "--mib", "4", "--seed", str(seed), "--iterations", str(ITERATIONS),
             "--iteration-ms", str(iteration_ms), "--result", str(result)]
 
 
@@ -143,7 +142,7 @@ def check_results(daemon, tmp_path, runs):
     ("sigterm", 0.3),              # a plain stop (systemctl restart): they ran on meanwhile
 ])
 def test_restarted_gandivad_takes_its_jobs_back(daemon, tmp_path, how, down_s):
-    if not os.path.exists(JOB):
+    if not os.path.exists(SYNTHETIC_JOB):
         pytest.skip("synthetic_state_job not built")
     daemon.start()
     runs = start_four(daemon, tmp_path)
@@ -188,7 +187,7 @@ def test_restarted_gandivad_takes_its_jobs_back(daemon, tmp_path, how, down_s):
 
 
 def test_a_job_that_ended_while_gandivad_was_down_is_recorded(daemon, tmp_path):
-    if not os.path.exists(JOB):
+    if not os.path.exists(SYNTHETIC_JOB):
         pytest.skip("synthetic_state_job not built")
     daemon.start()
     runs = start_four(daemon, tmp_path)
@@ -206,7 +205,7 @@ def test_a_job_that_ended_while_gandivad_was_down_is_recorded(daemon, tmp_path):
     wait_for(lambda: daemon.jobs()[3]["exit_detail"] == "killed by signal 9 (Killed)", 60,
              "job 3's end reported")
     # New jobs get new ids: none is handed out twice.
-    extra = subprocess.run([GANDIVA, "run", "--name", "extra", "--", JOB, "--mib", "1",
+    extra = subprocess.run([GANDIVA, "run", "--name", "extra", "--", SYNTHETIC_JOB, "--mib", "1",
                             "--iterations", "5"], env=daemon.env, capture_output=True, timeout=60)
     assert extra.returncode == 0, extra.stderr
     assert max(daemon.jobs()) == 5
@@ -243,7 +242,7 @@ def test_an_unreadable_job_table_is_set_aside(tmp_path):
 
 
 def test_a_job_gandivad_launched_is_taken_back_with_its_output(daemon, tmp_path):
-    if not os.path.exists(JOB):
+    if not os.path.exists(SYNTHETIC_JOB):
         pytest.skip("synthetic_state_job not built")
     daemon.start()
     out = tmp_path / "launched.json"

@@ -15,9 +15,8 @@ import time
 
 import pytest
 
-from conftest import BUILD, GANDIVA, GANDIVAD, wait_for
+from conftest import GANDIVA, GANDIVAD, SYNTHETIC_JOB, wait_for
 
-JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
 USERS = ("gd-alice", "gd-bob", "gd-carol")
 ADMINS = "gd-admins"
 
@@ -57,7 +56,7 @@ def other_users_dir():
     that every user can reach (pytest's tmp_path is root's alone)."""
     if os.geteuid() != 0 or not shutil.which("useradd") or not shutil.which("runuser"):
         pytest.skip("needs root, useradd and runuser to create and act as other users")
-    if not os.path.exists(JOB):
+    if not os.path.exists(SYNTHETIC_JOB):
         pytest.skip("synthetic_state_job not built")
     ensure_users()
     if as_user("gd-bob", GANDIVA, "--help").returncode != 0:
@@ -106,7 +105,7 @@ def test_each_user_acts_on_their_own_jobs_and_admins_on_all(shared_node):
     node = shared_node
     result = os.path.join(node["work"], "alice.json")
     run = subprocess.Popen(["runuser", "-u", "gd-alice", "--", GANDIVA, "run", "--name", "alices",
-                            "--", JOB, "--mib", "1", "--iterations", "100000", "--result", result],
+                            "--", SYNTHETIC_JOB, "--mib", "1", "--iterations", "100000", "--result", result],
                            env=node["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)
     # Everyone reads: bob sees alice's job training.
@@ -145,10 +144,10 @@ def test_each_user_acts_on_their_own_jobs_and_admins_on_all(shared_node):
 
     # One live job per user here (--max-jobs-per-user 1): alice's second is refused,
     # bob's first is not.
-    r = as_user("gd-alice", GANDIVA, "run", "--", JOB, "--mib", "1", "--iterations", "5",
+    r = as_user("gd-alice", GANDIVA, "run", "--", SYNTHETIC_JOB, "--mib", "1", "--iterations", "5",
                 env=node["env"])
     assert r.returncode != 0 and "the limit per user" in r.stderr, r.stderr
-    r = as_user("gd-bob", GANDIVA, "run", "--", JOB, "--mib", "1", "--iterations", "5",
+    r = as_user("gd-bob", GANDIVA, "run", "--", SYNTHETIC_JOB, "--mib", "1", "--iterations", "5",
                 env=node["env"])
     assert r.returncode == 0, r.stderr
 
