@@ -1,8 +1,11 @@
-// CRC32C: hardware path (three interleaved crc32q streams combined with
+// CRC32C: hardware path (folding where the CPU has VPCLMULQDQ, crc32c_fold.cc;
+// else three interleaved crc32q streams combined with
 // zero-shift tables, after Mark Adler's crc32c.c) and a portable slicing-by-8.
 #include "crc32c.h"
 
 #include <cstring>
+
+#include "crc32c_fold.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -191,6 +194,9 @@ bool Crc32cIsHardware() {
 
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
 #if defined(__x86_64__)
+  // Folding pays from the first 256 bytes on (crc32c_fold.h).
+  static const bool fold = Crc32cCanFold();
+  if (fold && n >= 256) return Crc32cFold(data, n, crc);
   if (Crc32cIsHardware()) return Crc32cHw(data, n, crc);
 #endif
   return Crc32cPortable(data, n, crc);

@@ -1,6 +1,7 @@
-// CRC32C (Castagnoli), the checksum of every checkpoint chunk: SSE4.2 crc32
-// instructions on three interleaved streams where the CPU has them, a
-// slicing-by-8 table otherwise. Both give the same values.
+// CRC32C (Castagnoli), the checksum of every checkpoint chunk: carry-less
+// multiplies on 512-bit registers where the CPU has them (crc32c_fold.h), else
+// SSE4.2 crc32 instructions on three interleaved streams, else a slicing-by-8
+// table. All give the same values.
 #ifndef GANDIVA_CHECKPOINT_CRC32C_H_
 #define GANDIVA_CHECKPOINT_CRC32C_H_
 
