@@ -177,7 +177,7 @@ double TcpPlain(const char* src, char* dst, size_t n, size_t chunk) {
 
 // The same over a migration's sealed bulk connection (AES-256-GCM frames),
 // opened as two gandivad open it and written and read as the two jobs do:
-// the writer seals the bytes in 1 MiB frames, the reader opens them into dst.
+// the writer seals the bytes in 512 KiB frames, the reader opens them into dst.
 double TcpSealed(const char* src, char* dst, size_t n, size_t chunk) {
   using namespace gandiva::controller;
   auto listener = BulkListener::Listen("127.0.0.1");
