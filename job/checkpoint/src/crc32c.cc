@@ -133,7 +133,20 @@ __attribute__((target("sse4.2"))) inline void Interleave(size_t block, const uin
   *pcrc = crc0;
 }
 
-__attribute__((target("sse4.2"))) uint32_t Crc32cHw(const void* data, size_t n, uint32_t crc) {
+#endif
+
+bool DetectHardware() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("sse4.2");
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const void* data, size_t n, uint32_t crc) {
   const Tables& t = GetTables();
   const auto* next = static_cast<const unsigned char*>(data);
   uint64_t crc0 = crc ^ 0xffffffffu;
@@ -156,17 +169,11 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cHw(const void* data, size_t n, 
   }
   return static_cast<uint32_t>(crc0) ^ 0xffffffffu;
 }
-#endif
-
-bool DetectHardware() {
-#if defined(__x86_64__)
-  return __builtin_cpu_supports("sse4.2");
 #else
-  return false;
-#endif
+uint32_t Crc32cSse42(const void* data, size_t n, uint32_t crc) {
+  return Crc32cPortable(data, n, crc);
 }
-
-}  // namespace
+#endif
 
 uint32_t Crc32cPortable(const void* data, size_t n, uint32_t crc) {
   const Tables& t = GetTables();
@@ -197,7 +204,7 @@ uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
   // Folding pays from the first 256 bytes on (crc32c_fold.h).
   static const bool fold = Crc32cCanFold();
   if (fold && n >= 256) return Crc32cFold(data, n, crc);
-  if (Crc32cIsHardware()) return Crc32cHw(data, n, crc);
+  if (Crc32cIsHardware()) return Crc32cSse42(data, n, crc);
 #endif
   return Crc32cPortable(data, n, crc);
 }

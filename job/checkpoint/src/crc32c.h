@@ -16,6 +16,10 @@ uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
 // The portable implementation, always; for tests and for CPUs without SSE4.2.
 uint32_t Crc32cPortable(const void* data, size_t n, uint32_t crc = 0);
 
+// The crc32-instruction path, always; only where Crc32cIsHardware() (else
+// the portable one). For tests and benchmarks: Crc32c() folds where it can.
+uint32_t Crc32cSse42(const void* data, size_t n, uint32_t crc = 0);
+
 // True when Crc32c() uses the hardware instructions.
 bool Crc32cIsHardware();
 
