@@ -131,9 +131,13 @@ def wait_for(predicate, timeout, what):
     raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
 
 
+# --layout: how the job registers its bytes (synthetic_state_job --layout).
+LAYOUT = "functions"
+
+
 def job_cmd(job_exe, mib, iterations, result, timing=None, frozen=0.0):
     cmd = [job_exe, "--mib", str(mib), "--seed", "7", "--iterations", str(iterations),
-           "--result", result, "--frozen-fraction", str(frozen)]
+           "--result", result, "--frozen-fraction", str(frozen), "--layout", LAYOUT]
     return cmd + (["--timing", timing] if timing else [])
 
 
@@ -351,7 +355,12 @@ def main():
                          "iterations (x4, at least 6, on each retry, if it still ended before it moved)")
     ap.add_argument("--skip-floor", action="store_true", help="migrations only (e.g. under perf record)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
+    ap.add_argument("--layout", choices=("functions", "buffer"), default="functions",
+                    help="the job's bytes behind save and load functions (default), or a "
+                         "gd_register_buffer section, received in place")
     args = ap.parse_args()
+    global LAYOUT
+    LAYOUT = args.layout
     build = os.path.abspath(args.build_dir)
     sizes = [int(s) for s in args.sizes.split(",")]
     job_exe = os.path.join(build, "bench", "migration", "synthetic_state_job")
@@ -387,7 +396,7 @@ def main():
     verdict = goal_verdict(rows)
     out = os.path.join(args.out, "bench_migration.json")
     with open(out, "w") as f:
-        json.dump({"bench": "migration", "host": os.uname().nodename, "cpus": os.cpu_count(),
+        json.dump({"bench": "migration", "layout": LAYOUT, "host": os.uname().nodename, "cpus": os.cpu_count(),
                    "wall_s": round(time.monotonic() - started, 1), "goal": verdict,
                    "sizes": json.loads(json.dumps(rows).replace("NaN", "null"))}, f, indent=2)
     print(f"wrote {out} ({time.monotonic() - started:.0f} s)")

@@ -4,7 +4,10 @@
 // every iteration ran exactly once across checkpoints and migrations.
 // --frozen-fraction F leaves the first F of the bytes as they started (a frozen
 // backbone, embeddings, data held in memory): what a migration's warm copy
-// holds already and need not be sent.
+// holds already and need not be sent. --layout buffer registers the bytes with
+// gd_register_buffer instead of save and load functions (a restore then
+// receives them in place), between two small sections that keep the counter
+// and the timing events.
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +38,7 @@ struct Options {
   uint64_t report_every = 0;
   std::string result;
   std::string timing;  // appends "EVENT PID CLOCK_MONOTONIC_NS" lines (bench profiling)
+  std::string layout = "functions";  // or "buffer"
 };
 
 bool Parse(int argc, char** argv, Options* o) {
@@ -63,10 +67,13 @@ bool Parse(int argc, char** argv, Options* o) {
       o->result = v;
     else if (a == "--timing")
       o->timing = v;
+    else if (a == "--layout")
+      o->layout = v;
     else
       return false;
   }
   return o->mib > 0 && o->frozen_fraction >= 0 && o->frozen_fraction < 1 &&
+         (o->layout == "functions" || o->layout == "buffer") &&
          (!o->checkpoint_at || !o->checkpoint_dir.empty());
 }
 
@@ -135,6 +142,36 @@ int Load(void* user, gd_reader* r) {
   return 0;
 }
 
+// --layout buffer: "begin" (no bytes) and "step" (the counter) frame the
+// buffer section, so the save and load events still bracket the whole state.
+int SaveBegin(void* user, gd_writer*) {
+  auto* s = static_cast<State*>(user);
+  Event(*s, "boundary", s->boundary_entered_ns);
+  Event(*s, "save_begin", NowNs());
+  return 0;
+}
+
+int LoadBegin(void* user, gd_reader*) {
+  Event(*static_cast<State*>(user), "load_begin", NowNs());
+  return 0;
+}
+
+int SaveStep(void* user, gd_writer* w) {
+  auto* s = static_cast<State*>(user);
+  if (gd_write(w, &s->iteration, sizeof(s->iteration)) != 0) return 1;
+  Event(*s, "save_end", NowNs());
+  return 0;
+}
+
+int LoadStep(void* user, gd_reader* r) {
+  auto* s = static_cast<State*>(user);
+  if (gd_section_size(r) != sizeof(s->iteration) ||
+      gd_read(r, &s->iteration, sizeof(s->iteration)) != sizeof(s->iteration))
+    return 1;
+  Event(*s, "load_end", NowNs());
+  return 0;
+}
+
 uint64_t Checksum(const State& s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (uint64_t i = 0; i < s.words; ++i) h = (h ^ s.data[i]) * 0x100000001b3ull;
@@ -157,7 +194,7 @@ int main(int argc, char** argv) {
         stderr,
         "usage: synthetic_state_job [--mib N] [--seed N] [--iterations N] "
         "[--iteration-ms X] [--frozen-fraction F] [--checkpoint-at N --checkpoint-dir DIR] "
-        "[--report-every N] [--result FILE] [--timing FILE]\n");
+        "[--report-every N] [--result FILE] [--timing FILE] [--layout functions|buffer]\n");
     return 2;
   }
   State st;
@@ -170,7 +207,14 @@ int main(int argc, char** argv) {
   const uint64_t frozen_words = static_cast<uint64_t>(opt.frozen_fraction * st.words);
   const uint64_t trained_words = st.words - frozen_words;
 
-  if (gd_register_state("synthetic", &Save, &Load, &st) != 0) return 1;
+  if (opt.layout == "buffer") {
+    if (gd_register_state("begin", &SaveBegin, &LoadBegin, &st) != 0 ||
+        gd_register_buffer("bytes", st.data.get(), st.words * 8) != 0 ||
+        gd_register_state("step", &SaveStep, &LoadStep, &st) != 0)
+      return 1;
+  } else if (gd_register_state("synthetic", &Save, &Load, &st) != 0) {
+    return 1;
+  }
   Event(st, "first_boundary_begin", NowNs());
   gandiva::Boundary();  // a GANDIVA_RESTORE run loads its state here
   Event(st, "first_boundary_end", NowNs());

@@ -130,18 +130,20 @@ def test_fine_tuning_on_a_frozen_embedding_sends_only_what_trains(cluster, tmp_p
     assert op["bytes"] < 6 << 20, op
 
 
-@pytest.mark.parametrize("frozen", [0.5, 0.0])
-def test_a_frozen_part_of_the_state_is_not_sent(cluster, tmp_path, frozen):
+@pytest.mark.parametrize("frozen, layout", [(0.5, "functions"), (0.0, "functions"),
+                                            (0.5, "buffer")])
+def test_a_frozen_part_of_the_state_is_not_sent(cluster, tmp_path, frozen, layout):
     """b's warm copy holds the part of the state that is as it started (a
     frozen backbone, say): that part is named, not sent, and the job still ends
-    bitwise where a run never moved ends."""
+    bitwise where a run never moved ends. With --layout buffer the bytes are a
+    gd_register_buffer section, which b's copy receives in place."""
     if not os.path.exists(SYNTHETIC_JOB):
         pytest.skip("synthetic_state_job not built")
     mib = 64
 
     def cmd(result):
         return [SYNTHETIC_JOB, "--mib", str(mib), "--seed", "3", "--iterations", "4000",
-                "--frozen-fraction", str(frozen), "--result", str(result)]
+                "--frozen-fraction", str(frozen), "--layout", layout, "--result", str(result)]
 
     ref = reference(cmd, tmp_path, "synthetic")
     nodes = cluster()
@@ -211,6 +213,34 @@ def test_a_corrupted_stream_aborts_and_the_job_continues_on_the_source(cluster, 
     # The destination's copy is gone; the source never stopped for good.
     wait_for(lambda: all(j["state"] in ("exited", "failed") for j in b.jobs()), what="b to drop its copy")
     assert_job_continues_on_source(a, run, out, ref)
+
+
+@pytest.mark.parametrize("fault", ["corrupt-chunk", "flip-wire-bit"])
+def test_a_damaged_stream_into_a_buffer_section_leaves_the_job_on_its_source(cluster, tmp_path, fault):
+    """b's copy receives a gd_register_buffer section straight into the job's
+    buffer: a damaged stream fails there after some chunks landed, b's copy
+    is discarded, never released to train, and the job trains on at a."""
+    if not os.path.exists(SYNTHETIC_JOB):
+        pytest.skip("synthetic_state_job not built")
+
+    def cmd(result):
+        return [SYNTHETIC_JOB, "--mib", "32", "--seed", "5", "--iterations", "3000",
+                "--layout", "buffer", "--result", str(result)]
+
+    ref = reference(cmd, tmp_path, "synthetic")
+    nodes = cluster(extra={"a": ["--fault", fault]})
+    a, b = nodes["a"], nodes["b"]
+    out = tmp_path / "synthetic.json"
+    run = a.run(*cmd(out), name="synthetic")
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 300, what="training on a")
+    r = migrate(a, 1, "b", check=False)
+    assert r.returncode == 1, r.stdout
+    wait_for(lambda: all(j["state"] in ("exited", "failed") for j in b.jobs()), what="b to drop its copy")
+    job = a.job(1)
+    assert job["state"] != "migrated" and job["operation"]["state"] == "failed", job
+    assert run.wait(timeout=120) == 0
+    assert a.job(1)["state"] == "exited"
+    assert json.loads(out.read_text())["checksum"] == ref["checksum"]
 
 
 def test_killed_destination_aborts_and_the_job_continues(cluster, tmp_path):

@@ -45,6 +45,16 @@ int gd_register_state(const char* name, gd_save_fn save, gd_load_fn load, void* 
   return 0;
 }
 
+int gd_register_buffer(const char* name, void* data, size_t size) {
+  if (!name) return -1;
+  Status s = gandiva::checkpoint::RegisterBuffer(name, data, size);
+  if (!s.ok()) {
+    GD_LOG(kWarn, "gd_register_buffer: %s", s.ToString().c_str());
+    return -1;
+  }
+  return 0;
+}
+
 int gd_unregister_state(const char* name) {
   if (!name) return -1;
   return gandiva::checkpoint::UnregisterState(name).ok() ? 0 : -1;

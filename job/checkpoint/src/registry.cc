@@ -43,16 +43,38 @@ StateRegistry& StateRegistry::Global() {
 }
 
 Status StateRegistry::Register(std::string name, SaveFn save, LoadFn load, CheckFn check) {
-  if (name.empty() || name.size() > kMaxSectionName)
-    return InvalidArgument("state name must be 1.." + std::to_string(kMaxSectionName) +
-                           " bytes, got " + std::to_string(name.size()));
   if (!save || !load)
     return InvalidArgument("state '" + name + "' needs a save and a load function");
+  return Add(StateEntry{std::move(name), std::move(save), std::move(load), std::move(check), {}});
+}
+
+Status StateRegistry::RegisterBuffer(std::string name, void* data, size_t size) {
+  if (!data || size == 0)
+    return InvalidArgument("buffer state '" + name + "' needs memory (data and a size > 0)");
+  const std::span<uint8_t> place(static_cast<uint8_t*>(data), size);
+  SaveFn save = [place](SectionWriter& w) { return w.Write(place.data(), place.size()); };
+  LoadFn load = [place, name](SectionReader& r) {
+    if (r.size() != place.size())
+      return FailedPrecondition("the checkpoint's section '" + name + "' holds " +
+                                std::to_string(r.size()) + " bytes; the buffer registered here " +
+                                std::to_string(place.size()));
+    // Bytes received in place (stream_reader.cc) are not copied again.
+    if (r.Read(place.data(), place.size()) != place.size())
+      return DataLoss("section '" + name + "' ended early");
+    return Status::Ok();
+  };
+  return Add(StateEntry{std::move(name), std::move(save), std::move(load), nullptr, place});
+}
+
+Status StateRegistry::Add(StateEntry entry) {
+  if (entry.name.empty() || entry.name.size() > kMaxSectionName)
+    return InvalidArgument("state name must be 1.." + std::to_string(kMaxSectionName) +
+                           " bytes, got " + std::to_string(entry.name.size()));
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& e : entries_)
-    if (e->name == name) return AlreadyExists("state '" + name + "' is registered already");
-  entries_.push_back(std::make_shared<StateEntry>(
-      StateEntry{std::move(name), std::move(save), std::move(load), std::move(check)}));
+    if (e->name == entry.name)
+      return AlreadyExists("state '" + entry.name + "' is registered already");
+  entries_.push_back(std::make_shared<StateEntry>(std::move(entry)));
   return Status::Ok();
 }
 

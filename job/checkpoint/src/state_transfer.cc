@@ -81,12 +81,13 @@ Status RestoreState(const std::string& target, uint64_t* bytes, RestoreCheck che
   *bytes = 0;
   std::lock_guard<std::mutex> lock(TransferMutex());
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, OpenSource(target));
-  StatusOr<VerifiedStream> read = ReadStream(source.get(), check);
+  const auto entries = StateRegistry::Global().Snapshot();
+  StatusOr<VerifiedStream> read = ReadStream(source.get(), check, entries);
   (void)TakeFreshState();  // one the stream did not take (a file needs none)
   GD_RETURN_IF_ERROR(read.status());
   VerifiedStream stream = std::move(*read);
   *bytes = stream.stream_bytes;
-  Status loaded = LoadStream(stream, StateRegistry::Global().Snapshot());
+  Status loaded = LoadStream(stream, entries);
   // Unmapping a large stream (its slabs, or the mapped file) takes ~20 ms per
   // GiB and more: do it off the path that a migration's downtime, or a
   // restored job's first iteration, waits on.

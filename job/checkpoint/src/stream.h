@@ -138,8 +138,12 @@ std::string Hex(uint32_t crc);
 // read no further; a mapped file with bytes after it is DataLoss. With
 // kWhileLoading, frame headers and the section and end totals are still all
 // checked here; the chunks' payloads are left to LoadStream (`unchecked`).
-StatusOr<VerifiedStream> ReadStream(Source* source,
-                                    RestoreCheck check = RestoreCheck::kBeforeLoading);
+// For a migration's warm copy (a source with a fresh state), a chunk of a
+// buffer section in `entries` (StateEntry::place) is received straight into
+// the buffer at its offset: the copy is discarded if the restore fails.
+StatusOr<VerifiedStream> ReadStream(
+    Source* source, RestoreCheck check = RestoreCheck::kBeforeLoading,
+    const std::vector<std::shared_ptr<const StateEntry>>& entries = {});
 
 // Writes one section per entry, in order, through the entries' save functions.
 Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntry>>& entries,

@@ -87,7 +87,8 @@ size_t ChunkSectionReader::Read(void* out, size_t n) {
   while (copied < n) {
     std::span<const uint8_t> piece = Next(n - copied);
     if (piece.empty()) break;
-    std::memcpy(dst + copied, piece.data(), piece.size());
+    // A buffer section's chunk received where it belongs is there already.
+    if (piece.data() != dst + copied) std::memcpy(dst + copied, piece.data(), piece.size());
     copied += piece.size();
   }
   return copied;

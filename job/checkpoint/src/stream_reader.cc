@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <thread>
+#include <unordered_map>
 
 #include "crc32c.h"
 #include "format.h"
@@ -102,15 +103,21 @@ class Prefaulter {
 
 class Parser {
  public:
-  Parser(Source* source, RestoreCheck check, VerifiedStream* out)
+  Parser(Source* source, RestoreCheck check,
+         const std::vector<std::shared_ptr<const StateEntry>>& entries, VerifiedStream* out)
       : source_(source),
         mapped_(source->Mapped()),
         defer_chunk_checks_(check == RestoreCheck::kWhileLoading),
         out_(out) {
     // The fresh state kept for this restore: its memory is ready, chunks land
     // there, in place of the fresh chunk at their place when they fit it.
-    if (mapped_.empty() && (fresh_ = source->TakeFresh()))
+    if (mapped_.empty() && (fresh_ = source->TakeFresh())) {
       if (auto memory = fresh_->TakeMemory()) out_->storage.push_back(std::move(memory));
+      // A warm copy is discarded if its restore fails: buffer sections may be
+      // received where they belong.
+      for (const auto& e : entries)
+        if (!e->place.empty()) places_.emplace(e->name, e->place);
+    }
   }
 
   Status Run();
@@ -141,6 +148,7 @@ class Parser {
   // Where the next chunk of the open section (n bytes) lands: over the fresh
   // chunk at its place, if it has the same length; else in slab memory.
   StatusOr<uint8_t*> ChunkMemory(size_t n) {
+    if (in_section_ && section_->bytes + n <= place_.size()) return place_.data() + section_->bytes;
     FreshState::Chunk* c = in_section_ ? FreshAtCursor() : nullptr;
     if (c && c->length == n) {
       c->overwritten = true;
@@ -190,8 +198,10 @@ class Parser {
 
   Source* source_;
   std::span<const uint8_t> mapped_;
-  std::unique_ptr<FreshState> fresh_;  // its memory is in out_->storage
-  const bool defer_chunk_checks_;      // chunk payloads checked by the section readers
+  std::unique_ptr<FreshState> fresh_;                           // its memory is in out_->storage
+  std::unordered_map<std::string, std::span<uint8_t>> places_;  // buffer sections by name
+  std::span<uint8_t> place_;                                    // the open section's, if it is one
+  const bool defer_chunk_checks_;  // chunk payloads checked by the section readers
   VerifiedStream* out_;
   uint64_t offset_ = 0;
   uint32_t digest_ = 0;
@@ -314,6 +324,8 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
       std::string name(reinterpret_cast<const char*>(payload.data()), payload.size());
       for (const auto& s : out_->sections)
         if (s.name == name) return bad("section '" + name + "' appears twice");
+      const auto place = places_.find(name);
+      place_ = place == places_.end() ? std::span<uint8_t>() : place->second;
       out_->sections.push_back(VerifiedSection{std::move(name), 0, offset_, {}, {}});
       section_ = &out_->sections.back();
       in_section_ = true;
@@ -341,6 +353,7 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
         return bad("section '" + section_->name + "' has " + std::to_string(section_->bytes) +
                    " bytes but its section-end frame says " + std::to_string(end.bytes));
       in_section_ = false;
+      place_ = {};
       return Status::Ok();
     }
     case kFrameEnd: {
@@ -430,9 +443,10 @@ std::string Hex(uint32_t v) {
   return buf;
 }
 
-StatusOr<VerifiedStream> ReadStream(Source* source, RestoreCheck check) {
+StatusOr<VerifiedStream> ReadStream(Source* source, RestoreCheck check,
+                                    const std::vector<std::shared_ptr<const StateEntry>>& entries) {
   VerifiedStream out;
-  Parser parser(source, check, &out);
+  Parser parser(source, check, entries, &out);
   GD_RETURN_IF_ERROR(parser.Run());
   return out;
 }

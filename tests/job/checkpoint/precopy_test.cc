@@ -1,7 +1,8 @@
 // A migration's warm copy as its own pre-copy (fresh_state.h, held_chunks.h):
 // chunks the destination holds already are named, not sent; what arrives
 // loads bitwise; a "same" frame for a chunk the reader does not hold, a tag
-// that differs where the checksums agree, and a malformed list all fail.
+// that differs where the checksums agree, and a malformed list all fail; a
+// buffer section is received where it belongs.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -132,6 +133,55 @@ TEST_F(PrecopyTest, ChunksTheReaderHoldsAreNamedNotSentAndTheStateLoadsBitwise) 
     ASSERT_TRUE(loaded.ok()) << loaded.ToString();
     for (const auto& s : states_) EXPECT_EQ(s->loaded, s->data) << s->name;
   }
+}
+
+// A buffer section (StateRegistry::RegisterBuffer) of a warm copy: a changed
+// chunk is received straight into the buffer, a held one is copied there from
+// the fresh state, and the load copies nothing more.
+TEST_F(PrecopyTest, ABufferSectionIsReceivedWhereItBelongs) {
+  const size_t size = (9u << 20) + 123;  // chunks of 4, 4 and 1 MiB + 123 B
+  std::vector<uint8_t> source = RandomState("weights", size, 5)->data;
+  std::vector<uint8_t> copy = source;  // the warm copy's own, as it started
+  const auto entry = [](std::vector<uint8_t>* bytes) {
+    StateEntry e{
+        "weights", [bytes](SectionWriter& w) { return w.Write(bytes->data(), bytes->size()); },
+        [bytes](SectionReader& r) {
+          return r.Read(bytes->data(), bytes->size()) == bytes->size() ? Status::Ok()
+                                                                       : DataLoss("short read");
+        },
+        nullptr, std::span<uint8_t>(*bytes)};
+    return std::vector<std::shared_ptr<const StateEntry>>{std::make_shared<StateEntry>(e)};
+  };
+  auto fresh = FreshState::Capture(entry(&copy), {});
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  source[(4u << 20) + 10] ^= 0xff;  // the source trained: chunk 1 changed
+  auto held = HeldChunks::Parse((*fresh)->Manifest());
+  ASSERT_TRUE(held.ok());
+  HeldSink sink(std::move(*held));
+  uint64_t bytes = 0;
+  ASSERT_TRUE(WriteStream(&sink, entry(&source), {}, &bytes).ok());
+  EXPECT_EQ(FramesOfType(sink.bytes(), kFrameChunk), 1u);
+
+  FreshSource from(sink.bytes(), std::move(*fresh));
+  auto stream = ReadStream(&from, RestoreCheck::kWhileLoading, entry(&copy));
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  const auto& chunks = stream->sections[0].chunks;
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[1].data(), copy.data() + (4u << 20)) << "the changed chunk, in place";
+  EXPECT_NE(chunks[0].data(), copy.data()) << "a held chunk lies in the fresh state";
+  ASSERT_TRUE(LoadStream(*stream, entry(&copy)).ok());
+  EXPECT_EQ(copy, source);
+
+  // A restore that is not a warm copy's (no fresh state) never writes into
+  // the buffer before the load.
+  std::vector<uint8_t> other = source;
+  MemorySink plain;
+  ASSERT_TRUE(WriteStream(&plain, entry(&source), {}, &bytes).ok());
+  FreshSource no_fresh(plain.bytes(), nullptr);
+  auto read = ReadStream(&no_fresh, RestoreCheck::kWhileLoading, entry(&other));
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  for (const auto& c : read->sections[0].chunks)
+    EXPECT_FALSE(c.data() >= other.data() && c.data() < other.data() + other.size());
 }
 
 TEST_F(PrecopyTest, NothingHeldSendsEverything) {

@@ -319,6 +319,62 @@ TEST_F(StateTransferTest, AReserveIsSizedByTheRegisteredStateAndUsedByTheNextSoc
   EXPECT_EQ(TakeFreshState(), nullptr) << "the restore took the reserve";
 }
 
+// gd_register_buffer: the runtime saves the bytes and restores into them.
+TEST_F(StateTransferTest, ABufferSectionRoundTripsThroughAFileAndASocket) {
+  std::vector<uint8_t> weights((9u << 20) + 5);
+  const auto fill = [&](uint8_t seed) {
+    for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<uint8_t>(i * 7 + seed);
+  };
+  ASSERT_EQ(gd_register_buffer("weights", weights.data(), weights.size()), 0);
+  Add("counter", 8, 3);
+  EXPECT_EQ(gd_register_buffer("weights", weights.data(), weights.size()), -1) << "taken";
+  EXPECT_EQ(gd_register_buffer("none", nullptr, 10), -1);
+  EXPECT_EQ(gd_register_buffer("empty", weights.data(), 0), -1);
+
+  // A file: saved from the buffer, restored into it.
+  fill(1);
+  const std::vector<uint8_t> saved = weights;
+  ASSERT_EQ(gd_checkpoint(dir_.c_str()), 0);
+  fill(2);
+  uint64_t bytes = 0;
+  Status s = RestoreState("file:" + (dir_ / kCheckpointFileName).string(), &bytes);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(weights, saved);
+
+  // A warm copy: its own state (fill 3) reserved, the stream (fill 4) lands
+  // in the buffer itself.
+  Listener listener((dir_ / "ctl.sock").string());
+  std::vector<uint8_t> stream;
+  fill(4);
+  const std::vector<uint8_t> sent_state = weights;
+  std::thread rx = listener.Receive(&stream);
+  ASSERT_TRUE(SaveState(listener.target(), kJobId, &bytes).ok());
+  rx.join();
+  fill(3);
+  ASSERT_TRUE(ReserveForRestore(&bytes).ok());
+  std::thread tx = listener.Send(&stream);
+  s = RestoreState(listener.target(), &bytes, RestoreCheck::kWhileLoading);
+  tx.join();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(weights, sent_state);
+  EXPECT_EQ(blobs_[0]->loaded, blobs_[0]->data);
+}
+
+TEST_F(StateTransferTest, ABufferOfAnotherSizeLoadsNothingAndSaysBothSizes) {
+  std::vector<uint8_t> weights(1000, 1);
+  ASSERT_EQ(gd_register_buffer("weights", weights.data(), weights.size()), 0);
+  ASSERT_EQ(gd_checkpoint(dir_.c_str()), 0);
+  ASSERT_EQ(gd_unregister_state("weights"), 0);
+  std::vector<uint8_t> smaller(999, 2);
+  ASSERT_EQ(gd_register_buffer("weights", smaller.data(), smaller.size()), 0);
+  uint64_t bytes = 0;
+  Status s = RestoreState("file:" + (dir_ / kCheckpointFileName).string(), &bytes);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.ToString();
+  EXPECT_NE(s.message().find("1000 bytes"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("999"), std::string::npos) << s.ToString();
+  EXPECT_EQ(smaller, std::vector<uint8_t>(999, 2)) << "nothing was written into it";
+}
+
 TEST_F(StateTransferTest, AFileRestoreDropsAnUnusedReserve) {
   Add("model", 4096, 3);
   uint64_t measured = 0;

@@ -58,6 +58,10 @@ struct StateEntry {
   SaveFn save;
   LoadFn load;
   CheckFn check;  // may be empty
+  // A buffer section's memory (RegisterBuffer), else empty. A section
+  // arriving on a socket is received straight into it, and its load then
+  // finds the bytes in place: no copy after the stream.
+  std::span<uint8_t> place{};
 };
 
 class StateRegistry {
@@ -69,6 +73,10 @@ class StateRegistry {
 
   // Names are 1..256 bytes; AlreadyExists if taken.
   Status Register(std::string name, SaveFn save, LoadFn load, CheckFn check = nullptr);
+  // A section that is exactly the `size` bytes at `data`: saved from there,
+  // restored into there (a section of another size fails the restore). The
+  // memory must stay valid until Unregister.
+  Status RegisterBuffer(std::string name, void* data, size_t size);
   // NotFound if no state has that name.
   Status Unregister(const std::string& name);
   // The entries in registration order. An entry stays alive while a
@@ -82,6 +90,7 @@ class StateRegistry {
   bool ClaimEnvironmentRestore() { return !env_restore_claimed_.exchange(true); }
 
  private:
+  Status Add(StateEntry entry);
   std::atomic<bool> env_restore_claimed_{false};
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<const StateEntry>> entries_;
@@ -91,6 +100,10 @@ class StateRegistry {
 inline Status RegisterState(std::string name, SaveFn save, LoadFn load, CheckFn check = nullptr) {
   return StateRegistry::Global().Register(std::move(name), std::move(save), std::move(load),
                                           std::move(check));
+}
+
+inline Status RegisterBuffer(std::string name, void* data, size_t size) {
+  return StateRegistry::Global().RegisterBuffer(std::move(name), data, size);
 }
 
 // Runs every entry's check, in order; the first failure names its section. SaveState
