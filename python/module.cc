@@ -176,6 +176,25 @@ void RegisterState(const std::string& name, py::function save, py::function load
   if (!s.ok()) throw py::value_error(s.message());
 }
 
+// A Python object's writable, C-contiguous memory (a bytearray, a NumPy
+// array, a CPU tensor's .numpy()) as a buffer section. The object stays
+// exported until the section is gone, so a bytearray cannot be resized under
+// it; the runtime reads and writes the bytes without the GIL.
+void RegisterBuffer(const std::string& name, const py::object& obj) {
+  Py_buffer raw;
+  if (PyObject_GetBuffer(obj.ptr(), &raw, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0)
+    throw py::error_already_set();
+  std::shared_ptr<Py_buffer> view(new Py_buffer(raw), [](Py_buffer* v) {
+    py::gil_scoped_acquire gil;
+    PyBuffer_Release(v);
+    delete v;
+  });
+  gandiva::Status s =
+      gandiva::checkpoint::RegisterBuffer(name, view->buf, static_cast<size_t>(view->len), view);
+  if (s.code() == gandiva::StatusCode::kAlreadyExists) throw py::key_error(s.message());
+  if (!s.ok()) throw py::value_error(s.message());
+}
+
 void UnregisterState(const std::string& name) {
   gandiva::Status s;
   {
@@ -239,6 +258,7 @@ PYBIND11_MODULE(_gandiva, m) {
   m.def("default_endpoint", &gandiva::DefaultEndpoint);
   m.def("default_scheduler_endpoint", &gandiva::DefaultSchedulerEndpoint);
   m.def("register_state", &RegisterState, py::arg("name"), py::arg("save"), py::arg("load"));
+  m.def("register_buffer", &RegisterBuffer, py::arg("name"), py::arg("buffer"));
   m.def("unregister_state", &UnregisterState, py::arg("name"));
   m.def("registered_states", [] { return gandiva::checkpoint::StateRegistry::Global().Names(); });
   m.def("checkpoint", &Checkpoint, py::arg("dir"));

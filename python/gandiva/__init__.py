@@ -31,7 +31,8 @@ from . import protocol
 from .client import Client, GandivaError, SchedulerClient
 
 __all__ = ["step", "managed", "job_id", "stats", "iteration", "register_state",
-           "unregister_state", "checkpoint", "Client", "SchedulerClient", "GandivaError", "protocol"]
+           "register_buffer", "unregister_state", "checkpoint", "Client", "SchedulerClient",
+           "GandivaError", "protocol"]
 
 
 def step():
@@ -79,6 +80,18 @@ def register_state(name, save, load):
     (or calling checkpoint()), with the GIL held. Raises KeyError if the name
     is taken."""
     _gandiva.register_state(name, save, load)
+
+
+def register_buffer(name, buffer):
+    """Registers writable, C-contiguous memory (a bytearray, a NumPy array, a
+    CPU tensor's ``.numpy()``) as a checkpoint section: saved from it and
+    restored into it, with no functions to write. A restored section of
+    another size fails the restore. A migration's arriving state is received
+    straight into this memory. The object stays exported (a bytearray cannot
+    be resized) until ``unregister_state(name)``; do not change it while the
+    job is parked. Raises KeyError if the name is taken, ValueError for empty
+    memory, TypeError/BufferError for an object without such memory."""
+    _gandiva.register_buffer(name, buffer)
 
 
 def unregister_state(name):

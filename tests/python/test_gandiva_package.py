@@ -214,3 +214,45 @@ def test_validate_reply_says_what_is_wrong():
     validate_reply_frame("migrate_commit", '{"v":1,"ok":false,"error":{"code":"internal","message":"x"}}')
     with pytest.raises(ReplyError, match="'v' must be 1"):
         validate_reply_frame("migrate_commit", '{"v":7,"ok":true,"bytes":12}')
+
+
+def test_register_buffer_saves_and_restores_the_memory_itself(tmp_path):
+    """A bytearray and a NumPy array registered as buffers: a checkpoint holds
+    their bytes, a process started with GANDIVA_RESTORE finds them back in its
+    own buffers at its first boundary."""
+    ckpt = tmp_path / "ckpt"
+    r = run_python(f"""
+        import numpy, gandiva
+        raw = bytearray(range(256)) * 4096
+        weights = numpy.arange(300000, dtype=numpy.float32)
+        gandiva.register_buffer("raw", raw)
+        gandiva.register_buffer("weights", weights)
+        try:
+            raw.extend(b"x")
+        except BufferError:
+            print("pinned")
+        for bad in (b"read-only bytes", bytearray()):
+            try:
+                gandiva.register_buffer("bad", bad)
+            except (TypeError, BufferError, ValueError) as e:
+                print(type(e).__name__)
+        try:
+            gandiva.register_buffer("raw", bytearray(1))
+        except KeyError:
+            print("taken")
+        print(gandiva.checkpoint({str(ckpt)!r}))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[:4] == ["pinned", "BufferError", "ValueError", "taken"], r.stdout
+    r = run_python("""
+        import hashlib, numpy, gandiva
+        raw = bytearray(256 * 4096)
+        weights = numpy.zeros(300000, dtype=numpy.float32)
+        gandiva.register_buffer("raw", raw)
+        gandiva.register_buffer("weights", weights)
+        gandiva.step()
+        print(raw == bytearray(range(256)) * 4096,
+              bool((weights == numpy.arange(300000, dtype=numpy.float32)).all()))
+    """, GANDIVA_RESTORE=str(ckpt))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True"], (r.stdout, r.stderr)

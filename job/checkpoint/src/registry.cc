@@ -48,11 +48,14 @@ Status StateRegistry::Register(std::string name, SaveFn save, LoadFn load, Check
   return Add(StateEntry{std::move(name), std::move(save), std::move(load), std::move(check), {}});
 }
 
-Status StateRegistry::RegisterBuffer(std::string name, void* data, size_t size) {
+Status StateRegistry::RegisterBuffer(std::string name, void* data, size_t size,
+                                     std::shared_ptr<const void> owner) {
   if (!data || size == 0)
     return InvalidArgument("buffer state '" + name + "' needs memory (data and a size > 0)");
   const std::span<uint8_t> place(static_cast<uint8_t*>(data), size);
-  SaveFn save = [place](SectionWriter& w) { return w.Write(place.data(), place.size()); };
+  SaveFn save = [place, owner = std::move(owner)](SectionWriter& w) {
+    return w.Write(place.data(), place.size());
+  };
   LoadFn load = [place, name](SectionReader& r) {
     if (r.size() != place.size())
       return FailedPrecondition("the checkpoint's section '" + name + "' holds " +

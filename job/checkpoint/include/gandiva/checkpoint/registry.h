@@ -75,8 +75,10 @@ class StateRegistry {
   Status Register(std::string name, SaveFn save, LoadFn load, CheckFn check = nullptr);
   // A section that is exactly the `size` bytes at `data`: saved from there,
   // restored into there (a section of another size fails the restore). The
-  // memory must stay valid until Unregister.
-  Status RegisterBuffer(std::string name, void* data, size_t size);
+  // memory must stay valid until Unregister; `owner`, if given, is kept alive
+  // as long as the entry (the Python binding keeps its buffer export there).
+  Status RegisterBuffer(std::string name, void* data, size_t size,
+                        std::shared_ptr<const void> owner = nullptr);
   // NotFound if no state has that name.
   Status Unregister(const std::string& name);
   // The entries in registration order. An entry stays alive while a
@@ -102,8 +104,9 @@ inline Status RegisterState(std::string name, SaveFn save, LoadFn load, CheckFn 
                                           std::move(check));
 }
 
-inline Status RegisterBuffer(std::string name, void* data, size_t size) {
-  return StateRegistry::Global().RegisterBuffer(std::move(name), data, size);
+inline Status RegisterBuffer(std::string name, void* data, size_t size,
+                             std::shared_ptr<const void> owner = nullptr) {
+  return StateRegistry::Global().RegisterBuffer(std::move(name), data, size, std::move(owner));
 }
 
 // Runs every entry's check, in order; the first failure names its section. SaveState
