@@ -9,6 +9,11 @@
 // the frames as the format lays them out and rewrites the preamble, header and
 // payload checksums, the section-end totals and the end frame's totals and
 // digest. Without the flag the bytes go in as they are (the checks themselves).
+//
+// Streamed, the reader is a migration's warm copy: it holds a fresh state of
+// a 64 KiB buffer section named "model" (StateRegistry::RegisterBuffer) and
+// receives that section straight into the buffer; guard bytes around it must
+// come out untouched.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +24,7 @@
 
 #include "crc32c.h"
 #include "format.h"
+#include "fresh_state.h"
 #include "held_chunks.h"
 #include "io.h"
 #include "stream.h"
@@ -53,7 +59,9 @@ int FuzzHeldList(std::span<const uint8_t> bytes) {
 // socket does: the reader's copying path and its slabs.
 class StreamedSource final : public ck::Source {
  public:
-  StreamedSource(std::span<const uint8_t> bytes, size_t step) : bytes_(bytes), step_(step) {}
+  StreamedSource(std::span<const uint8_t> bytes, size_t step, std::unique_ptr<ck::FreshState> fresh)
+      : bytes_(bytes), step_(step), fresh_(std::move(fresh)) {}
+  std::unique_ptr<ck::FreshState> TakeFresh() override { return std::move(fresh_); }
   gandiva::StatusOr<size_t> Read(void* buf, size_t n) override {
     const size_t got = std::min({n, step_, bytes_.size() - pos_});
     if (got) std::memcpy(buf, bytes_.data() + pos_, got);  // an empty span's data() may be null
@@ -66,6 +74,29 @@ class StreamedSource final : public ck::Source {
   std::span<const uint8_t> bytes_;
   size_t step_;
   size_t pos_ = 0;
+  std::unique_ptr<ck::FreshState> fresh_;
+};
+
+// The warm copy's buffer section, with guard bytes on both sides.
+class WarmBuffer {
+ public:
+  static constexpr size_t kGuard = 4096, kSize = 64u << 10;
+  static constexpr uint8_t kFill = 0xa5;
+  WarmBuffer() : memory_(kGuard + kSize + kGuard, kFill) {
+    const std::span<uint8_t> place(memory_.data() + kGuard, kSize);
+    entries_.push_back(std::make_shared<ck::StateEntry>(ck::StateEntry{
+        "model", [place](ck::SectionWriter& w) { return w.Write(place.data(), place.size()); },
+        [](ck::SectionReader&) { return gandiva::Status::Ok(); }, nullptr, place}));
+  }
+  const std::vector<std::shared_ptr<const ck::StateEntry>>& entries() const { return entries_; }
+  void CheckGuards() const {
+    for (size_t i = 0; i < kGuard; ++i)
+      if (memory_[i] != kFill || memory_[kGuard + kSize + i] != kFill) std::abort();
+  }
+
+ private:
+  std::vector<uint8_t> memory_;
+  std::vector<std::shared_ptr<const ck::StateEntry>> entries_;
 };
 
 void Put32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
@@ -133,14 +164,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!(flags & kStreamed) && (flags & kHeldList)) return FuzzHeldList(stream);
   if (flags & kFixChecksums) FixChecksums(stream);
 
+  WarmBuffer warm;
   std::unique_ptr<ck::Source> source;
-  if (flags & kStreamed)
-    source = std::make_unique<StreamedSource>(stream, ((flags >> 2) + 1) * 7);
-  else
+  if (flags & kStreamed) {
+    auto fresh = ck::FreshState::Capture(warm.entries(), {});
+    if (!fresh.ok()) std::abort();
+    source = std::make_unique<StreamedSource>(stream, ((flags >> 2) + 1) * 7, std::move(*fresh));
+  } else {
     source = std::make_unique<ck::MemorySource>(stream);
+  }
   const bool as_loaded = !(flags & kStreamed) && (flags & kCheckAsLoaded);
   auto verified = ck::ReadStream(
-      source.get(), as_loaded ? ck::RestoreCheck::kWhileLoading : ck::RestoreCheck::kBeforeLoading);
+      source.get(), as_loaded ? ck::RestoreCheck::kWhileLoading : ck::RestoreCheck::kBeforeLoading,
+      warm.entries());
+  warm.CheckGuards();
   if (!verified.ok()) return 0;
 
   // Load every section through an entry of its name, as a restoring job does.

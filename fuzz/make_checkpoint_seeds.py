@@ -67,6 +67,10 @@ SEEDS = {
     "two_sections_streamed": (0x02 | (2 << 2), stream([("model", [b"w" * 40, b"xyz"]),
                                                         ("optimizer", [b""])], META)),
     "empty_section_fixed": (0x01, stream([("rng", [])], META[:2])),
+    # Streamed, "model" is the harness's 64 KiB buffer section: the first chunk
+    # is received in place, the second would run past the buffer and is not.
+    "buffer_overrun_streamed": (0x02 | (9 << 2), stream([("model", [b"a" * 40000, b"b" * 30000])],
+                                                        META[:2])),
     "held_list": (0x08, held_list([("model", [b"\x00" * 16, b"\x00" * 32]), ("optimizer", [])])),
 }
 
