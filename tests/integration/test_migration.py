@@ -177,14 +177,33 @@ def test_migrate_back_and_forth_several_times(cluster, tmp_path):
     assert all(d < 1000 for d in downtimes), downtimes
 
 
-def assert_job_continues_on_source(a, run, out, ref):
+def assert_job_continues_on_source(a, run, out, ref, same=same_training):
     """After a failed migration the job trains on at the source and loses nothing."""
     job = a.job(1)
     assert job["state"] != "migrated", job
     assert job["operation"]["state"] == "failed"
     assert run.wait(timeout=120) == 0
     assert a.job(1)["state"] == "exited"
-    same_training(ref, json.loads(out.read_text()))
+    same(ref, json.loads(out.read_text()))
+
+
+def same_checksum(a, b):
+    assert a["checksum"] == b["checksum"], "the synthetic state differs"
+
+
+def migrate_with_fault(cluster, cmd, out, name, fault, after_iterations):
+    """Runs the job on a, whose gandivad damages the stream (--fault), asks to
+    move it to b once it has trained a while, and waits for b to drop its
+    copy. Returns a, the run and the failed `gandiva migrate`."""
+    nodes = cluster(extra={"a": ["--fault", fault]})
+    a, b = nodes["a"], nodes["b"]
+    run = a.run(*cmd(out), name=name)
+    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > after_iterations, what="training on a")
+    r = migrate(a, 1, "b", check=False)
+    assert r.returncode == 1, r.stdout
+    # The destination's copy is gone; the source never stopped for good.
+    wait_for(lambda: all(j["state"] in ("exited", "failed") for j in b.jobs()), what="b to drop its copy")
+    return a, run, r
 
 
 @pytest.mark.parametrize("fault, says", [
@@ -202,16 +221,9 @@ def test_a_corrupted_stream_aborts_and_the_job_continues_on_the_source(cluster, 
     """gandivad --fault makes the source job damage its first data frame, or cut
     the connection after it."""
     ref = reference(cnn_cmd, tmp_path, "cnn")
-    nodes = cluster(extra={"a": ["--fault", fault]})
-    a, b = nodes["a"], nodes["b"]
     out = tmp_path / "cnn.json"
-    run = a.run(*cnn_cmd(out), name="cnn")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 50, what="training on a")
-    r = migrate(a, 1, "b", check=False)
-    assert r.returncode == 1
+    a, run, r = migrate_with_fault(cluster, cnn_cmd, out, "cnn", fault, 50)
     assert any(word in r.stderr for word in says), r.stderr
-    # The destination's copy is gone; the source never stopped for good.
-    wait_for(lambda: all(j["state"] in ("exited", "failed") for j in b.jobs()), what="b to drop its copy")
     assert_job_continues_on_source(a, run, out, ref)
 
 
@@ -228,19 +240,9 @@ def test_a_damaged_stream_into_a_buffer_section_leaves_the_job_on_its_source(clu
                 "--layout", "buffer", "--result", str(result)]
 
     ref = reference(cmd, tmp_path, "synthetic")
-    nodes = cluster(extra={"a": ["--fault", fault]})
-    a, b = nodes["a"], nodes["b"]
     out = tmp_path / "synthetic.json"
-    run = a.run(*cmd(out), name="synthetic")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 300, what="training on a")
-    r = migrate(a, 1, "b", check=False)
-    assert r.returncode == 1, r.stdout
-    wait_for(lambda: all(j["state"] in ("exited", "failed") for j in b.jobs()), what="b to drop its copy")
-    job = a.job(1)
-    assert job["state"] != "migrated" and job["operation"]["state"] == "failed", job
-    assert run.wait(timeout=120) == 0
-    assert a.job(1)["state"] == "exited"
-    assert json.loads(out.read_text())["checksum"] == ref["checksum"]
+    a, run, _ = migrate_with_fault(cluster, cmd, out, "synthetic", fault, 300)
+    assert_job_continues_on_source(a, run, out, ref, same=same_checksum)
 
 
 def test_killed_destination_aborts_and_the_job_continues(cluster, tmp_path):
