@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "crc32c.h"
+#include "format.h"
 #include "gandiva/contract/sealed_channel.h"
 #include "held_chunks.h"
 
@@ -46,14 +47,21 @@ std::unique_ptr<FreshState> g_fresh;  // guarded by g_fresh_mu
 StatusOr<std::unique_ptr<FreshState>> FreshState::Capture(
     const std::vector<std::shared_ptr<const StateEntry>>& entries, const Metadata& metadata) {
   std::unique_ptr<FreshState> fresh(new FreshState());
+  // Buffer sections are not copied: their chunks are the buffer's own bytes
+  // (below). The rest is written as a stream into memory kept for it.
+  std::vector<std::shared_ptr<const StateEntry>> written;
+  for (const auto& e : entries)
+    if (e->place.empty()) written.push_back(e);
   GD_ASSIGN_OR_RETURN(fresh->memory_, Slab::Create(kFirstSlab));
   Slab& slab = *fresh->memory_;
   SlabSink sink(&slab);
-  GD_RETURN_IF_ERROR(WriteStream(&sink, entries, metadata, &fresh->stream_bytes_));
+  GD_RETURN_IF_ERROR(WriteStream(&sink, written, metadata, &fresh->stream_bytes_));
   // Room for a source whose state has grown a little since it started, and
   // for the 64-byte rounding of chunks that arrive elsewhere than in place,
-  // faulted in here too, off the migration's downtime.
-  GD_RETURN_IF_ERROR(slab.Grow(sink.used() + sink.used() / 64 + (1u << 20)));
+  // faulted in here too, off the migration's downtime. Not more: the sink
+  // grew the mapping by doubling, and faulting in all of it took a 1 GiB
+  // state's copy to 2 GiB of memory (and twice the time).
+  GD_RETURN_IF_ERROR(slab.Resize(sink.used() + sink.used() / 64 + (1u << 20)));
   (void)slab.Take(sink.used());
   slab.FaultIn(sink.used());
 
@@ -72,9 +80,27 @@ StatusOr<std::unique_ptr<FreshState>> FreshState::Capture(
           s.unchecked.empty() ? Crc32c(bytes.data(), bytes.size()) : s.unchecked[i].crc;
       GD_ASSIGN_OR_RETURN(sealed::ChunkTag tag, tagger.Of(bytes));
       chunks.push_back(Chunk{const_cast<uint8_t*>(bytes.data()),
-                             static_cast<uint32_t>(bytes.size()), crc, tag, false});
+                             static_cast<uint32_t>(bytes.size()), crc, tag, false, false});
     }
     fresh->sections_.emplace_back(s.name, std::move(chunks));
+  }
+  // A buffer section in the chunks its one write makes (stream_writer.cc):
+  // whole chunks, then the rest. The parked copy does not change its buffer
+  // (gd_register_buffer's contract); each such chunk is checked again as it
+  // loads all the same, so a buffer changed after all fails the restore.
+  for (const auto& e : entries) {
+    if (e->place.empty()) continue;
+    std::vector<Chunk> chunks;
+    for (size_t off = 0; off < e->place.size(); off += kMaxChunkPayload) {
+      const std::span<uint8_t> bytes =
+          e->place.subspan(off, std::min<size_t>(kMaxChunkPayload, e->place.size() - off));
+      GD_ASSIGN_OR_RETURN(sealed::ChunkTag tag, tagger.Of(bytes));
+      chunks.push_back(Chunk{bytes.data(), static_cast<uint32_t>(bytes.size()),
+                             Crc32c(bytes.data(), bytes.size()), tag, false, true});
+    }
+    fresh->stream_bytes_ += e->place.size();
+    fresh->sections_.emplace_back(e->name, std::move(chunks));
+    fresh->buffers_.push_back(e);
   }
   return fresh;
 }

@@ -34,11 +34,14 @@ class FreshState {
     uint32_t crc;
     sealed::ChunkTag tag;
     bool overwritten;  // an arriving chunk took its place
+    bool in_buffer;    // the job's own buffer section, not a copy: checked as it loads
   };
 
   // Writes the registered state as a stream into memory kept for the arriving
   // one (with a little room for a state that grew, faulted in), finds its
-  // chunks in place and tags each under a new key.
+  // chunks in place and tags each under a new key. A buffer section
+  // (StateEntry::place) is not copied: its chunks are the buffer itself,
+  // which arriving chunks then overwrite in place.
   static StatusOr<std::unique_ptr<FreshState>> Capture(
       const std::vector<std::shared_ptr<const StateEntry>>& entries, const Metadata& metadata);
 
@@ -56,6 +59,9 @@ class FreshState {
   FreshState() = default;
   sealed::BulkKey key_{};
   std::unique_ptr<Slab> memory_;
+  // The buffer sections whose chunks are their own memory: kept registered
+  // as captured (a Python buffer's export with them).
+  std::vector<std::shared_ptr<const StateEntry>> buffers_;
   uint64_t stream_bytes_ = 0;
   std::vector<std::pair<std::string, std::vector<Chunk>>> sections_;
 };

@@ -104,6 +104,9 @@ class Slab {
   // Grows the mapping to `size` bytes, keeping its contents; it may move, so
   // only while nothing points into it.
   Status Grow(size_t size);
+  // Makes the mapping exactly `size` bytes (at least what was taken): grows
+  // as Grow does, or gives the pages past `size` back.
+  Status Resize(size_t size);
   // Faults in [offset, size()) for writing (contents unchanged), off the path
   // that will write there.
   void FaultIn(size_t offset);

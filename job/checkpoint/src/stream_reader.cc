@@ -161,6 +161,10 @@ class Parser {
   FreshState::Chunk* FreshAtCursor() {
     if (!fresh_) return nullptr;
     FreshState::Chunk* c = fresh_->Find(section_->name, section_->chunks.size());
+    // A chunk of a buffer no longer registered as it was is not touched.
+    if (c && c->in_buffer &&
+        (c->bytes < place_.data() || c->bytes + c->length > place_.data() + place_.size()))
+      return nullptr;
     return c && !c->overwritten ? c : nullptr;
   }
   Status SameChunk(std::span<const uint8_t> payload);
@@ -392,9 +396,16 @@ Status Parser::SameChunk(std::span<const uint8_t> payload) {
     return DataLoss("chunk " + std::to_string(out_->chunks + 1) + " " + Where() +
                     " was sent as one this process holds, but " +
                     (c ? "its own chunk there differs" : "it holds none there") + Describe());
+  // A chunk of the job's own buffer is checked again (below, or as it loads):
+  // the job might have changed it since the copy was tagged.
+  if (c->in_buffer && !defer_chunk_checks_ && Crc32c(c->bytes, c->length) != c->crc)
+    return DataLoss("chunk " + std::to_string(out_->chunks + 1) + " " + Where() +
+                    " was sent as one this process holds, but its buffer changed since" +
+                    Describe());
   c->overwritten = true;  // taken: no later frame may claim it
   section_->chunks.emplace_back(c->bytes, c->length);
-  if (defer_chunk_checks_) section_->unchecked.push_back({c->crc, out_->chunks + 1, offset_, true});
+  if (defer_chunk_checks_)
+    section_->unchecked.push_back({c->crc, out_->chunks + 1, offset_, !c->in_buffer});
   section_->bytes += c->length;
   ++out_->chunks;
   return Status::Ok();
@@ -414,6 +425,12 @@ Slab::~Slab() { ::munmap(data_, size_); }
 
 Status Slab::Grow(size_t size) {
   if (size <= size_) return Status::Ok();
+  return Resize(size);
+}
+
+Status Slab::Resize(size_t size) {
+  size = std::max(size, used_);
+  if (size == size_) return Status::Ok();
   void* p = ::mremap(data_, size_, size, MREMAP_MAYMOVE);
   if (p == MAP_FAILED)
     return ResourceExhausted("no memory to hold a checkpoint stream (" + std::to_string(size) +

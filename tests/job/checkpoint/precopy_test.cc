@@ -135,9 +135,10 @@ TEST_F(PrecopyTest, ChunksTheReaderHoldsAreNamedNotSentAndTheStateLoadsBitwise) 
   }
 }
 
-// A buffer section (StateRegistry::RegisterBuffer) of a warm copy: a changed
-// chunk is received straight into the buffer, a held one is copied there from
-// the fresh state, and the load copies nothing more.
+// A buffer section (StateRegistry::RegisterBuffer) of a warm copy: its fresh
+// chunks are the buffer itself (no copy kept), a changed chunk is received
+// straight into the buffer, a held one is where it was, and the load copies
+// nothing.
 TEST_F(PrecopyTest, ABufferSectionIsReceivedWhereItBelongs) {
   const size_t size = (9u << 20) + 123;  // chunks of 4, 4 and 1 MiB + 123 B
   std::vector<uint8_t> source = RandomState("weights", size, 5)->data;
@@ -154,6 +155,8 @@ TEST_F(PrecopyTest, ABufferSectionIsReceivedWhereItBelongs) {
   };
   auto fresh = FreshState::Capture(entry(&copy), {});
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ((*fresh)->Find("weights", 0)->bytes, copy.data()) << "the buffer, not a copy";
+  EXPECT_EQ((*fresh)->Find("weights", 2)->length, (1u << 20) + 123);
   source[(4u << 20) + 10] ^= 0xff;  // the source trained: chunk 1 changed
   auto held = HeldChunks::Parse((*fresh)->Manifest());
   ASSERT_TRUE(held.ok());
@@ -168,7 +171,8 @@ TEST_F(PrecopyTest, ABufferSectionIsReceivedWhereItBelongs) {
   const auto& chunks = stream->sections[0].chunks;
   ASSERT_EQ(chunks.size(), 3u);
   EXPECT_EQ(chunks[1].data(), copy.data() + (4u << 20)) << "the changed chunk, in place";
-  EXPECT_NE(chunks[0].data(), copy.data()) << "a held chunk lies in the fresh state";
+  EXPECT_EQ(chunks[0].data(), copy.data()) << "a held chunk, where it was";
+  EXPECT_EQ(chunks[2].data(), copy.data() + (8u << 20));
   ASSERT_TRUE(LoadStream(*stream, entry(&copy)).ok());
   EXPECT_EQ(copy, source);
 
@@ -182,6 +186,52 @@ TEST_F(PrecopyTest, ABufferSectionIsReceivedWhereItBelongs) {
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   for (const auto& c : read->sections[0].chunks)
     EXPECT_FALSE(c.data() >= other.data() && c.data() < other.data() + other.size());
+}
+
+// The parked copy must not change its buffer; if it did, the chunks it
+// holds no longer match what it told the source, and the restore fails (the
+// copy is discarded) instead of loading them.
+TEST_F(PrecopyTest, ABufferChangedAfterItsCopyWasTaggedFailsTheRestore) {
+  for (RestoreCheck check : {RestoreCheck::kBeforeLoading, RestoreCheck::kWhileLoading}) {
+    std::vector<uint8_t> source = RandomState("weights", 6u << 20, 9)->data;
+    std::vector<uint8_t> copy = source;
+    const auto entry = [](std::vector<uint8_t>* bytes) {
+      StateEntry e{
+          "weights", [bytes](SectionWriter& w) { return w.Write(bytes->data(), bytes->size()); },
+          [bytes](SectionReader& r) {
+            return r.Read(bytes->data(), bytes->size()) == bytes->size() ? Status::Ok()
+                                                                         : DataLoss("short read");
+          },
+          nullptr, std::span<uint8_t>(*bytes)};
+      return std::vector<std::shared_ptr<const StateEntry>>{std::make_shared<StateEntry>(e)};
+    };
+    auto fresh = FreshState::Capture(entry(&copy), {});
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    auto held = HeldChunks::Parse((*fresh)->Manifest());
+    ASSERT_TRUE(held.ok());
+    HeldSink sink(std::move(*held));
+    uint64_t bytes = 0;
+    ASSERT_TRUE(WriteStream(&sink, entry(&source), {}, &bytes).ok());
+    EXPECT_EQ(FramesOfType(sink.bytes(), kFrameChunkSame), 2u) << "nothing changed at the source";
+    copy[100] ^= 1;  // the copy broke its contract
+
+    FreshSource from(sink.bytes(), std::move(*fresh));
+    auto stream = ReadStream(&from, check, entry(&copy));
+    Status s = stream.ok() ? LoadStream(*stream, entry(&copy)) : stream.status();
+    EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  }
+}
+
+// The memory kept is the stream and a little room, faulted in; not the
+// doubled mapping the stream was written into (a 1 GiB state kept 2 GiB).
+TEST_F(PrecopyTest, TheKeptMemoryIsTheStreamAndALittleRoom) {
+  Add("large", 17u << 20, 4);  // past the first 16 MiB: the mapping doubled to 32
+  std::unique_ptr<FreshState> fresh = Capture();
+  ASSERT_NE(fresh, nullptr);
+  const uint64_t stream = fresh->stream_bytes();
+  std::unique_ptr<Slab> memory = fresh->TakeMemory();
+  EXPECT_GE(memory->size(), stream);
+  EXPECT_LE(memory->size(), stream + stream / 64 + (1u << 20));
 }
 
 TEST_F(PrecopyTest, NothingHeldSendsEverything) {
