@@ -101,9 +101,10 @@ GD_API int gd_register_state(const char* name, gd_save_fn save, gd_load_fn load,
  * saves them and restores into them, with no functions to write. A restored
  * section of another size fails the restore. A migration's arriving state is
  * received straight into this memory (the warm copy is discarded if the
- * transfer fails), so nothing is copied once the stream is in. The memory
- * must stay valid, and its size the same, until gd_unregister_state(); the
- * job must not touch it while parked. Same ordering and names as
+ * transfer fails), so nothing is copied once the stream is in, and the copy
+ * keeps no second copy of it. The memory must stay valid, and its size the
+ * same, until gd_unregister_state(); the job must not change it while parked
+ * (a warm copy whose buffer changed fails its restore). Same ordering and names as
  * gd_register_state. Thread-safe. Returns 0; -1 if `name` or `data` is NULL,
  * `size` is 0, or the name is taken. */
 GD_API int gd_register_buffer(const char* name, void* data, size_t size);
