@@ -49,6 +49,19 @@ size_t FramesOfType(const std::vector<uint8_t>& bytes, uint8_t type) {
   return n;
 }
 
+// One buffer section "weights" over `bytes` (as StateRegistry::RegisterBuffer
+// makes it): saved from the vector, restored into it.
+std::vector<std::shared_ptr<const StateEntry>> BufferSection(std::vector<uint8_t>* bytes) {
+  StateEntry e{
+      "weights", [bytes](SectionWriter& w) { return w.Write(bytes->data(), bytes->size()); },
+      [bytes](SectionReader& r) {
+        return r.Read(bytes->data(), bytes->size()) == bytes->size() ? Status::Ok()
+                                                                     : DataLoss("short read");
+      },
+      nullptr, std::span<uint8_t>(*bytes)};
+  return {std::make_shared<StateEntry>(std::move(e))};
+}
+
 class PrecopyTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -86,11 +99,17 @@ class PrecopyTest : public ::testing::Test {
     states_[2]->data[0] += 1;
   }
   std::vector<uint8_t> WriteFor(const FreshState& fresh, uint64_t* held_bytes = nullptr) {
+    return WriteFor(fresh, Entries(), held_bytes);
+  }
+  // What a source with `entries` sends to the copy that holds `fresh`.
+  std::vector<uint8_t> WriteFor(const FreshState& fresh,
+                                const std::vector<std::shared_ptr<const StateEntry>>& entries,
+                                uint64_t* held_bytes = nullptr) {
     auto held = HeldChunks::Parse(fresh.Manifest());
     EXPECT_TRUE(held.ok()) << held.status().ToString();
     HeldSink sink(std::move(*held));
     uint64_t bytes = 0;
-    Status s = WriteStream(&sink, Entries(), {}, &bytes);
+    Status s = WriteStream(&sink, entries, {}, &bytes);
     EXPECT_TRUE(s.ok()) << s.ToString();
     if (held_bytes) *held_bytes = sink.held()->bytes_held();
     return sink.bytes();
@@ -143,46 +162,33 @@ TEST_F(PrecopyTest, ABufferSectionIsReceivedWhereItBelongs) {
   const size_t size = (9u << 20) + 123;  // chunks of 4, 4 and 1 MiB + 123 B
   std::vector<uint8_t> source = RandomState("weights", size, 5)->data;
   std::vector<uint8_t> copy = source;  // the warm copy's own, as it started
-  const auto entry = [](std::vector<uint8_t>* bytes) {
-    StateEntry e{
-        "weights", [bytes](SectionWriter& w) { return w.Write(bytes->data(), bytes->size()); },
-        [bytes](SectionReader& r) {
-          return r.Read(bytes->data(), bytes->size()) == bytes->size() ? Status::Ok()
-                                                                       : DataLoss("short read");
-        },
-        nullptr, std::span<uint8_t>(*bytes)};
-    return std::vector<std::shared_ptr<const StateEntry>>{std::make_shared<StateEntry>(e)};
-  };
-  auto fresh = FreshState::Capture(entry(&copy), {});
+  auto fresh = FreshState::Capture(BufferSection(&copy), {});
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
   EXPECT_EQ((*fresh)->Find("weights", 0)->bytes, copy.data()) << "the buffer, not a copy";
   EXPECT_EQ((*fresh)->Find("weights", 2)->length, (1u << 20) + 123);
   source[(4u << 20) + 10] ^= 0xff;  // the source trained: chunk 1 changed
-  auto held = HeldChunks::Parse((*fresh)->Manifest());
-  ASSERT_TRUE(held.ok());
-  HeldSink sink(std::move(*held));
-  uint64_t bytes = 0;
-  ASSERT_TRUE(WriteStream(&sink, entry(&source), {}, &bytes).ok());
-  EXPECT_EQ(FramesOfType(sink.bytes(), kFrameChunk), 1u);
+  const auto sent = WriteFor(**fresh, BufferSection(&source));
+  EXPECT_EQ(FramesOfType(sent, kFrameChunk), 1u);
 
-  FreshSource from(sink.bytes(), std::move(*fresh));
-  auto stream = ReadStream(&from, RestoreCheck::kWhileLoading, entry(&copy));
+  FreshSource from(sent, std::move(*fresh));
+  auto stream = ReadStream(&from, RestoreCheck::kWhileLoading, BufferSection(&copy));
   ASSERT_TRUE(stream.ok()) << stream.status().ToString();
   const auto& chunks = stream->sections[0].chunks;
   ASSERT_EQ(chunks.size(), 3u);
   EXPECT_EQ(chunks[1].data(), copy.data() + (4u << 20)) << "the changed chunk, in place";
   EXPECT_EQ(chunks[0].data(), copy.data()) << "a held chunk, where it was";
   EXPECT_EQ(chunks[2].data(), copy.data() + (8u << 20));
-  ASSERT_TRUE(LoadStream(*stream, entry(&copy)).ok());
+  ASSERT_TRUE(LoadStream(*stream, BufferSection(&copy)).ok());
   EXPECT_EQ(copy, source);
 
   // A restore that is not a warm copy's (no fresh state) never writes into
   // the buffer before the load.
   std::vector<uint8_t> other = source;
   MemorySink plain;
-  ASSERT_TRUE(WriteStream(&plain, entry(&source), {}, &bytes).ok());
+  uint64_t bytes = 0;
+  ASSERT_TRUE(WriteStream(&plain, BufferSection(&source), {}, &bytes).ok());
   FreshSource no_fresh(plain.bytes(), nullptr);
-  auto read = ReadStream(&no_fresh, RestoreCheck::kWhileLoading, entry(&other));
+  auto read = ReadStream(&no_fresh, RestoreCheck::kWhileLoading, BufferSection(&other));
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   for (const auto& c : read->sections[0].chunks)
     EXPECT_FALSE(c.data() >= other.data() && c.data() < other.data() + other.size());
@@ -195,29 +201,15 @@ TEST_F(PrecopyTest, ABufferChangedAfterItsCopyWasTaggedFailsTheRestore) {
   for (RestoreCheck check : {RestoreCheck::kBeforeLoading, RestoreCheck::kWhileLoading}) {
     std::vector<uint8_t> source = RandomState("weights", 6u << 20, 9)->data;
     std::vector<uint8_t> copy = source;
-    const auto entry = [](std::vector<uint8_t>* bytes) {
-      StateEntry e{
-          "weights", [bytes](SectionWriter& w) { return w.Write(bytes->data(), bytes->size()); },
-          [bytes](SectionReader& r) {
-            return r.Read(bytes->data(), bytes->size()) == bytes->size() ? Status::Ok()
-                                                                         : DataLoss("short read");
-          },
-          nullptr, std::span<uint8_t>(*bytes)};
-      return std::vector<std::shared_ptr<const StateEntry>>{std::make_shared<StateEntry>(e)};
-    };
-    auto fresh = FreshState::Capture(entry(&copy), {});
+    auto fresh = FreshState::Capture(BufferSection(&copy), {});
     ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
-    auto held = HeldChunks::Parse((*fresh)->Manifest());
-    ASSERT_TRUE(held.ok());
-    HeldSink sink(std::move(*held));
-    uint64_t bytes = 0;
-    ASSERT_TRUE(WriteStream(&sink, entry(&source), {}, &bytes).ok());
-    EXPECT_EQ(FramesOfType(sink.bytes(), kFrameChunkSame), 2u) << "nothing changed at the source";
+    const auto sent = WriteFor(**fresh, BufferSection(&source));
+    EXPECT_EQ(FramesOfType(sent, kFrameChunkSame), 2u) << "nothing changed at the source";
     copy[100] ^= 1;  // the copy broke its contract
 
-    FreshSource from(sink.bytes(), std::move(*fresh));
-    auto stream = ReadStream(&from, check, entry(&copy));
-    Status s = stream.ok() ? LoadStream(*stream, entry(&copy)) : stream.status();
+    FreshSource from(sent, std::move(*fresh));
+    auto stream = ReadStream(&from, check, BufferSection(&copy));
+    Status s = stream.ok() ? LoadStream(*stream, BufferSection(&copy)) : stream.status();
     EXPECT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
   }
 }
