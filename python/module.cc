@@ -164,6 +164,13 @@ gandiva::Status LoadPyState(const PyState& st, gandiva::checkpoint::SectionReade
   return gandiva::Status::Ok();
 }
 
+// A registration's failure as Python says it: a taken name is a KeyError,
+// anything else (a bad name, no memory) a ValueError.
+void RaiseIfNotRegistered(const gandiva::Status& s) {
+  if (s.code() == gandiva::StatusCode::kAlreadyExists) throw py::key_error(s.message());
+  if (!s.ok()) throw py::value_error(s.message());
+}
+
 void RegisterState(const std::string& name, py::function save, py::function load) {
   std::shared_ptr<PyState> st(new PyState{std::move(save), std::move(load)}, [](PyState* p) {
     py::gil_scoped_acquire gil;
@@ -172,8 +179,7 @@ void RegisterState(const std::string& name, py::function save, py::function load
   gandiva::Status s = gandiva::checkpoint::RegisterState(
       name, [st](gandiva::checkpoint::SectionWriter& w) { return SavePyState(*st, w); },
       [st](gandiva::checkpoint::SectionReader& r) { return LoadPyState(*st, r); });
-  if (s.code() == gandiva::StatusCode::kAlreadyExists) throw py::key_error(s.message());
-  if (!s.ok()) throw py::value_error(s.message());
+  RaiseIfNotRegistered(s);
 }
 
 // A Python object's writable, C-contiguous memory (a bytearray, a NumPy
@@ -191,8 +197,7 @@ void RegisterBuffer(const std::string& name, const py::object& obj) {
   });
   gandiva::Status s =
       gandiva::checkpoint::RegisterBuffer(name, view->buf, static_cast<size_t>(view->len), view);
-  if (s.code() == gandiva::StatusCode::kAlreadyExists) throw py::key_error(s.message());
-  if (!s.ok()) throw py::value_error(s.message());
+  RaiseIfNotRegistered(s);
 }
 
 void UnregisterState(const std::string& name) {
