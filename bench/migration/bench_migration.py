@@ -131,13 +131,10 @@ def wait_for(predicate, timeout, what):
     raise RuntimeError(f"timed out after {timeout} s waiting for {what}")
 
 
-# --layout: how the job registers its bytes (synthetic_state_job --layout).
-LAYOUT = "functions"
-
-
-def job_cmd(job_exe, mib, iterations, result, timing=None, frozen=0.0):
-    cmd = [job_exe, "--mib", str(mib), "--seed", "7", "--iterations", str(iterations),
-           "--result", result, "--frozen-fraction", str(frozen), "--layout", LAYOUT]
+def job_cmd(job, mib, iterations, result, timing=None, frozen=0.0):
+    """`job`: synthetic_state_job and the arguments every run of it shares."""
+    cmd = [*job, "--mib", str(mib), "--seed", "7", "--iterations", str(iterations),
+           "--result", result, "--frozen-fraction", str(frozen)]
     return cmd + (["--timing", timing] if timing else [])
 
 
@@ -178,7 +175,7 @@ class EndedBeforeMigration(Exception):
     machine got slower than the calibration run said (other work started)."""
 
 
-def iterations_for(job_exe, mib, work, warm_iterations, margin):
+def iterations_for(job, mib, work, warm_iterations, margin):
     """How many iterations the job runs, sized from a short calibration run on
     this machine, now: the job must still be running on a after it reached
     `warm_iterations` and b started and warmed its copy (which initialises N
@@ -188,7 +185,7 @@ def iterations_for(job_exe, mib, work, warm_iterations, margin):
     result = os.path.join(work, f"calibrate-{mib}.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GANDIVA_")}
     t0 = time.monotonic()
-    subprocess.run(job_cmd(job_exe, mib, 200, result), check=True, env=env,
+    subprocess.run(job_cmd(job, mib, 200, result), check=True, env=env,
                    capture_output=True, timeout=600)
     wall = time.monotonic() - t0
     with open(result) as f:
@@ -199,17 +196,17 @@ def iterations_for(job_exe, mib, work, warm_iterations, margin):
                         "margin_startups": margin, "iterations": iterations}
 
 
-def reference_run(job_exe, mib, iterations, work, frozen):
+def reference_run(job, mib, iterations, work, frozen):
     """The job run once, unmanaged and never moved: the checksum to match."""
     result = os.path.join(work, f"reference-{mib}.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GANDIVA_")}
-    subprocess.run(job_cmd(job_exe, mib, iterations, result, frozen=frozen), check=True, env=env,
+    subprocess.run(job_cmd(job, mib, iterations, result, frozen=frozen), check=True, env=env,
                    capture_output=True, timeout=600)
     with open(result) as f:
         return json.load(f)
 
 
-def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations, frozen):
+def migrate_once(a, b, job, mib, iterations, work, warm_iterations, frozen):
     result = os.path.join(work, f"migrated-{mib}.json")
     timing = os.path.join(work, f"timing-{mib}.txt")
     for p in (result, timing):
@@ -218,7 +215,7 @@ def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations, frozen):
     # A name per run: `ps --all` still lists an earlier try's job.
     name = f"synthetic-{mib}-{next(RUNS)}"
     run = subprocess.Popen([a.gandiva, "run", "--name", name, "--",
-                            *job_cmd(job_exe, mib, iterations, result, timing, frozen)],
+                            *job_cmd(job, mib, iterations, result, timing, frozen)],
                            env=a.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # Deadlines for a busy machine: starting a job initialises N MiB.
@@ -256,7 +253,7 @@ def migrate_once(a, b, job_exe, mib, iterations, work, warm_iterations, frozen):
             run.wait()
 
 
-def measure(a, b, build, job_exe, root, mib, frozen, floor, args):
+def measure(a, b, build, job, root, mib, frozen, floor, args):
     """One state size and frozen fraction: a reference run, one migration; its row."""
     load_before = os.getloadavg()[0]
     warm_iterations = 300
@@ -265,10 +262,10 @@ def measure(a, b, build, job_exe, root, mib, frozen, floor, args):
     # again, longer (the reference run comes after, for the count that moved).
     margin, tries = args.margin_startups, []
     while True:
-        iterations, calibration = iterations_for(job_exe, mib, root, warm_iterations, margin)
+        iterations, calibration = iterations_for(job, mib, root, warm_iterations, margin)
         tries.append(calibration)
         try:
-            op, wall, res, events = migrate_once(a, b, job_exe, mib, iterations, root,
+            op, wall, res, events = migrate_once(a, b, job, mib, iterations, root,
                                                  warm_iterations, frozen)
             break
         except EndedBeforeMigration as e:
@@ -277,7 +274,7 @@ def measure(a, b, build, job_exe, root, mib, frozen, floor, args):
             margin = max(margin * 4, 6)
             print(f"  {mib} MiB: the job ended on a before it moved ({e}); again with "
                   f"{margin} start-ups of margin", flush=True)
-    ref = reference_run(job_exe, mib, iterations, root, frozen)
+    ref = reference_run(job, mib, iterations, root, frozen)
     if res["checksum"] != ref["checksum"] or res["iterations"] != iterations:
         raise RuntimeError(f"{mib} MiB: migrated checksum {res['checksum']} != reference "
                            f"{ref['checksum']} (iterations {res['iterations']})")
@@ -359,8 +356,6 @@ def main():
                     help="the job's bytes behind save and load functions (default), or a "
                          "gd_register_buffer section, received in place")
     args = ap.parse_args()
-    global LAYOUT
-    LAYOUT = args.layout
     build = os.path.abspath(args.build_dir)
     sizes = [int(s) for s in args.sizes.split(",")]
     job_exe = os.path.join(build, "bench", "migration", "synthetic_state_job")
@@ -369,6 +364,7 @@ def main():
         if not os.path.exists(exe):
             sys.exit(f"bench_migration: {exe} not built (cmake --build {args.build_dir} --target "
                      "gandivad gandiva_cli synthetic_state_job transfer_floor)")
+    job = [job_exe, "--layout", args.layout]
     os.makedirs(args.out, exist_ok=True)
     root = tempfile.mkdtemp(prefix="gd-migbench-")
     os.makedirs(os.path.join(root, "keys"))
@@ -383,7 +379,7 @@ def main():
         for mib in sizes:
             floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
             for fraction in [0.0] + (frozen if mib in frozen_sizes else []):
-                rows.append(measure(a, b, build, job_exe, root, mib, fraction, floor, args))
+                rows.append(measure(a, b, build, job, root, mib, fraction, floor, args))
     finally:
         a.stop()
         b.stop()
@@ -396,7 +392,7 @@ def main():
     verdict = goal_verdict(rows)
     out = os.path.join(args.out, "bench_migration.json")
     with open(out, "w") as f:
-        json.dump({"bench": "migration", "layout": LAYOUT, "host": os.uname().nodename, "cpus": os.cpu_count(),
+        json.dump({"bench": "migration", "layout": args.layout, "host": os.uname().nodename, "cpus": os.cpu_count(),
                    "wall_s": round(time.monotonic() - started, 1), "goal": verdict,
                    "sizes": json.loads(json.dumps(rows).replace("NaN", "null"))}, f, indent=2)
     print(f"wrote {out} ({time.monotonic() - started:.0f} s)")
