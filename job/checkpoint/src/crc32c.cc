@@ -202,8 +202,7 @@ bool Crc32cIsHardware() {
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
 #if defined(__x86_64__)
   // Folding pays from the first 256 bytes on (crc32c_fold.h).
-  static const bool fold = Crc32cCanFold();
-  if (fold && n >= 256) return Crc32cFold(data, n, crc);
+  if (n >= 256 && Crc32cCanFold()) return Crc32cFold(data, n, crc);
   if (Crc32cIsHardware()) return Crc32cSse42(data, n, crc);
 #endif
   return Crc32cPortable(data, n, crc);
