@@ -1,18 +1,25 @@
-// AES-256-GCM frames with OpenSSL's EVP interface; see sealed_frames.h.
+// AES-256-GCM frames, with the VAES code (aes_gcm_vaes.h) or OpenSSL's EVP
+// interface; see sealed_frames.h.
 #include "gandiva/contract/sealed_frames.h"
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
+
+#include "aes_gcm_vaes.h"
 
 namespace gandiva::sealed {
 
 static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
 
+// One of the two is set.
 struct CipherContext {
-  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  std::unique_ptr<AesGcmVaes> vaes;
+  EVP_CIPHER_CTX* ctx = nullptr;
   ~CipherContext() { EVP_CIPHER_CTX_free(ctx); }
 };
 
@@ -28,9 +35,16 @@ std::array<uint8_t, kNonceBytes> NonceOf(uint64_t seq) {
   return nonce;
 }
 
-std::unique_ptr<CipherContext> KeyedContext(const BulkKey& key, bool encrypt) {
+std::unique_ptr<CipherContext> KeyedContext(const BulkKey& key, bool encrypt, SealedCipher cipher) {
   auto c = std::make_unique<CipherContext>();
   // The key schedule is set up once; each frame sets only its nonce.
+  const char* wanted = std::getenv(kEnvBulkCipher);
+  if (wanted && std::string_view(wanted) == "openssl") cipher = SealedCipher::kOpenSsl;
+  if (cipher == SealedCipher::kFastest && AesGcmVaesAvailable()) {
+    c->vaes = std::make_unique<AesGcmVaes>(key.data());
+    return c;
+  }
+  c->ctx = EVP_CIPHER_CTX_new();
   if (c->ctx) {
     if (encrypt)
       EVP_EncryptInit_ex(c->ctx, EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
@@ -38,6 +52,12 @@ std::unique_ptr<CipherContext> KeyedContext(const BulkKey& key, bool encrypt) {
       EVP_DecryptInit_ex(c->ctx, EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
   }
   return c;
+}
+
+Status NotOpened(uint64_t seq) {
+  return DataLoss("bulk frame " + std::to_string(seq) +
+                  " failed authentication (modified on the way, or not sealed with this "
+                  "migration's key)");
 }
 
 }  // namespace
@@ -77,8 +97,8 @@ StatusOr<BulkKey> BulkKeyFromHex(std::string_view hex) {
   return key;
 }
 
-FrameSealer::FrameSealer(const BulkKey& key, uint64_t first_seq)
-    : ctx_(KeyedContext(key, true)), seq_(first_seq) {}
+FrameSealer::FrameSealer(const BulkKey& key, uint64_t first_seq, SealedCipher cipher)
+    : ctx_(KeyedContext(key, true, cipher)), seq_(first_seq) {}
 FrameSealer::~FrameSealer() = default;
 
 Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8_t* out) {
@@ -88,6 +108,12 @@ Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8
   std::memcpy(out, &header, sizeof header);
   uint8_t* cipher = out + kSealedHeaderBytes;
   const auto nonce = NonceOf(seq_);
+  if (ctx_->vaes) {
+    ctx_->vaes->Seal(nonce.data(), out, kSealedHeaderBytes, payload.data(), cipher, payload.size(),
+                     cipher + payload.size());
+    ++seq_;
+    return Status::Ok();
+  }
   EVP_CIPHER_CTX* c = ctx_->ctx;
   int n = 0;
   if (!c || EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, nonce.data()) != 1 ||
@@ -101,8 +127,8 @@ Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8
   return Status::Ok();
 }
 
-FrameOpener::FrameOpener(const BulkKey& key, uint64_t first_seq)
-    : ctx_(KeyedContext(key, false)), seq_(first_seq) {}
+FrameOpener::FrameOpener(const BulkKey& key, uint64_t first_seq, SealedCipher cipher)
+    : ctx_(KeyedContext(key, false, cipher)), seq_(first_seq) {}
 FrameOpener::~FrameOpener() = default;
 
 StatusOr<SealedHeader> FrameOpener::CheckHeader(const uint8_t* bytes) const {
@@ -120,6 +146,13 @@ StatusOr<SealedHeader> FrameOpener::CheckHeader(const uint8_t* bytes) const {
 Status FrameOpener::Open(const uint8_t* header_bytes, uint8_t* ciphertext, const uint8_t* tag) {
   GD_ASSIGN_OR_RETURN(SealedHeader header, CheckHeader(header_bytes));
   const auto nonce = NonceOf(seq_);
+  if (ctx_->vaes) {
+    if (!ctx_->vaes->Open(nonce.data(), header_bytes, kSealedHeaderBytes, ciphertext, header.length,
+                          tag))
+      return NotOpened(seq_);
+    ++seq_;
+    return Status::Ok();
+  }
   EVP_CIPHER_CTX* c = ctx_->ctx;
   uint8_t tag_copy[kSealedTagBytes];  // SET_TAG takes a non-const pointer
   std::memcpy(tag_copy, tag, sizeof tag_copy);
@@ -132,10 +165,7 @@ Status FrameOpener::Open(const uint8_t* header_bytes, uint8_t* ciphertext, const
        EVP_DecryptUpdate(c, ciphertext, &n, ciphertext, static_cast<int>(header.length)) == 1) &&
       EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kSealedTagBytes, tag_copy) == 1 &&
       EVP_DecryptFinal_ex(c, final_block, &n) == 1;
-  if (!opened)
-    return DataLoss("bulk frame " + std::to_string(seq_) +
-                    " failed authentication (modified on the way, or not sealed with this "
-                    "migration's key)");
+  if (!opened) return NotOpened(seq_);
   ++seq_;
   return Status::Ok();
 }

@@ -56,12 +56,22 @@ StatusOr<BulkKey> NewBulkKey();
 std::string BulkKeyToHex(const BulkKey& key);
 StatusOr<BulkKey> BulkKeyFromHex(std::string_view hex);
 
-struct CipherContext;  // OpenSSL's, behind a pointer
+struct CipherContext;  // the key schedule, behind a pointer
+
+// Which code runs AES-256-GCM. The bytes on the wire are the same either way,
+// so the two ends need not agree. kFastest is the VAES code where the CPU has
+// it (AVX-512 with VAES and VPCLMULQDQ; ~2x OpenSSL 3.0 per core), OpenSSL's
+// elsewhere. kEnvBulkCipher=openssl makes kFastest OpenSSL's code too (read as
+// each sealer or opener is made: an operator's choice, and a bench's
+// comparison); unset or any other value leaves it as it is.
+enum class SealedCipher { kFastest, kOpenSsl };
+inline constexpr const char* kEnvBulkCipher = "GANDIVA_BULK_CIPHER";
 
 // Seals frames first_seq, first_seq + 1, ... in order.
 class FrameSealer {
  public:
-  explicit FrameSealer(const BulkKey& key, uint64_t first_seq = 0);
+  explicit FrameSealer(const BulkKey& key, uint64_t first_seq = 0,
+                       SealedCipher cipher = SealedCipher::kFastest);
   ~FrameSealer();
   // Writes header, ciphertext and tag of the next frame into `out`, which must
   // hold kSealedHeaderBytes + payload.size() + kSealedTagBytes bytes; `out`
@@ -77,7 +87,8 @@ class FrameSealer {
 // Opens frames first_seq, first_seq + 1, ... in order.
 class FrameOpener {
  public:
-  explicit FrameOpener(const BulkKey& key, uint64_t first_seq = 0);
+  explicit FrameOpener(const BulkKey& key, uint64_t first_seq = 0,
+                       SealedCipher cipher = SealedCipher::kFastest);
   ~FrameOpener();
   // Checks a received header against what may come next: DataLoss if it is out
   // of sequence or too long.
