@@ -17,7 +17,9 @@
 // unreduced, then folded once. The fold is the only step one turn waits on.
 #include "aes_gcm_vaes.h"
 
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #if defined(__x86_64__)
 
@@ -205,11 +207,31 @@ GD_VAES_TARGET __m128i HashGroup(const uint8_t (*powers)[16], __m128i y, const u
   return FoldWith(sum, y, FirstPower(powers, blocks));
 }
 
+// A group's registers: its key stream, or the blocks it hashes.
+struct Group {
+  __m512i v[kRegisters];
+};
+
+GD_VAES_TARGET inline __m128i HashWhole(const Group& blocks, __m128i y, const __m512i* h,
+                                        __m128i h_first) {
+  Product512 sum;
+  for (int j = 0; j < kRegisters; ++j) sum.Add(ByteReverseLanes(blocks.v[j]), h[j]);
+  return FoldWith(sum, y, h_first);
+}
+
+// y after hashing n bytes of associated data (the last block zero-padded).
 GD_VAES_TARGET __m128i HashBytes(const uint8_t (*powers)[16], __m128i y, const uint8_t* p,
                                  size_t n) {
-  for (size_t off = 0; off < n; off += kGroupBytes)
-    y = HashGroup(powers, y, p + off, n - off < kGroupBytes ? n - off : kGroupBytes);
-  return y;
+  __m512i h[kRegisters];
+  for (int j = 0; j < kRegisters; ++j) h[j] = _mm512_load_si512(powers[4 * j]);
+  const __m128i h_first = FirstPower(powers, kPowers);
+  size_t off = 0;
+  for (; off + kGroupBytes <= n; off += kGroupBytes) {
+    Group blocks;
+    for (int j = 0; j < kRegisters; ++j) blocks.v[j] = _mm512_loadu_si512(p + off + 64 * j);
+    y = HashWhole(blocks, y, h, h_first);
+  }
+  return off < n ? HashGroup(powers, y, p + off, n - off) : y;
 }
 
 // ---- CTR and GHASH in one pass ----------------------------------------------
@@ -230,11 +252,6 @@ GD_VAES_TARGET inline __m512i FirstCounters(const uint8_t* nonce, uint32_t first
   const __m512i base = _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<__m128i*>(block)));
   return _mm512_add_epi32(base, _mm512_set_epi32(3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0));
 }
-
-// A group's registers: its key stream, or the blocks it hashes.
-struct Group {
-  __m512i v[kRegisters];
-};
 
 GD_VAES_TARGET inline Group KeyStream(const WideKeys& keys, __m512i& ctr) {
   const __m512i four = _mm512_set_epi32(4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0);
@@ -264,13 +281,6 @@ template <bool kSeal>
 GD_VAES_TARGET inline Group CryptGroup(const WideKeys& keys, __m512i& ctr, const uint8_t* in,
                                        uint8_t* out) {
   return ApplyStream<kSeal>(KeyStream(keys, ctr), in, out);
-}
-
-GD_VAES_TARGET inline __m128i HashWhole(const Group& blocks, __m128i y, const __m512i* h,
-                                        __m128i h_first) {
-  Product512 sum;
-  for (int j = 0; j < kRegisters; ++j) sum.Add(ByteReverseLanes(blocks.v[j]), h[j]);
-  return FoldWith(sum, y, h_first);
 }
 
 // Encrypts (kSeal) or decrypts n bytes from `in` to `out` and hashes the
@@ -379,6 +389,12 @@ bool AesGcmVaesAvailable() {
   return available;
 }
 
+bool AesGcmVaesChosen(SealedCipher cipher) {
+  const char* wanted = std::getenv(kEnvBulkCipher);
+  if (wanted && std::string_view(wanted) == "openssl") return false;
+  return cipher == SealedCipher::kFastest && AesGcmVaesAvailable();
+}
+
 AesGcmVaes::AesGcmVaes(const uint8_t* key) { Setup(key, round_keys_, h_powers_); }
 
 AesGcmVaes::~AesGcmVaes() {
@@ -402,6 +418,7 @@ bool AesGcmVaes::Open(const uint8_t* nonce, const uint8_t* aad, size_t aad_len, 
 
 namespace gandiva::sealed {
 bool AesGcmVaesAvailable() { return false; }
+bool AesGcmVaesChosen(SealedCipher) { return false; }
 AesGcmVaes::AesGcmVaes(const uint8_t*) {}
 AesGcmVaes::~AesGcmVaes() = default;
 void AesGcmVaes::Seal(const uint8_t*, const uint8_t*, size_t, const uint8_t*, uint8_t*, size_t,

@@ -15,11 +15,18 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gandiva/contract/sealed_frames.h"
+
 namespace gandiva::sealed {
 
 // True where the CPU and the kernel support AVX-512 (F, BW, VL), VAES and
 // VPCLMULQDQ; checked once.
 bool AesGcmVaesAvailable();
+
+// Whether this code serves `cipher` here: kFastest, available, and not
+// overridden by kEnvBulkCipher=openssl (sealed_frames.h). The frames and the
+// chunk tags both ask this.
+bool AesGcmVaesChosen(SealedCipher cipher);
 
 class AesGcmVaes {
  public:
@@ -34,7 +41,8 @@ class AesGcmVaes {
   AesGcmVaes& operator=(const AesGcmVaes&) = delete;
 
   // Encrypts n bytes of `in` into `out` (which may be `in`) and writes the tag
-  // over `aad` and the ciphertext. n < 2^32 blocks minus two.
+  // over `aad` and the ciphertext. n < 2^32 blocks minus two. With n = 0 the
+  // tag is GMAC of `aad`.
   void Seal(const uint8_t* nonce, const uint8_t* aad, size_t aad_len, const uint8_t* in,
             uint8_t* out, size_t n, uint8_t* tag) const;
 

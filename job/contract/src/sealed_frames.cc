@@ -6,9 +6,7 @@
 #include <openssl/rand.h>
 
 #include <bit>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 #include "aes_gcm_vaes.h"
 
@@ -38,9 +36,7 @@ std::array<uint8_t, kNonceBytes> NonceOf(uint64_t seq) {
 std::unique_ptr<CipherContext> KeyedContext(const BulkKey& key, bool encrypt, SealedCipher cipher) {
   auto c = std::make_unique<CipherContext>();
   // The key schedule is set up once; each frame sets only its nonce.
-  const char* wanted = std::getenv(kEnvBulkCipher);
-  if (wanted && std::string_view(wanted) == "openssl") cipher = SealedCipher::kOpenSsl;
-  if (cipher == SealedCipher::kFastest && AesGcmVaesAvailable()) {
+  if (AesGcmVaesChosen(cipher)) {
     c->vaes = std::make_unique<AesGcmVaes>(key.data());
     return c;
   }

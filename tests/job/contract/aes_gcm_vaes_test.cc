@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "gandiva/contract/chunk_tag.h"
 #include "gandiva/contract/sealed_frames.h"
 
 namespace gandiva::sealed {
@@ -182,6 +183,28 @@ TEST(AesGcmVaesTest, FramesCrossBetweenTheTwoImplementations) {
       ASSERT_TRUE(ok.ok()) << ok.ToString() << " length " << n;
       EXPECT_EQ(std::vector<uint8_t>(cipher, cipher + n), payload);
     }
+  }
+}
+
+// A chunk's tag is the same whichever code computes it (the destination's
+// copy and the source job may differ), and one bit changes it.
+TEST(AesGcmVaesTest, ChunkTagsAgreeBetweenTheTwoImplementations) {
+  std::mt19937_64 rng(11);
+  BulkKey key;
+  for (auto& b : key) b = static_cast<uint8_t>(rng());
+  ChunkTagger fastest(key, SealedCipher::kFastest), openssl(key, SealedCipher::kOpenSsl);
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{16}, size_t{300}, size_t{4} << 20, (size_t{4} << 20) + 5}) {
+    auto chunk = Random(rng, n);
+    auto a = fastest.Of(chunk), b = openssl.Of(chunk);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*a, *b) << "length " << n;
+    if (n == 0) continue;
+    chunk[rng() % n] ^= 0x01;
+    auto changed = fastest.Of(chunk);
+    ASSERT_TRUE(changed.ok());
+    EXPECT_NE(*changed, *a) << "length " << n;
+    EXPECT_EQ(*changed, *openssl.Of(chunk)) << "length " << n;
   }
 }
 

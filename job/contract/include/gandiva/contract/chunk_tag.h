@@ -9,8 +9,8 @@
 // probability at most L / 2^128 when neither chunk depended on the key: the
 // receiver's chunks are written before it draws the key, and the source's are
 // fixed (it is parked) before the key reaches it. A CRC32C alone would let a
-// changed chunk pass for an unchanged one once in 2^32. ~10 GB/s per core here
-// (AES-NI/VAES, PCLMULQDQ).
+// changed chunk pass for an unchanged one once in 2^32. GHASH on VPCLMULQDQ
+// runs at memory speed (see aes_gcm_vaes.h).
 //
 // Thread-safety: a tagger is used by one thread.
 #ifndef GANDIVA_CONTRACT_CHUNK_TAG_H_
@@ -30,7 +30,8 @@ using ChunkTag = std::array<uint8_t, 16>;
 
 class ChunkTagger {
  public:
-  explicit ChunkTagger(const BulkKey& key);
+  // The same tags whichever code computes them (SealedCipher, sealed_frames.h).
+  explicit ChunkTagger(const BulkKey& key, SealedCipher cipher = SealedCipher::kFastest);
   ~ChunkTagger();
   ChunkTagger(const ChunkTagger&) = delete;
   ChunkTagger& operator=(const ChunkTagger&) = delete;
