@@ -3,7 +3,7 @@
 # writes their JSON into one directory. Builds nothing: build first, e.g.
 #   cmake --build BUILD -j2 --target bench_boundary bench_switch gandiva_cli _gandiva train_mlp
 # and, for the migration bench and the job store bench (run only when built):
-#   cmake --build BUILD -j2 --target gandivad transfer_floor synthetic_state_job checksum_speed bench_submit bench_live_pass
+#   cmake --build BUILD -j2 --target gandivad transfer_floor synthetic_state_job checksum_speed cipher_speed bench_submit bench_live_pass
 #
 # Usage: bench/run_all.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, bench-results)
 # Env:   PYTHON  interpreter with torch for the slicing bench (default /usr/bin/python3)
@@ -51,6 +51,13 @@ if [ -x "$build/bench/migration/checksum_speed" ]; then
   echo "== checksum_speed =="
   "$build/bench/migration/checksum_speed"
   "$build/bench/migration/checksum_speed" --json >"$out/checksum_speed.json"
+  echo
+fi
+# The bulk channel's AES-256-GCM, VAES code against OpenSSL's (seconds): only when built.
+if [ -x "$build/bench/migration/cipher_speed" ]; then
+  echo "== cipher_speed =="
+  "$build/bench/migration/cipher_speed"
+  "$build/bench/migration/cipher_speed" --json >"$out/cipher_speed.json"
   echo
 fi
 # The live scheduler's job store (seconds): only when built.

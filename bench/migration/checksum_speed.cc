@@ -7,10 +7,7 @@
 // object.
 //
 // Usage: checksum_speed [--mib N] [--repeat N] [--json]
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,9 +17,11 @@
 
 #include "crc32c.h"
 #include "crc32c_fold.h"
+#include "speed_table.h"
 
 namespace {
 
+using namespace gandiva::bench;
 using gandiva::checkpoint::Crc32cCanFold;
 using gandiva::checkpoint::Crc32cFold;
 using gandiva::checkpoint::Crc32cIsHardware;
@@ -31,34 +30,15 @@ using gandiva::checkpoint::Crc32cSse42;
 
 constexpr size_t kChunk = 4u << 20;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-uint8_t* Map(size_t n) {
-  void* p =
-      mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (p == MAP_FAILED) {
-    std::perror("mmap");
-    std::exit(1);
-  }
-  return static_cast<uint8_t*>(p);
-}
-
-struct Row {
-  std::string name;
-  std::vector<double> ms;
-  uint32_t crc = 0;  // of the last pass: every implementation must agree
-  double Median() const {
-    std::vector<double> v = ms;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  }
+// A row of timings and the CRC of its last pass: every implementation must agree.
+struct Row : SpeedRow {
+  uint32_t crc = 0;
 };
 
 template <typename Fn>
 Row Measure(const char* name, const uint8_t* p, size_t n, int repeat, Fn&& crc_of) {
-  Row row{name, {}, 0};
+  Row row;
+  row.name = name;
   for (int r = 0; r < repeat; ++r) {
     uint32_t crc = 0;
     const double t0 = Now();
@@ -72,33 +52,13 @@ Row Measure(const char* name, const uint8_t* p, size_t n, int repeat, Fn&& crc_o
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t mib = 1024;
-  int repeat = 5;
-  bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--json") {
-      json = true;
-    } else if (a == "--mib" && i + 1 < argc) {
-      mib = std::strtoull(argv[++i], nullptr, 10);
-    } else if (a == "--repeat" && i + 1 < argc) {
-      repeat = std::atoi(argv[++i]);
-    } else {
-      std::fprintf(stderr, "usage: checksum_speed [--mib N] [--repeat N] [--json]\n");
-      return 2;
-    }
-  }
-  if (mib == 0 || repeat <= 0) return 2;
-  const size_t n = mib << 20;
-  uint8_t* src = Map(n);
-  uint8_t* dst = Map(n);
-  uint64_t x = 0x9e3779b97f4a7c15ull;
-  for (size_t i = 0; i + 8 <= n; i += 8) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    std::memcpy(src + i, &x, 8);
-  }
+  SpeedOptions opt;
+  if (!ParseSpeedOptions(argc, argv, "checksum_speed", &opt)) return 2;
+  const size_t n = opt.mib << 20;
+  const int repeat = opt.repeat;
+  uint8_t* src = MapFaultedIn(n);
+  uint8_t* dst = MapFaultedIn(n);
+  FillIncompressible(src, n);
 
   std::vector<Row> rows;
   rows.push_back(Measure("memcpy", src, n, repeat, [&](const uint8_t* p, size_t len) {
@@ -120,23 +80,17 @@ int main(int argc, char** argv) {
       return 1;
     }
 
-  if (json) {
-    std::printf("{\"mib\": %zu, \"chunk_bytes\": %zu, \"paths\": {", mib, kChunk);
-    for (size_t i = 0; i < rows.size(); ++i)
-      std::printf("%s\"%s\": {\"median_ms\": %.2f, \"best_ms\": %.2f}", i ? ", " : "",
-                  rows[i].name.c_str(), rows[i].Median(),
-                  *std::min_element(rows[i].ms.begin(), rows[i].ms.end()));
-    std::printf("}}\n");
-    return 0;
-  }
-  std::printf("%zu MiB in %zu KiB chunks, median of %d (the table: of %d)\n", mib, kChunk >> 10,
-              repeat, std::min(repeat, 2));
-  std::printf("%-16s %10s %10s %8s %12s\n", "path", "best ms", "median ms", "GB/s", "x memcpy");
-  const double memcpy_ms = rows[0].Median();
-  for (const Row& r : rows) {
-    const double med = r.Median();
-    std::printf("%-16s %10.1f %10.1f %8.2f %12.2f\n", r.name.c_str(),
-                *std::min_element(r.ms.begin(), r.ms.end()), med, n / (med * 1e6), med / memcpy_ms);
+  std::vector<const SpeedRow*> table;
+  for (const Row& r : rows) table.push_back(&r);
+  if (opt.json) {
+    PrintSpeedJson(
+        "\"mib\": " + std::to_string(opt.mib) + ", \"chunk_bytes\": " + std::to_string(kChunk),
+        table);
+  } else {
+    PrintSpeedTable(std::to_string(opt.mib) + " MiB in " + std::to_string(kChunk >> 10) +
+                        " KiB chunks, median of " + std::to_string(repeat) + " (the table: of " +
+                        std::to_string(std::min(repeat, 2)) + ")",
+                    n, table);
   }
   return 0;
 }
