@@ -10,14 +10,14 @@ ChunkChecker::ChunkChecker(const VerifiedStream& stream) {
   for (const auto& section : stream.sections) {
     first_.push_back(chunks_.size());
     for (size_t i = 0; i < section.unchecked.size(); ++i)
-      chunks_.push_back({section.chunks[i], section.unchecked[i].crc, section.unchecked[i].held});
+      chunks_.push_back({section.chunks[i], section.unchecked[i].crc, section.unchecked[i].good});
   }
   if (chunks_.empty()) return;
   state_ = std::make_unique<std::atomic<uint8_t>[]>(chunks_.size());
   crc_ = std::make_unique<uint32_t[]>(chunks_.size());
   for (size_t i = 0; i < chunks_.size(); ++i) {
     crc_[i] = chunks_[i].stored_crc;
-    state_[i].store(chunks_[i].held ? kGood : kPending, std::memory_order_relaxed);
+    state_[i].store(chunks_[i].good ? kGood : kPending, std::memory_order_relaxed);
   }
   // Without a thread the loading thread checks every chunk itself (Good).
   (void)StartHelperThread(&thread_, [this] { Run(); });

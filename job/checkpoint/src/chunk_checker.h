@@ -38,7 +38,7 @@ class ChunkChecker {
   struct Chunk {
     std::span<const uint8_t> bytes;
     uint32_t stored_crc;
-    bool held;  // the reader's own bytes: good from the start
+    bool good;  // checked as it arrived, or the reader's own bytes: good from the start
   };
   // Checks chunk i if nobody has started it; false if somebody had.
   bool TryCheck(size_t i);

@@ -81,7 +81,9 @@ struct UncheckedChunk {
   uint32_t crc;       // what its frame header says
   uint64_t number;    // its place among the stream's chunks, from 1 (for messages)
   uint64_t offset;    // stream offset of its frame header (for messages)
-  bool held = false;  // the reader's own bytes (a "same" frame): nothing to check
+  // Nothing (more) to check: checked as it arrived from a stream, or the
+  // reader's own bytes (a "same" frame that is not a chunk of a buffer).
+  bool good = false;
 };
 
 struct VerifiedSection {
@@ -140,7 +142,9 @@ std::string Hex(uint32_t crc);
 // "same" frame takes the fresh chunk itself. Stops after the end frame: a socket is
 // read no further; a mapped file with bytes after it is DataLoss. With
 // kWhileLoading, frame headers and the section and end totals are still all
-// checked here; the chunks' payloads are left to LoadStream (`unchecked`).
+// checked here; the payloads of a mapped stream's chunks and of chunks taken
+// from the fresh state are left to LoadStream (`unchecked`), while a streamed
+// chunk is checked as it arrives, piece by piece while each is in the cache.
 // For a migration's warm copy (a source with a fresh state), a chunk of a
 // buffer section in `entries` (StateEntry::place) is received straight into
 // the buffer at its offset: the copy is discarded if the restore fails.

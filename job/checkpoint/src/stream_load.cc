@@ -55,7 +55,7 @@ bool ChunkSectionReader::Checked(size_t i) {
   const UncheckedChunk& c = section_.unchecked[i];
   uint32_t crc = 0;
   bool good;
-  if (c.held) {
+  if (c.good) {
     good = true;
   } else if (checker_) {
     good = checker_->Good(first_ + i, &crc);

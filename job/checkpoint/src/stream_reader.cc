@@ -123,12 +123,15 @@ class Parser {
   Status Run();
 
  private:
-  // Up to n bytes at the cursor: in place when mapped, else read into dst.
-  StatusOr<size_t> Fill(uint8_t* dst, size_t n) {
+  // Up to n bytes read from the source into dst; with `crc`, their CRC32C
+  // too, each piece as it lands (a bulk connection's piece is one opened frame,
+  // still in the cache).
+  StatusOr<size_t> Fill(uint8_t* dst, size_t n, uint32_t* crc = nullptr) {
     size_t got = 0;
     while (got < n) {
       GD_ASSIGN_OR_RETURN(size_t r, source_->Read(dst + got, n - got));
       if (r == 0) break;
+      if (crc) *crc = Crc32c(dst + got, r, *crc);
       got += r;
     }
     return got;
@@ -206,6 +209,7 @@ class Parser {
   std::unordered_map<std::string, std::span<uint8_t>> places_;  // buffer sections by name
   std::span<uint8_t> place_;                                    // the open section's, if it is one
   const bool defer_chunk_checks_;  // chunk payloads checked by the section readers
+  bool payload_checked_ = false;   // the payload just read was checked as it arrived
   VerifiedStream* out_;
   uint64_t offset_ = 0;
   uint32_t digest_ = 0;
@@ -282,14 +286,23 @@ Status Parser::ReadFrameHeader(FrameHeader* h) {
 
 Status Parser::ReadPayload(const FrameHeader& h, std::span<const uint8_t>* payload) {
   const uint64_t at = offset_ + sizeof(h);
+  payload_checked_ = false;
   size_t got;
   if (!mapped_.empty()) {
     got = std::min<size_t>(mapped_.size() - at, h.length);
     *payload = mapped_.subspan(at, got);
   } else if (h.type == kFrameChunk) {
+    // A streamed chunk is checked as it arrives, on bytes still in the cache:
+    // the receiving thread has the time (the sender's core paces a migration)
+    // where a check before or beside the load would read the chunk again.
     GD_ASSIGN_OR_RETURN(uint8_t * dst, ChunkMemory(h.length));
-    GD_ASSIGN_OR_RETURN(got, Fill(dst, h.length));
+    uint32_t crc = 0;
+    GD_ASSIGN_OR_RETURN(got, Fill(dst, h.length, &crc));
     *payload = {dst, got};
+    if (got == h.length && crc != h.payload_crc)
+      return DataLoss("corrupt " + FrameWhat(h.type) + " " + Where() + ": CRC32C " + Hex(crc) +
+                      " != stored " + Hex(h.payload_crc) + Describe());
+    payload_checked_ = true;
   } else {
     scratch_.resize(h.length);
     GD_ASSIGN_OR_RETURN(got, Fill(scratch_.data(), h.length));
@@ -299,6 +312,7 @@ Status Parser::ReadPayload(const FrameHeader& h, std::span<const uint8_t>* paylo
     return DataLoss("truncated checkpoint: stream ends inside " + FrameWhat(h.type) + " (" +
                     std::to_string(got) + " of " + std::to_string(h.length) +
                     " payload bytes) whose header is " + Where() + Describe());
+  if (payload_checked_) return Status::Ok();
   // Left to the loading (Frame() notes it); an empty one has nothing to defer.
   if (defer_chunk_checks_ && h.type == kFrameChunk && h.length > 0) return Status::Ok();
   const uint32_t payload_crc = Crc32c(payload->data(), payload->size());
@@ -340,7 +354,8 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
       if (!payload.empty()) {
         section_->chunks.push_back(payload);
         if (defer_chunk_checks_)
-          section_->unchecked.push_back({h.payload_crc, out_->chunks + 1, offset_});
+          section_->unchecked.push_back(
+              {h.payload_crc, out_->chunks + 1, offset_, payload_checked_});
       }
       section_->bytes += payload.size();
       ++out_->chunks;

@@ -27,6 +27,7 @@
 // uninitialised-use warning then reports at every broadcast (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <cpuid.h>
 #include <immintrin.h>
 #include <openssl/crypto.h>
 
@@ -380,12 +381,28 @@ GD_VAES_TARGET bool OpenFrame(const uint8_t (*rk)[16], const uint8_t (*powers)[1
 
 }  // namespace
 
+namespace {
+
+// From CPUID itself: clang 14's __builtin_cpu_supports knows no "vaes".
+bool CpuHasVaesAvx512() {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool aes = c & bit_AES, pclmul = c & bit_PCLMUL, osxsave = c & bit_OSXSAVE;
+  if (!aes || !pclmul || !osxsave) return false;
+  // The kernel saves and restores the AVX-512 state: XMM, YMM, opmask and
+  // both halves of the ZMM registers (XCR0 bits 1, 2, 5, 6, 7).
+  unsigned xcr0_lo, xcr0_hi;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 0xe6) != 0xe6) return false;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512VL) && (c & bit_VAES) &&
+         (c & bit_VPCLMULQDQ);
+}
+
+}  // namespace
+
 bool AesGcmVaesAvailable() {
-  static const bool available =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vaes") &&
-      __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("aes") &&
-      __builtin_cpu_supports("pclmul");
+  static const bool available = CpuHasVaesAvx512();
   return available;
 }
 
