@@ -78,9 +78,9 @@ class StreamWriter {
 
 // A chunk whose payload checksum is still to be checked (RestoreCheck::kWhileLoading).
 struct UncheckedChunk {
-  uint32_t crc;       // what its frame header says
-  uint64_t number;    // its place among the stream's chunks, from 1 (for messages)
-  uint64_t offset;    // stream offset of its frame header (for messages)
+  uint32_t crc;     // what its frame header says
+  uint64_t number;  // its place among the stream's chunks, from 1 (for messages)
+  uint64_t offset;  // stream offset of its frame header (for messages)
   // Nothing (more) to check: checked as it arrived from a stream, or the
   // reader's own bytes (a "same" frame that is not a chunk of a buffer).
   bool good = false;

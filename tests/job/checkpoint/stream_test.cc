@@ -262,7 +262,9 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
                                     ? new MemorySource(stream_bytes)
                                     : new StreamedSource(std::span<const uint8_t>(stream_bytes)));
     auto stream = ReadStream(src.get(), RestoreCheck::kWhileLoading);
-    if (mapped) EXPECT_TRUE(stream.ok()) << stream.status().ToString();
+    if (mapped) {
+      EXPECT_TRUE(stream.ok()) << stream.status().ToString();
+    }
     return stream.ok() ? LoadStream(*stream, entries(read)) : stream.status();
   };
   for (bool mapped : {true, false}) {
@@ -281,7 +283,9 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
           << s.ToString();
       // Every byte any load function got is the saved byte at its place.
       for (size_t k = 0; k < states_.size(); ++k) {
-        if (way == 2) EXPECT_FALSE(seen[k].called) << "checked as it arrived, before any load";
+        if (way == 2) {
+          EXPECT_FALSE(seen[k].called) << "checked as it arrived, before any load";
+        }
         const auto& got = seen[k].bytes;
         ASSERT_LE(got.size(), states_[k]->data.size());
         EXPECT_TRUE(std::equal(got.begin(), got.end(), states_[k]->data.begin())) << k;

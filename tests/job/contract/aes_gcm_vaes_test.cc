@@ -31,12 +31,14 @@ Sealed SealWithOpenSsl(const uint8_t* key, const uint8_t* nonce, const std::vect
   EVP_CIPHER_CTX* c = EVP_CIPHER_CTX_new();
   int n = 0;
   EXPECT_EQ(EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), nullptr, key, nonce), 1);
-  if (!aad.empty())
+  if (!aad.empty()) {
     EXPECT_EQ(EVP_EncryptUpdate(c, nullptr, &n, aad.data(), static_cast<int>(aad.size())), 1);
-  if (!plain.empty())
+  }
+  if (!plain.empty()) {
     EXPECT_EQ(EVP_EncryptUpdate(c, out.ciphertext.data(), &n, plain.data(),
                                 static_cast<int>(plain.size())),
               1);
+  }
   EXPECT_EQ(EVP_EncryptFinal_ex(c, out.ciphertext.data() + plain.size(), &n), 1);
   EXPECT_EQ(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, out.tag.data()), 1);
   EVP_CIPHER_CTX_free(c);
@@ -162,7 +164,7 @@ TEST(AesGcmVaesTest, FramesCrossBetweenTheTwoImplementations) {
   std::mt19937_64 rng(3);
   BulkKey key;
   for (auto& b : key) b = static_cast<uint8_t>(rng());
-  for (const auto [seal_with, open_with] :
+  for (const auto& [seal_with, open_with] :
        {std::pair{SealedCipher::kFastest, SealedCipher::kOpenSsl},
         std::pair{SealedCipher::kOpenSsl, SealedCipher::kFastest}}) {
     FrameSealer sealer(key, 0, seal_with);
