@@ -216,6 +216,7 @@ struct Group {
 GD_VAES_TARGET inline __m128i HashWhole(const Group& blocks, __m128i y, const __m512i* h,
                                         __m128i h_first) {
   Product512 sum;
+#pragma GCC unroll 4
   for (int j = 0; j < kRegisters; ++j) sum.Add(ByteReverseLanes(blocks.v[j]), h[j]);
   return FoldWith(sum, y, h_first);
 }
@@ -257,11 +258,22 @@ GD_VAES_TARGET inline __m512i FirstCounters(const uint8_t* nonce, uint32_t first
 GD_VAES_TARGET inline Group KeyStream(const WideKeys& keys, __m512i& ctr) {
   const __m512i four = _mm512_set_epi32(4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0);
   Group stream;
+#pragma GCC unroll 4
   for (int j = 0; j < kRegisters; ++j) {
     stream.v[j] = CounterOrder(ctr);
     ctr = _mm512_add_epi32(ctr, four);
   }
-  for (int j = 0; j < kRegisters; ++j) stream.v[j] = EncryptFour(keys, stream.v[j]);
+  // Round by round across the registers: four independent chains in flight.
+#pragma GCC unroll 4
+  for (int j = 0; j < kRegisters; ++j) stream.v[j] = _mm512_xor_si512(stream.v[j], keys.k[0]);
+#pragma GCC unroll 13
+  for (int r = 1; r < 14; ++r) {
+#pragma GCC unroll 4
+    for (int j = 0; j < kRegisters; ++j) stream.v[j] = _mm512_aesenc_epi128(stream.v[j], keys.k[r]);
+  }
+#pragma GCC unroll 4
+  for (int j = 0; j < kRegisters; ++j)
+    stream.v[j] = _mm512_aesenclast_epi128(stream.v[j], keys.k[14]);
   return stream;
 }
 
@@ -269,6 +281,7 @@ GD_VAES_TARGET inline Group KeyStream(const WideKeys& keys, __m512i& ctr) {
 template <bool kSeal>
 GD_VAES_TARGET inline Group ApplyStream(const Group& stream, const uint8_t* in, uint8_t* out) {
   Group hashed;
+#pragma GCC unroll 4
   for (int j = 0; j < kRegisters; ++j) {
     const __m512i x = _mm512_loadu_si512(in + 64 * j);
     const __m512i c = _mm512_xor_si512(x, stream.v[j]);
