@@ -1,6 +1,7 @@
 // The copy floor under a migration of N MiB: a memcpy of the bytes, a Unix
 // socket hop (each migration makes two), a plain TCP transfer over 127.0.0.1
-// (the floor the migration is measured against), the same bytes over
+// (the floor the migration is measured against; tcp_plain_lowat with the
+// sealed reader's SO_RCVLOWAT), the same bytes over
 // gandivad's sealed bulk channel (AES-256-GCM, node/migration/bulk_channel;
 // tcp_sealed with the cipher the jobs use here, tcp_sealed_openssl with
 // OpenSSL's),
@@ -142,7 +143,9 @@ double UnixHop(const char* src, char* dst, size_t n, size_t chunk) {
 
 // src written in chunk-sized writes over one loopback TCP connection (made
 // before the clock starts), read by the receiver straight into dst.
-double TcpPlain(const char* src, char* dst, size_t n, size_t chunk) {
+// With wake_low_water, the reader is woken only once that much has arrived
+// (SO_RCVLOWAT), as the sealed reader is: the same socket setting both ways.
+double TcpPlain(const char* src, char* dst, size_t n, size_t chunk, size_t wake_low_water = 0) {
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -167,6 +170,10 @@ double TcpPlain(const char* src, char* dst, size_t n, size_t chunk) {
     close(out);
   });
   for (size_t off = 0; off < n;) {
+    if (wake_low_water > 0) {
+      const int low = static_cast<int>(std::min(wake_low_water, n - off));
+      setsockopt(in, SOL_SOCKET, SO_RCVLOWAT, &low, sizeof low);
+    }
     ssize_t r = read(in, dst + off, std::min(chunk, n - off));
     if (r <= 0) std::exit(1);
     off += static_cast<size_t>(r);
@@ -307,21 +314,23 @@ int main(int argc, char** argv) {
     const char* name;
     Result r;
   };
-  std::vector<Row> rows = {{"memcpy_warm", {}}, {"memcpy_fresh", {}}, {"unix_socket", {}},
-                           {"tcp_plain", {}},   {"tcp_sealed", {}},   {"tcp_sealed_openssl", {}},
-                           {"zmq_tcp", {}},     {"zmq_tcp_curve", {}}};
+  std::vector<Row> rows = {
+      {"memcpy_warm", {}},        {"memcpy_fresh", {}},    {"unix_socket", {}},
+      {"tcp_plain", {}},          {"tcp_plain_lowat", {}}, {"tcp_sealed", {}},
+      {"tcp_sealed_openssl", {}}, {"zmq_tcp", {}},         {"zmq_tcp_curve", {}}};
   for (int k = 0; k < opt.repeat; ++k) {
     rows[0].r.Add(Memcpy(src, n, true));
     rows[1].r.Add(Memcpy(src, n, false));
     rows[2].r.Add(UnixHop(src, dst, n, chunk));
     rows[3].r.Add(TcpPlain(src, dst, n, chunk));
-    rows[4].r.Add(TcpSealed(src, dst, n, chunk));
+    rows[4].r.Add(TcpPlain(src, dst, n, chunk, 128 << 10));  // the sealed reader's low water
+    rows[5].r.Add(TcpSealed(src, dst, n, chunk));
     // Both ends read the choice as they are made (sealed_frames.h).
     setenv(gandiva::sealed::kEnvBulkCipher, "openssl", 1);
-    rows[5].r.Add(TcpSealed(src, dst, n, chunk));
+    rows[6].r.Add(TcpSealed(src, dst, n, chunk));
     RestoreCipherChoice(inherited_choice);
-    rows[6].r.Add(Zmq(src, dst, n, chunk, opt.window, false));
-    rows[7].r.Add(Zmq(src, dst, n, chunk, opt.window, true));
+    rows[7].r.Add(Zmq(src, dst, n, chunk, opt.window, false));
+    rows[8].r.Add(Zmq(src, dst, n, chunk, opt.window, true));
   }
   if (std::memcmp(src, dst, n) != 0) {
     std::fprintf(stderr, "transfer_floor: received bytes differ from the sent ones\n");
