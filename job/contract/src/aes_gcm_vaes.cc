@@ -25,8 +25,10 @@
 
 // GCC 12's AVX-512 headers build "undefined" registers that its own
 // uninitialised-use warning then reports at every broadcast (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <cpuid.h>
 #include <immintrin.h>
 #include <openssl/crypto.h>
