@@ -60,7 +60,7 @@ struct CipherContext;  // the key schedule, behind a pointer
 
 // Which code runs AES-256-GCM. The bytes on the wire are the same either way,
 // so the two ends need not agree. kFastest is the VAES code where the CPU has
-// it (AVX-512 with VAES and VPCLMULQDQ; ~2x OpenSSL 3.0 per core), OpenSSL's
+// it (AVX-512 with VAES and VPCLMULQDQ; ~3x OpenSSL 3.0 per core here), OpenSSL's
 // elsewhere. kEnvBulkCipher=openssl makes kFastest OpenSSL's code too (read as
 // each sealer or opener is made: an operator's choice, and a bench's
 // comparison); unset or any other value leaves it as it is.
