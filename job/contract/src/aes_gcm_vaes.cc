@@ -14,7 +14,8 @@
 //
 // Each loop turn handles 256 bytes: 16 counter blocks through AES, four to a
 // register, and the 16 ciphertext blocks multiplied by h^16 ... h^1 and summed
-// unreduced, then folded once. The fold is the only step one turn waits on.
+// unreduced, then folded once. Only y's own multiply and the fold chain one
+// turn to the next.
 #include "aes_gcm_vaes.h"
 
 #include <cstdlib>
@@ -108,13 +109,6 @@ GD_VAES_TARGET inline WideKeys Widen(const uint8_t (*rk)[16]) {
   return w;
 }
 
-// Four counter blocks through AES-256 at once.
-GD_VAES_TARGET inline __m512i EncryptFour(const WideKeys& w, __m512i x) {
-  x = _mm512_xor_si512(x, w.k[0]);
-  for (int r = 1; r < 14; ++r) x = _mm512_aesenc_epi128(x, w.k[r]);
-  return _mm512_aesenclast_epi128(x, w.k[14]);
-}
-
 // ---- GHASH ----------------------------------------------------------------
 
 GD_VAES_TARGET inline __m128i ByteReverse(__m128i x) {
@@ -143,12 +137,15 @@ GD_VAES_TARGET inline __m128i Fold(Product128 p) {
   return _mm_xor_si128(p.hi, _mm_xor_si128(_mm_shuffle_epi32(p.mid, 0x4e), t));
 }
 
-// reflect(a) times a stored power of h: reflect(a h^k).
-GD_VAES_TARGET inline __m128i Multiply(__m128i a, __m128i h) {
-  return Fold({_mm_clmulepi64_si128(a, h, 0x00),
-               _mm_xor_si128(_mm_clmulepi64_si128(a, h, 0x01), _mm_clmulepi64_si128(a, h, 0x10)),
-               _mm_clmulepi64_si128(a, h, 0x11)});
+// reflect(a) times a stored power of h, not yet folded.
+GD_VAES_TARGET inline Product128 Unreduced(__m128i a, __m128i h) {
+  return {_mm_clmulepi64_si128(a, h, 0x00),
+          _mm_xor_si128(_mm_clmulepi64_si128(a, h, 0x01), _mm_clmulepi64_si128(a, h, 0x10)),
+          _mm_clmulepi64_si128(a, h, 0x11)};
 }
+
+// reflect(a) times a stored power of h: reflect(a h^k).
+GD_VAES_TARGET inline __m128i Multiply(__m128i a, __m128i h) { return Fold(Unreduced(a, h)); }
 
 // Sums of four lanes' unreduced products.
 struct Product512 {
@@ -174,10 +171,7 @@ GD_VAES_TARGET inline __m128i XorLanes(__m512i v) {
 // wait for y, which is multiplied on its own, so the one chain that runs from
 // group to group is y's multiply and the fold.
 GD_VAES_TARGET inline __m128i FoldWith(const Product512& p, __m128i y, __m128i h_first) {
-  const Product128 yh{
-      _mm_clmulepi64_si128(y, h_first, 0x00),
-      _mm_xor_si128(_mm_clmulepi64_si128(y, h_first, 0x01), _mm_clmulepi64_si128(y, h_first, 0x10)),
-      _mm_clmulepi64_si128(y, h_first, 0x11)};
+  const Product128 yh = Unreduced(y, h_first);
   return Fold(Product128{_mm_xor_si128(XorLanes(p.lo), yh.lo),
                          _mm_xor_si128(XorLanes(p.mid), yh.mid),
                          _mm_xor_si128(XorLanes(p.hi), yh.hi)});
@@ -215,25 +209,36 @@ struct Group {
   __m512i v[kRegisters];
 };
 
-GD_VAES_TARGET inline __m128i HashWhole(const Group& blocks, __m128i y, const __m512i* h,
-                                        __m128i h_first) {
+// The powers a whole group multiplies by, in registers: h^16 ... h^1 four to
+// a register, and h^16 alone for y.
+struct WidePowers {
+  __m512i h[kRegisters];
+  __m128i first;
+};
+
+GD_VAES_TARGET inline WidePowers WidenPowers(const uint8_t (*powers)[16]) {
+  WidePowers w;
+  for (int j = 0; j < kRegisters; ++j) w.h[j] = _mm512_load_si512(powers[4 * j]);
+  w.first = FirstPower(powers, kPowers);
+  return w;
+}
+
+GD_VAES_TARGET inline __m128i HashWhole(const Group& blocks, __m128i y, const WidePowers& w) {
   Product512 sum;
 #pragma GCC unroll 4
-  for (int j = 0; j < kRegisters; ++j) sum.Add(ByteReverseLanes(blocks.v[j]), h[j]);
-  return FoldWith(sum, y, h_first);
+  for (int j = 0; j < kRegisters; ++j) sum.Add(ByteReverseLanes(blocks.v[j]), w.h[j]);
+  return FoldWith(sum, y, w.first);
 }
 
 // y after hashing n bytes of associated data (the last block zero-padded).
 GD_VAES_TARGET __m128i HashBytes(const uint8_t (*powers)[16], __m128i y, const uint8_t* p,
                                  size_t n) {
-  __m512i h[kRegisters];
-  for (int j = 0; j < kRegisters; ++j) h[j] = _mm512_load_si512(powers[4 * j]);
-  const __m128i h_first = FirstPower(powers, kPowers);
+  const WidePowers w = WidenPowers(powers);
   size_t off = 0;
   for (; off + kGroupBytes <= n; off += kGroupBytes) {
     Group blocks;
     for (int j = 0; j < kRegisters; ++j) blocks.v[j] = _mm512_loadu_si512(p + off + 64 * j);
-    y = HashWhole(blocks, y, h, h_first);
+    y = HashWhole(blocks, y, w);
   }
   return off < n ? HashGroup(powers, y, p + off, n - off) : y;
 }
@@ -293,12 +298,6 @@ GD_VAES_TARGET inline Group ApplyStream(const Group& stream, const uint8_t* in, 
   return hashed;
 }
 
-template <bool kSeal>
-GD_VAES_TARGET inline Group CryptGroup(const WideKeys& keys, __m512i& ctr, const uint8_t* in,
-                                       uint8_t* out) {
-  return ApplyStream<kSeal>(KeyStream(keys, ctr), in, out);
-}
-
 // Encrypts (kSeal) or decrypts n bytes from `in` to `out` and hashes the
 // ciphertext into y.
 template <bool kSeal>
@@ -307,31 +306,29 @@ GD_VAES_TARGET __m128i CryptAndHash(const uint8_t (*rk)[16], const uint8_t (*pow
                                     size_t n) {
   const WideKeys keys = Widen(rk);
   __m512i ctr = FirstCounters(nonce, 2);  // counter 1 makes the tag's mask
-  __m512i h[kRegisters];
-  for (int j = 0; j < kRegisters; ++j) h[j] = _mm512_load_si512(powers[4 * j]);
-  const __m128i h_first = FirstPower(powers, kPowers);
+  const WidePowers w = WidenPowers(powers);
 
   // The hashing trails the cipher by one group, so that a group's AES, the
   // longest chain, runs while the group before it is hashed.
   size_t off = 0;
   if (n >= kGroupBytes) {
-    Group hash_next = CryptGroup<kSeal>(keys, ctr, in, out);
+    Group hash_next = ApplyStream<kSeal>(KeyStream(keys, ctr), in, out);
     for (off = kGroupBytes; off + kGroupBytes <= n; off += kGroupBytes) {
       const Group stream = KeyStream(keys, ctr);
-      y = HashWhole(hash_next, y, h, h_first);
+      y = HashWhole(hash_next, y, w);
       hash_next = ApplyStream<kSeal>(stream, in + off, out + off);
     }
-    y = HashWhole(hash_next, y, h, h_first);
+    y = HashWhole(hash_next, y, w);
   }
   if (off < n) {
+    // Less than a group: a whole group's key stream, used as far as it goes.
     const size_t rest = n - off, blocks = (rest + 15) / 16;
+    const Group stream = KeyStream(keys, ctr);
     Product512 sum;
     for (size_t j = 0; 64 * j < rest; ++j) {
       const __mmask64 bytes = FirstBytes(rest - 64 * j);
-      const __m512i stream = EncryptFour(keys, CounterOrder(ctr));
-      ctr = _mm512_add_epi32(ctr, _mm512_set_epi32(4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0));
       const __m512i x = _mm512_maskz_loadu_epi8(bytes, in + off + 64 * j);
-      const __m512i c = _mm512_xor_si512(x, stream);
+      const __m512i c = _mm512_xor_si512(x, stream.v[j]);
       _mm512_mask_storeu_epi8(out + off + 64 * j, bytes, c);
       // Past the last byte the ciphertext is zero padding, not key stream.
       sum.Add(ByteReverseLanes(kSeal ? _mm512_maskz_mov_epi8(bytes, c) : x),
@@ -393,10 +390,6 @@ GD_VAES_TARGET bool OpenFrame(const uint8_t (*rk)[16], const uint8_t (*powers)[1
                                      _mm_loadu_si128(reinterpret_cast<const __m128i*>(tag)));
   return _mm_testz_si128(diff, diff) != 0;
 }
-
-}  // namespace
-
-namespace {
 
 // From CPUID itself: clang 14's __builtin_cpu_supports knows no "vaes".
 bool CpuHasVaesAvx512() {

@@ -6,31 +6,16 @@
 
 #include <algorithm>
 
-#include "aes_gcm_vaes.h"
+#include "cipher_context.h"
 
 namespace gandiva::sealed {
-
-// One of the two is set.
-struct ChunkTagger::Context {
-  std::unique_ptr<AesGcmVaes> vaes;
-  EVP_CIPHER_CTX* ctx = nullptr;
-  ~Context() { EVP_CIPHER_CTX_free(ctx); }
-};
 
 namespace {
 constexpr uint8_t kNonce[12] = {};
 }  // namespace
 
 ChunkTagger::ChunkTagger(const BulkKey& key, SealedCipher cipher)
-    : ctx_(std::make_unique<Context>()) {
-  // The key schedule is set up once; each tag sets only the (fixed) nonce.
-  if (AesGcmVaesChosen(cipher)) {
-    ctx_->vaes = std::make_unique<AesGcmVaes>(key.data());
-    return;
-  }
-  ctx_->ctx = EVP_CIPHER_CTX_new();
-  if (ctx_->ctx) EVP_EncryptInit_ex(ctx_->ctx, EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
-}
+    : ctx_(KeyedContext(key, true, cipher)) {}
 ChunkTagger::~ChunkTagger() = default;
 ChunkTagger::ChunkTagger(ChunkTagger&&) noexcept = default;
 ChunkTagger& ChunkTagger::operator=(ChunkTagger&&) noexcept = default;

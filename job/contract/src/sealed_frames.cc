@@ -8,18 +8,11 @@
 #include <bit>
 #include <cstring>
 
-#include "aes_gcm_vaes.h"
+#include "cipher_context.h"
 
 namespace gandiva::sealed {
 
 static_assert(std::endian::native == std::endian::little, "the wire format is little-endian");
-
-// One of the two is set.
-struct CipherContext {
-  std::unique_ptr<AesGcmVaes> vaes;
-  EVP_CIPHER_CTX* ctx = nullptr;
-  ~CipherContext() { EVP_CIPHER_CTX_free(ctx); }
-};
 
 namespace {
 
@@ -31,23 +24,6 @@ std::array<uint8_t, kNonceBytes> NonceOf(uint64_t seq) {
   std::array<uint8_t, kNonceBytes> nonce{};
   std::memcpy(nonce.data() + 4, &seq, sizeof seq);
   return nonce;
-}
-
-std::unique_ptr<CipherContext> KeyedContext(const BulkKey& key, bool encrypt, SealedCipher cipher) {
-  auto c = std::make_unique<CipherContext>();
-  // The key schedule is set up once; each frame sets only its nonce.
-  if (AesGcmVaesChosen(cipher)) {
-    c->vaes = std::make_unique<AesGcmVaes>(key.data());
-    return c;
-  }
-  c->ctx = EVP_CIPHER_CTX_new();
-  if (c->ctx) {
-    if (encrypt)
-      EVP_EncryptInit_ex(c->ctx, EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
-    else
-      EVP_DecryptInit_ex(c->ctx, EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
-  }
-  return c;
 }
 
 Status NotOpened(uint64_t seq) {

@@ -42,8 +42,7 @@ class ChunkTagger {
   StatusOr<ChunkTag> Of(std::span<const uint8_t> bytes);
 
  private:
-  struct Context;
-  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<CipherContext> ctx_;
 };
 
 }  // namespace gandiva::sealed
