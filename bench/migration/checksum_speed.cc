@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
   if (!ParseSpeedOptions(argc, argv, "checksum_speed", &opt)) return 2;
   const size_t n = opt.mib << 20;
   const int repeat = opt.repeat;
-  uint8_t* src = MapFaultedIn(n);
-  uint8_t* dst = MapFaultedIn(n);
+  uint8_t* src = MapAnonymous(n);
+  uint8_t* dst = MapAnonymous(n);
   FillIncompressible(src, n);
 
   std::vector<Row> rows;

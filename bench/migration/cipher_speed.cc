@@ -79,9 +79,9 @@ int main(int argc, char** argv) {
   // The VAES code serves kFastest only where GANDIVA_BULK_CIPHER allows it.
   unsetenv(kEnvBulkCipher);
   const size_t n = opt.mib << 20, frames = (n + kFrame - 1) / kFrame;
-  uint8_t* src = MapFaultedIn(n);
-  uint8_t* dst = MapFaultedIn(n);
-  uint8_t* wire = MapFaultedIn(frames * kWire);
+  uint8_t* src = MapAnonymous(n);
+  uint8_t* dst = MapAnonymous(n);
+  uint8_t* wire = MapAnonymous(frames * kWire);
   FillIncompressible(src, n);
   auto key = NewBulkKey();
   if (!key.ok()) Fail("no key");

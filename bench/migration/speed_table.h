@@ -1,7 +1,8 @@
 // What the in-process speed benches (checksum_speed, cipher_speed) share: the
-// command line (--mib N --repeat N --json), faulted-in memory filled with
-// bytes that do not compress, and a row of timings with its median, printed
-// as a table against memcpy or as one JSON object.
+// command line (--mib N --repeat N --json), anonymous memory filled with bytes
+// that do not compress, and a row of timings with its median, printed as a
+// table against memcpy or as one JSON object. transfer_floor takes its clock
+// and its memory from here too.
 #ifndef GANDIVA_BENCH_MIGRATION_SPEED_TABLE_H_
 #define GANDIVA_BENCH_MIGRATION_SPEED_TABLE_H_
 
@@ -47,10 +48,11 @@ inline double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// n bytes, faulted in (a first touch would be timed otherwise).
-inline uint8_t* MapFaultedIn(size_t n) {
-  void* p =
-      mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+// n bytes of anonymous memory, faulted in unless a bench times the first touch
+// (fault_in false: page faults included, as in memory a process just got).
+inline uint8_t* MapAnonymous(size_t n, bool fault_in = true) {
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | (fault_in ? MAP_POPULATE : 0), -1, 0);
   if (p == MAP_FAILED) {
     std::perror("mmap");
     std::exit(1);

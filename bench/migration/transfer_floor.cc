@@ -16,7 +16,6 @@
 #include <zmq.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +26,7 @@
 
 #include "gandiva/contract/sealed_frames.h"
 #include "migration/bulk_channel.h"
+#include "speed_table.h"
 
 namespace {
 
@@ -64,19 +64,12 @@ bool Parse(int argc, char** argv, Options* o) {
          o->repeat > 0;
 }
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+using gandiva::bench::Now;
 
-// Anonymous memory, faulted in unless fresh: the floor copies into memory that is ready.
-char* Map(size_t n, bool populate) {
-  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0);
-  if (p == MAP_FAILED) {
-    std::perror("mmap");
-    std::exit(1);
-  }
-  return static_cast<char*>(p);
+// Anonymous memory (speed_table.h), faulted in unless fresh: the floor copies
+// into memory that is ready.
+char* Map(size_t n, bool fault_in) {
+  return reinterpret_cast<char*>(gandiva::bench::MapAnonymous(n, fault_in));
 }
 
 void Check(bool ok, const char* what) {
