@@ -15,12 +15,15 @@ ChunkChecker::ChunkChecker(const VerifiedStream& stream) {
   if (chunks_.empty()) return;
   state_ = std::make_unique<std::atomic<uint8_t>[]>(chunks_.size());
   crc_ = std::make_unique<uint32_t[]>(chunks_.size());
+  bool pending = false;
   for (size_t i = 0; i < chunks_.size(); ++i) {
     crc_[i] = chunks_[i].stored_crc;
     state_[i].store(chunks_[i].good ? kGood : kPending, std::memory_order_relaxed);
+    pending |= !chunks_[i].good;
   }
-  // Without a thread the loading thread checks every chunk itself (Good).
-  (void)StartHelperThread(&thread_, [this] { Run(); });
+  // Every chunk checked as it arrived (a migration that sent them all): no
+  // thread. Without a thread the loading thread checks every chunk itself (Good).
+  if (pending) (void)StartHelperThread(&thread_, [this] { Run(); });
 }
 
 ChunkChecker::~ChunkChecker() {
