@@ -155,6 +155,42 @@ gandiva::Status ReadWhole(gandiva::checkpoint::SectionReader& reader) {
   return gandiva::Status::Ok();
 }
 
+// Reads a section to its end as ReadWhole does, for a section pulled as the
+// stream arrives: whole unless the stream failed (the load then fails).
+gandiva::Status ReadWholeLive(gandiva::checkpoint::SectionReader& reader) {
+  uint8_t buf[97];
+  for (bool copy = true;; copy = !copy) {
+    const size_t n = copy ? reader.Read(buf, sizeof(buf)) : reader.Next(61).size();
+    if (n == 0) break;
+  }
+  return gandiva::Status::Ok();
+}
+
+// The same stream loaded as it arrives (LoadWhileReading, a warm copy of its
+// own), with a loader for every section the whole read found: it must load
+// exactly the streams the whole read accepted, and keep the guard bytes.
+void LoadLive(std::span<const uint8_t> stream, size_t step,
+              const gandiva::StatusOr<ck::VerifiedStream>& verified) {
+  WarmBuffer warm;
+  auto fresh = ck::FreshState::Capture(warm.entries(), {});
+  if (!fresh.ok()) std::abort();
+  StreamedSource source(stream, step * 7, std::move(*fresh));
+  std::vector<std::shared_ptr<const ck::StateEntry>> entries;
+  if (verified.ok()) {
+    for (const auto& section : verified->sections)
+      entries.push_back(section.name == "model"
+                            ? warm.entries()[0]
+                            : std::make_shared<ck::StateEntry>(ck::StateEntry{
+                                  section.name, nullptr,
+                                  [](ck::SectionReader& r) { return ReadWholeLive(r); }, nullptr}));
+  } else {
+    entries = warm.entries();
+  }
+  auto loaded = ck::LoadWhileReading(&source, entries);
+  warm.CheckGuards();
+  if (loaded.ok() != verified.ok()) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -178,6 +214,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       source.get(), as_loaded ? ck::RestoreCheck::kWhileLoading : ck::RestoreCheck::kBeforeLoading,
       warm.entries());
   warm.CheckGuards();
+  if (flags & kStreamed) LoadLive(stream, (flags >> 2) + 1, verified);
   if (!verified.ok()) return 0;
 
   // Load every section through an entry of its name, as a restoring job does.

@@ -21,13 +21,19 @@ timing file, which splits each downtime into its phases:
                   listens, asks for the state, tells b to begin; the source
                   job takes the bulk connection and reads the list of chunks
                   b's warm copy holds already)
-  stream          save called -> b's load function called: the source job
+  stream          save called -> the stream is in and loading: the source job
                   writes its state into sealed frames (AES-256-GCM) on the
                   bulk connection, naming the chunks b holds instead of sending
-                  them; b's job opens the frames into the memory of its own
-                  fresh state and checks frame headers and totals
-  load            b's load function (gd_read: copy out of the received chunks,
-                  each chunk's CRC32C checked ahead of it on a second thread)
+                  them; b's job checks each frame and chunk as it arrives.
+                  A load function that reads before it asks its section's
+                  size runs during the stream, and each whole chunk it reads
+                  is received straight into its memory; one that asks the
+                  size first (--layout functions-sized) starts after the
+                  section is in, with the chunks in the copy's own memory.
+                  Ends at the later of the source's last write and b's
+                  load function called.
+  load            the rest of b's load past the stream (gd_read: copies out
+                  of the received chunks, if any)
   switch          load done -> downtime end: commit reply, the source killed,
                   b released and running
 
@@ -157,9 +163,10 @@ def phases(events, downtime_ms):
         return {}
     ms = lambda a, b: round((b - a) / 1e6, 1)  # noqa: E731
     end = parked + downtime_ms * 1e6
+    stream_end = max(load_begin, save_end)
     return {"park_to_save_ms": ms(parked, save_begin), "save_ms": ms(save_begin, save_end),
-            "save_end_to_load_ms": ms(save_end, load_begin), "stream_ms": ms(save_begin, load_begin),
-            "load_ms": ms(load_begin, load_end), "load_to_resume_ms": ms(load_end, resume),
+            "save_end_to_load_ms": ms(save_end, load_begin), "stream_ms": ms(save_begin, stream_end),
+            "load_ms": ms(stream_end, load_end), "load_to_resume_ms": ms(load_end, resume),
             "switch_ms": ms(load_end, end), "resume_before_downtime_end_ms": ms(resume, end)}
 
 
@@ -352,9 +359,12 @@ def main():
                          "iterations (x4, at least 6, on each retry, if it still ended before it moved)")
     ap.add_argument("--skip-floor", action="store_true", help="migrations only (e.g. under perf record)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory (logs)")
-    ap.add_argument("--layout", choices=("functions", "buffer"), default="functions",
-                    help="the job's bytes behind save and load functions (default), or a "
-                         "gd_register_buffer section, received in place")
+    ap.add_argument("--layout", choices=("functions", "functions-sized", "buffer"),
+                    default="functions",
+                    help="the job's bytes behind save and load functions (default: its load "
+                         "reads, then checks the size), the same with a load that asks the "
+                         "section's size first (the arriving section is then read whole "
+                         "before it loads), or a gd_register_buffer section, received in place")
     args = ap.parse_args()
     build = os.path.abspath(args.build_dir)
     sizes = [int(s) for s in args.sizes.split(",")]

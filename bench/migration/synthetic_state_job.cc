@@ -7,7 +7,8 @@
 // holds already and need not be sent. --layout buffer registers the bytes with
 // gd_register_buffer instead of save and load functions (a restore then
 // receives them in place), between two small sections that keep the counter
-// and the timing events.
+// and the timing events. --layout functions-sized is the default layout with
+// a load function that asks its section's size before it reads.
 #include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,7 +74,7 @@ bool Parse(int argc, char** argv, Options* o) {
       return false;
   }
   return o->mib > 0 && o->frozen_fraction >= 0 && o->frozen_fraction < 1 &&
-         (o->layout == "functions" || o->layout == "buffer") &&
+         (o->layout == "functions" || o->layout == "functions-sized" || o->layout == "buffer") &&
          (!o->checkpoint_at || !o->checkpoint_dir.empty());
 }
 
@@ -124,9 +125,34 @@ int Save(void* user, gd_writer* w) {
   return 0;
 }
 
+// Reads first and checks the size after: a load function that asks the size
+// before its first read makes a migration's arriving section be read whole
+// before the load (stream.h, LoadWhileReading), and then copied.
 int Load(void* user, gd_reader* r) {
   auto* s = static_cast<State*>(user);
   const long long expected = static_cast<long long>(sizeof(s->iteration) + s->words * 8);
+  Event(*s, "load_begin", NowNs());
+  const size_t total = s->words * 8;
+  if (gd_read(r, &s->iteration, sizeof(s->iteration)) != sizeof(s->iteration) ||
+      gd_read(r, s->data.get(), total) != static_cast<long long>(total) ||
+      gd_section_size(r) != expected) {
+    std::fprintf(stderr,
+                 "[synthetic] checkpoint holds %lld bytes of state, this job has %lld "
+                 "(different --mib?)\n",
+                 gd_section_size(r), expected);
+    return 1;
+  }
+  Event(*s, "load_end", NowNs());
+  return 0;
+}
+
+// --layout functions-sized: the same bytes, but the load asks the section's
+// size before its first read (as a cautious load function may), so that an
+// arriving section is read whole first and copied out after.
+int LoadSizeFirst(void* user, gd_reader* r) {
+  auto* s = static_cast<State*>(user);
+  const long long expected = static_cast<long long>(sizeof(s->iteration) + s->words * 8);
+  Event(*s, "load_begin", NowNs());
   if (gd_section_size(r) != expected) {
     std::fprintf(stderr,
                  "[synthetic] checkpoint holds %lld bytes of state, this job has %lld "
@@ -134,9 +160,8 @@ int Load(void* user, gd_reader* r) {
                  gd_section_size(r), expected);
     return 1;
   }
-  Event(*s, "load_begin", NowNs());
-  if (gd_read(r, &s->iteration, sizeof(s->iteration)) != sizeof(s->iteration)) return 1;
   const size_t total = s->words * 8;
+  if (gd_read(r, &s->iteration, sizeof(s->iteration)) != sizeof(s->iteration)) return 1;
   if (gd_read(r, s->data.get(), total) != static_cast<long long>(total)) return 1;
   Event(*s, "load_end", NowNs());
   return 0;
@@ -194,7 +219,8 @@ int main(int argc, char** argv) {
         stderr,
         "usage: synthetic_state_job [--mib N] [--seed N] [--iterations N] "
         "[--iteration-ms X] [--frozen-fraction F] [--checkpoint-at N --checkpoint-dir DIR] "
-        "[--report-every N] [--result FILE] [--timing FILE] [--layout functions|buffer]\n");
+        "[--report-every N] [--result FILE] [--timing FILE] [--layout "
+        "functions|functions-sized|buffer]\n");
     return 2;
   }
   State st;
@@ -212,7 +238,9 @@ int main(int argc, char** argv) {
         gd_register_buffer("bytes", st.data.get(), st.words * 8) != 0 ||
         gd_register_state("step", &SaveStep, &LoadStep, &st) != 0)
       return 1;
-  } else if (gd_register_state("synthetic", &Save, &Load, &st) != 0) {
+  } else if (gd_register_state("synthetic", &Save,
+                               opt.layout == "functions-sized" ? &LoadSizeFirst : &Load,
+                               &st) != 0) {
     return 1;
   }
   Event(st, "first_boundary_begin", NowNs());

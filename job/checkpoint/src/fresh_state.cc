@@ -55,7 +55,14 @@ StatusOr<std::unique_ptr<FreshState>> FreshState::Capture(
   GD_ASSIGN_OR_RETURN(fresh->memory_, Slab::Create(kFirstSlab));
   Slab& slab = *fresh->memory_;
   SlabSink sink(&slab);
-  GD_RETURN_IF_ERROR(WriteStream(&sink, written, metadata, &fresh->stream_bytes_));
+  // Its header lists the sections it holds (the reader holds it to that).
+  Metadata header = metadata;
+  for (auto& [key, value] : header) {
+    if (key != "sections") continue;
+    value.clear();
+    for (const auto& e : written) value += (value.empty() ? "" : ",") + e->name;
+  }
+  GD_RETURN_IF_ERROR(WriteStream(&sink, written, header, &fresh->stream_bytes_));
   // Room for a source whose state has grown a little since it started, and
   // for the 64-byte rounding of chunks that arrive elsewhere than in place,
   // faulted in here too, off the migration's downtime. Not more: the sink

@@ -82,12 +82,17 @@ Status RestoreState(const std::string& target, uint64_t* bytes, RestoreCheck che
   std::lock_guard<std::mutex> lock(TransferMutex());
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, OpenSource(target));
   const auto entries = StateRegistry::Global().Snapshot();
-  StatusOr<VerifiedStream> read = ReadStream(source.get(), check, entries);
+  // A stream that arrives (a migration's warm copy) is loaded as it arrives,
+  // when a failure may half-load the job; a mapped file is verified first, or
+  // checked ahead of its loads on a second thread.
+  const bool live = check == RestoreCheck::kWhileLoading && source->Mapped().empty();
+  StatusOr<VerifiedStream> read =
+      live ? LoadWhileReading(source.get(), entries) : ReadStream(source.get(), check, entries);
   (void)TakeFreshState();  // one the stream did not take (a file needs none)
   GD_RETURN_IF_ERROR(read.status());
   VerifiedStream stream = std::move(*read);
   *bytes = stream.stream_bytes;
-  Status loaded = LoadStream(stream, entries);
+  Status loaded = live ? Status::Ok() : LoadStream(stream, entries);
   // Unmapping a large stream (its slabs, or the mapped file) takes ~20 ms per
   // GiB and more: do it off the path that a migration's downtime, or a
   // restored job's first iteration, waits on.

@@ -164,6 +164,21 @@ Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntr
 Status LoadStream(const VerifiedStream& stream,
                   const std::vector<std::shared_ptr<const StateEntry>>& entries);
 
+// Reads a stream and loads it as it arrives, for a restore whose failure ends
+// the process or discards it (RestoreCheck::kWhileLoading) from a source that
+// is not mapped: each load function runs as soon as its section begins, and a
+// chunk that its read wants whole is received straight into the load
+// function's memory (checked as it arrives: no gd_read returns an unchecked
+// byte, but a failed restore may leave unchecked bytes in that memory). The
+// section names are checked against the header's list before the first load
+// and against the frames that follow. A load function that asks its
+// section's size before reading has the rest of the section read first into
+// the stream's memory, and copied from there. The result holds that memory
+// (the caller frees it off the critical path); its sections' chunks point
+// wherever the chunks landed.
+StatusOr<VerifiedStream> LoadWhileReading(
+    Source* source, const std::vector<std::shared_ptr<const StateEntry>>& entries);
+
 class ChunkChecker;
 
 // A reader over one verified section (what load functions get). A chunk still

@@ -16,6 +16,7 @@
 #include "fresh_state.h"
 #include "helper_thread.h"
 #include "stream.h"
+#include "stream_parser.h"
 
 namespace gandiva::checkpoint {
 namespace {
@@ -71,175 +72,145 @@ Metadata DecodeMetadata(std::string_view text) {
   return out;
 }
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14
-#endif
+}  // namespace
 
-// Faults in a fresh slab's pages on a second thread while the receiving
-// thread fills it: on fresh memory the page faults cost as much as the copy
-// from the socket. Contents are never touched, so racing the receiver is safe.
-class Prefaulter {
- public:
-  ~Prefaulter() { Stop(); }
-  void Start(uint8_t* p, size_t n) {
-    Stop();
-    stop_.store(false, std::memory_order_relaxed);
-    // Without a thread the receiving thread faults the pages in itself.
-    (void)StartHelperThread(&thread_, [this, p, n] {
-      constexpr size_t kStep = 2u << 20;
-      for (size_t off = 0; off < n && !stop_.load(std::memory_order_relaxed); off += kStep)
-        if (::madvise(p + off, std::min(kStep, n - off), MADV_POPULATE_WRITE) != 0) return;
-    });
+Parser::Parser(Source* source, RestoreCheck check,
+               const std::vector<std::shared_ptr<const StateEntry>>& entries, VerifiedStream* out)
+    : source_(source),
+      mapped_(source->Mapped()),
+      defer_chunk_checks_(check == RestoreCheck::kWhileLoading),
+      out_(out) {
+  // The fresh state kept for this restore: its memory is ready, chunks land
+  // there, in place of the fresh chunk at their place when they fit it.
+  if (mapped_.empty() && (fresh_ = source->TakeFresh())) {
+    if (auto memory = fresh_->TakeMemory()) out_->storage.push_back(std::move(memory));
+    // A warm copy is discarded if its restore fails: buffer sections may be
+    // received where they belong.
+    for (const auto& e : entries)
+      if (!e->place.empty()) places_.emplace(e->name, e->place);
   }
-  void Stop() {
-    stop_.store(true, std::memory_order_relaxed);
-    if (thread_.joinable()) thread_.join();
-  }
+}
 
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+StatusOr<size_t> Parser::Fill(uint8_t* dst, size_t n, uint32_t* crc) {
+  size_t got = 0;
+  while (got < n) {
+    GD_ASSIGN_OR_RETURN(size_t r, source_->Read(dst + got, n - got));
+    if (r == 0) break;
+    if (crc) *crc = Crc32c(dst + got, r, *crc);
+    got += r;
+  }
+  return got;
+}
 
-class Parser {
- public:
-  Parser(Source* source, RestoreCheck check,
-         const std::vector<std::shared_ptr<const StateEntry>>& entries, VerifiedStream* out)
-      : source_(source),
-        mapped_(source->Mapped()),
-        defer_chunk_checks_(check == RestoreCheck::kWhileLoading),
-        out_(out) {
-    // The fresh state kept for this restore: its memory is ready, chunks land
-    // there, in place of the fresh chunk at their place when they fit it.
-    if (mapped_.empty() && (fresh_ = source->TakeFresh())) {
-      if (auto memory = fresh_->TakeMemory()) out_->storage.push_back(std::move(memory));
-      // A warm copy is discarded if its restore fails: buffer sections may be
-      // received where they belong.
-      for (const auto& e : entries)
-        if (!e->place.empty()) places_.emplace(e->name, e->place);
-    }
+std::string Parser::Where() const {
+  std::string s = "at offset " + std::to_string(offset_);
+  if (in_section_) {
+    s += " in section '" + section_->name + "' (section byte " + std::to_string(section_->bytes) +
+         ", after its chunk " + std::to_string(section_->chunks.size()) + ")";
+  } else if (!out_->sections.empty()) {
+    s += " after section '" + out_->sections.back().name + "'";
   }
+  return s;
+}
 
-  Status Run();
+StatusOr<uint8_t*> Parser::ChunkMemory(size_t n) {
+  if (in_section_ && section_->bytes + n <= place_.size()) return place_.data() + section_->bytes;
+  if (n <= into_.size()) return into_.data();
+  FreshState::Chunk* c = in_section_ ? FreshAtCursor() : nullptr;
+  if (c && c->length == n) {
+    c->overwritten = true;
+    return c->bytes;
+  }
+  return Allocate(n);
+}
 
- private:
-  // Up to n bytes read from the source into dst; with `crc`, their CRC32C
-  // too, each piece as it lands (a bulk connection's piece is one opened frame,
-  // still in the cache).
-  StatusOr<size_t> Fill(uint8_t* dst, size_t n, uint32_t* crc = nullptr) {
-    size_t got = 0;
-    while (got < n) {
-      GD_ASSIGN_OR_RETURN(size_t r, source_->Read(dst + got, n - got));
-      if (r == 0) break;
-      if (crc) *crc = Crc32c(dst + got, r, *crc);
-      got += r;
-    }
-    return got;
-  }
-  // Where the cursor is, for messages.
-  std::string Where() const {
-    std::string s = "at offset " + std::to_string(offset_);
-    if (in_section_) {
-      s += " in section '" + section_->name + "' (section byte " + std::to_string(section_->bytes) +
-           ", after its chunk " + std::to_string(section_->chunks.size()) + ")";
-    } else if (!out_->sections.empty()) {
-      s += " after section '" + out_->sections.back().name + "'";
-    }
-    return s;
-  }
-  std::string Describe() const { return " [" + source_->Describe() + "]"; }
-  // Where the next chunk of the open section (n bytes) lands: over the fresh
-  // chunk at its place, if it has the same length; else in slab memory.
-  StatusOr<uint8_t*> ChunkMemory(size_t n) {
-    if (in_section_ && section_->bytes + n <= place_.size()) return place_.data() + section_->bytes;
-    FreshState::Chunk* c = in_section_ ? FreshAtCursor() : nullptr;
-    if (c && c->length == n) {
-      c->overwritten = true;
-      return c->bytes;
-    }
-    return Allocate(n);
-  }
-  // The fresh chunk at the place of the open section's next chunk, if it is
-  // still as written.
-  FreshState::Chunk* FreshAtCursor() {
-    if (!fresh_) return nullptr;
-    FreshState::Chunk* c = fresh_->Find(section_->name, section_->chunks.size());
-    // A chunk of a buffer no longer registered as it was is not touched.
-    if (c && c->in_buffer &&
-        (c->bytes < place_.data() || c->bytes + c->length > place_.data() + place_.size()))
-      return nullptr;
-    return c && !c->overwritten ? c : nullptr;
-  }
-  Status SameChunk(std::span<const uint8_t> payload);
-  StatusOr<uint8_t*> Allocate(size_t n) {
-    uint8_t* p = out_->storage.empty() ? nullptr : out_->storage.back()->Take(n);
-    if (!p) {
-      // Slabs grow with the stream: small states stay small, big ones take few mappings.
-      slab_size_ = std::min<size_t>(slab_size_ * 2, kMaxSlab);
-      GD_ASSIGN_OR_RETURN(auto slab, Slab::Create(std::max(slab_size_, n)));
-      out_->storage.push_back(std::move(slab));
-      p = out_->storage.back()->Take(n);
-      prefaulter_.Start(p, out_->storage.back()->size());
-    }
-    return p;
-  }
-  // Up to n bytes at stream offset `at` copied into dst: from the mapping, or
-  // read from the source (whose cursor is then at `at`).
-  StatusOr<size_t> Copy(uint64_t at, uint8_t* dst, size_t n) {
-    if (mapped_.empty()) return Fill(dst, n);
-    const size_t got = std::min<size_t>(mapped_.size() - at, n);
-    std::memcpy(dst, mapped_.data() + at, got);
-    return got;
-  }
-  // A frame's text for messages: "chunk N" or "<type> frame".
-  std::string FrameWhat(uint8_t type) const {
-    return type == kFrameChunk ? "chunk " + std::to_string(out_->chunks + 1)
-                               : std::string(FrameName(type)) + " frame";
-  }
-  Status ReadPreamble();
-  // The frame header at offset_, checked (checksum, known type, length bound).
-  Status ReadFrameHeader(FrameHeader* h);
-  // The payload of the frame whose header is at offset_, checksum verified.
-  Status ReadPayload(const FrameHeader& h, std::span<const uint8_t>* payload);
-  Status Frame(const FrameHeader& h, std::span<const uint8_t> payload);
+FreshState::Chunk* Parser::FreshAtCursor() {
+  if (!fresh_) return nullptr;
+  FreshState::Chunk* c = fresh_->Find(section_->name, section_->chunks.size());
+  // A chunk of a buffer no longer registered as it was is not touched.
+  if (c && c->in_buffer &&
+      (c->bytes < place_.data() || c->bytes + c->length > place_.data() + place_.size()))
+    return nullptr;
+  return c && !c->overwritten ? c : nullptr;
+}
 
-  Source* source_;
-  std::span<const uint8_t> mapped_;
-  std::unique_ptr<FreshState> fresh_;                           // its memory is in out_->storage
-  std::unordered_map<std::string, std::span<uint8_t>> places_;  // buffer sections by name
-  std::span<uint8_t> place_;                                    // the open section's, if it is one
-  const bool defer_chunk_checks_;  // chunk payloads checked by the section readers
-  bool payload_checked_ = false;   // the payload just read was checked as it arrived
-  VerifiedStream* out_;
-  uint64_t offset_ = 0;
-  uint32_t digest_ = 0;
-  bool seen_header_ = false;
-  bool in_section_ = false;
-  bool done_ = false;
-  VerifiedSection* section_ = nullptr;
-  std::vector<uint8_t> scratch_;
-  static constexpr size_t kMaxSlab = 256u << 20;
-  Prefaulter prefaulter_;
-  size_t slab_size_ = 2u << 20;
-};
+StatusOr<uint8_t*> Parser::Allocate(size_t n) {
+  uint8_t* p = out_->storage.empty() ? nullptr : out_->storage.back()->Take(n);
+  if (!p) {
+    // Slabs grow with the stream: small states stay small, big ones take few mappings.
+    slab_size_ = std::min<size_t>(slab_size_ * 2, kMaxSlab);
+    GD_ASSIGN_OR_RETURN(auto slab, Slab::Create(std::max(slab_size_, n)));
+    out_->storage.push_back(std::move(slab));
+    p = out_->storage.back()->Take(n);
+    prefaulter_.Start(p, out_->storage.back()->size());
+  }
+  return p;
+}
+
+StatusOr<size_t> Parser::Copy(uint64_t at, uint8_t* dst, size_t n) {
+  if (mapped_.empty()) return Fill(dst, n);
+  const size_t got = std::min<size_t>(mapped_.size() - at, n);
+  std::memcpy(dst, mapped_.data() + at, got);
+  return got;
+}
+
+std::string Parser::FrameWhat(uint8_t type) const {
+  return type == kFrameChunk ? "chunk " + std::to_string(out_->chunks + 1)
+                             : std::string(FrameName(type)) + " frame";
+}
 
 Status Parser::Run() {
   GD_RETURN_IF_ERROR(ReadPreamble());
   offset_ = kPreambleSize;
-  while (!done_) {
-    FrameHeader h;
-    GD_RETURN_IF_ERROR(ReadFrameHeader(&h));
-    std::span<const uint8_t> payload;
-    GD_RETURN_IF_ERROR(ReadPayload(h, &payload));
-    GD_RETURN_IF_ERROR(Frame(h, payload));
-    offset_ += sizeof(h) + h.length;
-  }
+  while (!done_) GD_RETURN_IF_ERROR(Step());
   out_->stream_bytes = offset_;
   if (!mapped_.empty() && offset_ < mapped_.size())
     return DataLoss(std::to_string(mapped_.size() - offset_) +
                     " unexpected bytes after the end frame at offset " + std::to_string(offset_) +
                     Describe());
   return Status::Ok();
+}
+
+Status Parser::Step() {
+  FrameHeader h;
+  GD_RETURN_IF_ERROR(ReadFrameHeader(&h));
+  std::span<const uint8_t> payload;
+  GD_RETURN_IF_ERROR(ReadPayload(h, &payload));
+  GD_RETURN_IF_ERROR(Frame(h, payload));
+  offset_ += sizeof(h) + h.length;
+  return Status::Ok();
+}
+
+Status Parser::Begin() {
+  GD_RETURN_IF_ERROR(ReadPreamble());
+  offset_ = kPreambleSize;
+  return Step();  // the header frame (Frame() refuses any other first)
+}
+
+StatusOr<const VerifiedSection*> Parser::NextSection() {
+  // What the last load function left unread is still read and checked.
+  while (in_section_) {
+    GD_ASSIGN_OR_RETURN(std::span<const uint8_t> rest, NextChunk({}));
+    (void)rest;
+  }
+  while (!done_) {
+    GD_RETURN_IF_ERROR(Step());
+    if (in_section_) return section_;
+  }
+  out_->stream_bytes = offset_;
+  return nullptr;
+}
+
+StatusOr<std::span<const uint8_t>> Parser::NextChunk(std::span<uint8_t> into) {
+  while (in_section_) {
+    const size_t before = section_->chunks.size();
+    into_ = into;
+    Status s = Step();
+    into_ = {};
+    GD_RETURN_IF_ERROR(s);
+    if (section_->chunks.size() > before) return section_->chunks.back();
+  }
+  return std::span<const uint8_t>();
 }
 
 Status Parser::ReadPreamble() {
@@ -389,6 +360,16 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
       if (end.digest != digest_before)
         return bad("frame digest " + Hex(digest_before) + " != " + Hex(end.digest) +
                    " stored in the end frame");
+      // The header's list of sections (the writer's MakeMetadata), which a
+      // load as the stream arrives trusts before the sections come, is theirs.
+      for (const auto& [key, value] : out_->metadata) {
+        if (key != "sections") continue;
+        std::string names;
+        for (const auto& s : out_->sections) names += (names.empty() ? "" : ",") + s.name;
+        if (value != names)
+          return bad("the header lists sections '" + value + "' but the stream has '" + names +
+                     "'");
+      }
       done_ = true;
       return Status::Ok();
     }
@@ -425,8 +406,6 @@ Status Parser::SameChunk(std::span<const uint8_t> payload) {
   ++out_->chunks;
   return Status::Ok();
 }
-
-}  // namespace
 
 StatusOr<std::unique_ptr<Slab>> Slab::Create(size_t size) {
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

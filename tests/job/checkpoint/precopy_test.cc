@@ -214,6 +214,65 @@ TEST_F(PrecopyTest, ABufferChangedAfterItsCopyWasTaggedFailsTheRestore) {
   }
 }
 
+// The warm copy loads as the stream arrives (LoadWhileReading, as
+// RestoreState does for a migration): held chunks are taken from its fresh
+// state, changed ones arrive where the load reads them, a buffer section's
+// chunks arrive in the buffer, and a buffer changed after it was tagged
+// still fails the restore.
+TEST_F(PrecopyTest, LoadedAsItArrivesHeldChunksComeFromTheCopyAndChangedOnesWhereTheLoadReads) {
+  std::unique_ptr<FreshState> fresh = Capture();
+  ASSERT_NE(fresh, nullptr);
+  Train();
+  const auto bytes = WriteFor(*fresh);
+  ASSERT_EQ(FramesOfType(bytes, kFrameChunkSame), 4u);
+  for (auto& st : states_) st->loaded.assign(st->data.size(), 0);  // the job's own memory
+  const uint8_t* trained = states_[1]->loaded.data();
+  // Reads into the memory prepared above, without asking the size first.
+  std::vector<std::shared_ptr<const StateEntry>> entries;
+  for (auto& s : states_) {
+    TestState* st = s.get();
+    entries.push_back(std::make_shared<StateEntry>(
+        StateEntry{st->name, nullptr,
+                   [st](SectionReader& r) {
+                     return r.Read(st->loaded.data(), st->loaded.size()) == st->loaded.size()
+                                ? Status::Ok()
+                                : DataLoss("short read");
+                   },
+                   nullptr}));
+  }
+  FreshSource source(bytes, std::move(fresh));
+  auto stream = LoadWhileReading(&source, entries);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  for (const auto& s : states_) EXPECT_EQ(s->loaded, s->data) << s->name;
+  EXPECT_EQ(stream->sections[1].chunks[0].data(), trained) << "the changed chunk, where it is read";
+
+  // A buffer section: a changed chunk lands in the buffer, held ones are there.
+  std::vector<uint8_t> from = RandomState("weights", (9u << 20) + 123, 5)->data;
+  std::vector<uint8_t> copy = from;
+  auto buffer_fresh = FreshState::Capture(BufferSection(&copy), {});
+  ASSERT_TRUE(buffer_fresh.ok()) << buffer_fresh.status().ToString();
+  from[(4u << 20) + 10] ^= 0xff;
+  const auto sent = WriteFor(**buffer_fresh, BufferSection(&from));
+  FreshSource buffer_source(sent, std::move(*buffer_fresh));
+  auto buffer_stream = LoadWhileReading(&buffer_source, BufferSection(&copy));
+  ASSERT_TRUE(buffer_stream.ok()) << buffer_stream.status().ToString();
+  EXPECT_EQ(copy, from);
+  EXPECT_EQ(buffer_stream->sections[0].chunks[1].data(), copy.data() + (4u << 20));
+
+  // The copy changed its buffer after it was tagged: the restore fails.
+  std::vector<uint8_t> broken = from;
+  auto broken_fresh = FreshState::Capture(BufferSection(&broken), {});
+  ASSERT_TRUE(broken_fresh.ok());
+  const auto unchanged = WriteFor(**broken_fresh, BufferSection(&from));
+  EXPECT_EQ(FramesOfType(unchanged, kFrameChunkSame), 3u);
+  broken[(8u << 20) + 5] ^= 1;
+  FreshSource broken_source(unchanged, std::move(*broken_fresh));
+  auto failed = LoadWhileReading(&broken_source, BufferSection(&broken));
+  EXPECT_EQ(failed.status().code(), StatusCode::kDataLoss) << failed.status().ToString();
+  EXPECT_NE(failed.status().message().find("its buffer changed since"), std::string::npos)
+      << failed.status().ToString();
+}
+
 // The memory kept is the stream and a little room, faulted in; not the
 // doubled mapping the stream was written into (a 1 GiB state kept 2 GiB).
 TEST_F(PrecopyTest, TheKeptMemoryIsTheStreamAndALittleRoom) {

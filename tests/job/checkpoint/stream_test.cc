@@ -380,6 +380,33 @@ TEST_F(StreamTest, RegisteredStateMissingFromTheStreamIsAnError) {
   EXPECT_EQ(Loads(), 0);
 }
 
+// The header's list of sections is the stream's: a load as the stream
+// arrives checks the registered states against it before the sections come.
+TEST_F(StreamTest, AHeaderListingOtherSectionsThanTheStreamHolds) {
+  for (const char* listed : {"model,optimizer,empty", "model,optimizer,empty,rng,extra",
+                             "optimizer,model,empty,rng", ""}) {
+    MemorySink sink;
+    uint64_t n = 0;
+    ASSERT_TRUE(WriteStream(&sink, Entries(), {{"sections", listed}}, &n).ok());
+    for (bool mapped : {true, false}) {
+      std::unique_ptr<Source> src(mapped
+                                      ? new MemorySource(sink.bytes())
+                                      : new StreamedSource(std::span<const uint8_t>(sink.bytes())));
+      auto stream = ReadStream(src.get());
+      ASSERT_EQ(stream.status().code(), StatusCode::kDataLoss) << listed;
+      EXPECT_NE(stream.status().message().find("the header lists sections '" + std::string(listed) +
+                                               "' but the stream has 'model,optimizer,empty,rng'"),
+                std::string::npos)
+          << stream.status().ToString();
+    }
+  }
+  MemorySink sink;
+  uint64_t n = 0;
+  ASSERT_TRUE(WriteStream(&sink, Entries(), {{"sections", "model,optimizer,empty,rng"}}, &n).ok());
+  MemorySource good(sink.bytes());
+  EXPECT_TRUE(ReadStream(&good).ok());
+}
+
 TEST_F(StreamTest, TrailingBytesAfterTheEndFrame) {
   auto bytes = Write();
   bytes.push_back(0);
