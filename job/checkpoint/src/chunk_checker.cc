@@ -15,15 +15,11 @@ ChunkChecker::ChunkChecker(const VerifiedStream& stream) {
   if (chunks_.empty()) return;
   state_ = std::make_unique<std::atomic<uint8_t>[]>(chunks_.size());
   crc_ = std::make_unique<uint32_t[]>(chunks_.size());
-  bool pending = false;
   for (size_t i = 0; i < chunks_.size(); ++i) {
     crc_[i] = chunks_[i].stored_crc;
     state_[i].store(chunks_[i].good ? kGood : kPending, std::memory_order_relaxed);
-    pending |= !chunks_[i].good;
+    pending_ |= !chunks_[i].good;
   }
-  // Every chunk checked as it arrived (a migration that sent them all): no
-  // thread. Without a thread the loading thread checks every chunk itself (Good).
-  if (pending) (void)StartHelperThread(&thread_, [this] { Run(); });
 }
 
 ChunkChecker::~ChunkChecker() {
@@ -47,6 +43,14 @@ void ChunkChecker::Run() {
 }
 
 bool ChunkChecker::Good(size_t index, uint32_t* crc) {
+  // Started at the first chunk a load reads other than whole (a load that
+  // reads whole chunks checks them as it copies them, Claim): every chunk
+  // checked as it arrived (a migration that sent them all) needs no thread,
+  // and without one the loading thread checks every chunk itself.
+  if (pending_ && !thread_.joinable()) {
+    pending_ = false;
+    (void)StartHelperThread(&thread_, [this] { Run(); });
+  }
   (void)TryCheck(index);
   uint8_t s;
   // The other thread is checking it: at most one chunk's check (~0.3 ms per 4 MiB).
@@ -54,6 +58,20 @@ bool ChunkChecker::Good(size_t index, uint32_t* crc) {
     std::this_thread::yield();
   *crc = crc_[index];
   return s == kGood;
+}
+
+}  // namespace gandiva::checkpoint
+
+namespace gandiva::checkpoint {
+
+bool ChunkChecker::Claim(size_t index) {
+  uint8_t expected = kPending;
+  return state_[index].compare_exchange_strong(expected, kChecking, std::memory_order_acquire);
+}
+
+void ChunkChecker::Settle(size_t index, uint32_t crc) {
+  crc_[index] = crc;
+  state_[index].store(crc == chunks_[index].stored_crc ? kGood : kBad, std::memory_order_release);
 }
 
 }  // namespace gandiva::checkpoint

@@ -21,7 +21,7 @@ namespace gandiva::checkpoint {
 
 class ChunkChecker {
  public:
-  // Starts the thread when some chunk of stream is unchecked.
+  // No thread yet: see Good().
   explicit ChunkChecker(const VerifiedStream& stream);
   ~ChunkChecker();  // stops the thread (at its current chunk) and joins it
   ChunkChecker(const ChunkChecker&) = delete;
@@ -30,8 +30,13 @@ class ChunkChecker {
   // Index of the first chunk of the stream's section `section` (for Good).
   size_t FirstOf(size_t section) const { return first_[section]; }
   // Whether chunk `index` (stream-wide, counting unchecked chunks only)
-  // matches its checksum; *crc: the checksum its bytes have.
+  // matches its checksum; *crc: the checksum its bytes have. The first call
+  // starts the thread that checks ahead.
   bool Good(size_t index, uint32_t* crc);
+  // Takes chunk `index` for the caller to check itself (copying it as it
+  // checks, Crc32cCopy), then Settle() it; false if it is taken already.
+  bool Claim(size_t index);
+  void Settle(size_t index, uint32_t crc);
 
  private:
   enum : uint8_t { kPending, kChecking, kGood, kBad };
@@ -43,6 +48,8 @@ class ChunkChecker {
   // Checks chunk i if nobody has started it; false if somebody had.
   bool TryCheck(size_t i);
   void Run();
+
+  bool pending_ = false;  // some chunk needs a check: a thread would help
 
   std::vector<Chunk> chunks_;
   std::vector<size_t> first_;

@@ -208,4 +208,13 @@ uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
   return Crc32cPortable(data, n, crc);
 }
 
+uint32_t Crc32cCopy(void* dst, const void* src, size_t n, uint32_t crc) {
+#if defined(__x86_64__)
+  // Streamed stores pay for large copies only: a small one is read back soon.
+  if (n >= (64u << 10) && Crc32cCanFold()) return Crc32cFoldCopy(dst, src, n, crc);
+#endif
+  std::memcpy(dst, src, n);
+  return Crc32c(src, n, crc);
+}
+
 }  // namespace gandiva::checkpoint

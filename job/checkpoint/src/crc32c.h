@@ -13,6 +13,10 @@ namespace gandiva::checkpoint {
 // Extends `crc` (0 for a fresh checksum) over data[0, n).
 uint32_t Crc32c(const void* data, size_t n, uint32_t crc = 0);
 
+// Copies src[0, n) to dst (not overlapping) and extends `crc` over the bytes:
+// in one pass where the CPU folds (crc32c_fold.h), else memcpy then Crc32c.
+uint32_t Crc32cCopy(void* dst, const void* src, size_t n, uint32_t crc = 0);
+
 // The portable implementation, always; for tests and for CPUs without SSE4.2.
 uint32_t Crc32cPortable(const void* data, size_t n, uint32_t crc = 0);
 

@@ -1,6 +1,8 @@
 // CRC32C by folding with carry-less multiplies; see crc32c_fold.h.
 #include "crc32c_fold.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "crc32c.h"
@@ -51,28 +53,37 @@ GD_FOLD_TARGET inline __m128i Fold(__m128i x, FoldConstant k, __m128i with) {
       _mm_xor_si128(_mm_clmulepi64_si128(x, kk, 0x00), _mm_clmulepi64_si128(x, kk, 0x11)), with);
 }
 
-GD_FOLD_TARGET inline __m512i Load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+// The next 64 bytes, copied on to dst[i] as they are read when kCopy.
+template <bool kCopy>
+GD_FOLD_TARGET inline __m512i Take(const uint8_t* p, uint8_t* d, size_t i) {
+  const __m512i v = _mm512_loadu_si512(p + i);
+  // dst is 64-byte aligned here (Crc32cCopy): streamed past the caches,
+  // without reading each line in first (the state is not read again soon).
+  if constexpr (kCopy) _mm512_stream_si512(reinterpret_cast<__m512i*>(d + i), v);
+  return v;
+}
 
-GD_FOLD_TARGET uint32_t Fold512(const uint8_t* p, size_t n, uint32_t crc) {
+template <bool kCopy>
+GD_FOLD_TARGET uint32_t Fold512(const uint8_t* p, uint8_t* d, size_t n, uint32_t crc) {
   uint64_t reg = crc ^ 0xffffffffu;
+  size_t i = 0;
   if (n >= 256) {
     // The register enters as if xored into the first four bytes.
     const __m512i first = _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, static_cast<long long>(reg));
-    __m512i x0 = _mm512_xor_si512(Load(p), first);
-    __m512i x1 = Load(p + 64), x2 = Load(p + 128), x3 = Load(p + 192);
-    p += 256;
-    n -= 256;
+    __m512i x0 = _mm512_xor_si512(Take<kCopy>(p, d, 0), first);
+    __m512i x1 = Take<kCopy>(p, d, 64), x2 = Take<kCopy>(p, d, 128), x3 = Take<kCopy>(p, d, 192);
+    i = 256;
     // Four independent chains hide the multiplier's latency.
     const __m512i by256 = Broadcast(kBy256);
-    for (; n >= 256; p += 256, n -= 256) {
-      x0 = Fold(x0, by256, Load(p));
-      x1 = Fold(x1, by256, Load(p + 64));
-      x2 = Fold(x2, by256, Load(p + 128));
-      x3 = Fold(x3, by256, Load(p + 192));
+    for (; n - i >= 256; i += 256) {
+      x0 = Fold(x0, by256, Take<kCopy>(p, d, i));
+      x1 = Fold(x1, by256, Take<kCopy>(p, d, i + 64));
+      x2 = Fold(x2, by256, Take<kCopy>(p, d, i + 128));
+      x3 = Fold(x3, by256, Take<kCopy>(p, d, i + 192));
     }
     const __m512i by64 = Broadcast(kBy64);
     __m512i x = Fold(x0, Broadcast(kBy192), Fold(x1, Broadcast(kBy128), Fold(x2, by64, x3)));
-    for (; n >= 64; p += 64, n -= 64) x = Fold(x, by64, Load(p));
+    for (; n - i >= 64; i += 64) x = Fold(x, by64, Take<kCopy>(p, d, i));
     // The four lanes into the last one: 16 bytes that stand for all before.
     // (Through memory: GCC 12's lane-extract intrinsic trips -Wmaybe-uninitialized.)
     alignas(64) __m128i lane[4];
@@ -80,13 +91,17 @@ GD_FOLD_TARGET uint32_t Fold512(const uint8_t* p, size_t n, uint32_t crc) {
     const __m128i y = Fold(lane[0], kBy48, Fold(lane[1], kBy32, Fold(lane[2], kBy16, lane[3])));
     reg = _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(y)));
     reg = _mm_crc32_u64(reg, static_cast<uint64_t>(_mm_extract_epi64(y, 1)));
+    if constexpr (kCopy) _mm_sfence();  // the streamed stores before any later ones
   }
-  for (; n >= 8; p += 8, n -= 8) {
+  if constexpr (kCopy) {
+    if (n > i) std::memcpy(d + i, p + i, n - i);
+  }
+  for (; n - i >= 8; i += 8) {
     uint64_t v;
-    std::memcpy(&v, p, 8);
+    std::memcpy(&v, p + i, 8);
     reg = _mm_crc32_u64(reg, v);
   }
-  for (; n > 0; ++p, --n) reg = _mm_crc32_u8(static_cast<uint32_t>(reg), *p);
+  for (; i < n; ++i) reg = _mm_crc32_u8(static_cast<uint32_t>(reg), p[i]);
   return static_cast<uint32_t>(reg) ^ 0xffffffffu;
 }
 
@@ -100,7 +115,17 @@ bool Crc32cCanFold() {
 }
 
 uint32_t Crc32cFold(const void* data, size_t n, uint32_t crc) {
-  return Fold512(static_cast<const uint8_t*>(data), n, crc);
+  return Fold512<false>(static_cast<const uint8_t*>(data), nullptr, n, crc);
+}
+
+uint32_t Crc32cFoldCopy(void* dst, const void* src, size_t n, uint32_t crc) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* p = static_cast<const uint8_t*>(src);
+  // Up to dst's next 64-byte boundary the plain way, then streamed.
+  const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  std::memcpy(d, p, head);
+  crc = Crc32c(p, head, crc);
+  return Fold512<true>(p + head, d + head, n - head, crc);
 }
 
 #else
@@ -108,6 +133,10 @@ uint32_t Crc32cFold(const void* data, size_t n, uint32_t crc) {
 bool Crc32cCanFold() { return false; }
 uint32_t Crc32cFold(const void* data, size_t n, uint32_t crc) {
   return Crc32cPortable(data, n, crc);
+}
+uint32_t Crc32cFoldCopy(void* dst, const void* src, size_t n, uint32_t crc) {
+  std::memcpy(dst, src, n);
+  return Crc32cPortable(src, n, crc);
 }
 
 #endif

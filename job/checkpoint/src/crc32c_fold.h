@@ -19,6 +19,11 @@ bool Crc32cCanFold();
 // Extends `crc` over data[0, n) as Crc32c() does. Only where Crc32cCanFold().
 uint32_t Crc32cFold(const void* data, size_t n, uint32_t crc);
 
+// Copies src[0, n) to dst and extends `crc` over it in the same pass: the
+// bytes are read once, and stored past the caches (non-temporal) from dst's
+// first 64-byte boundary on. Only where Crc32cCanFold().
+uint32_t Crc32cFoldCopy(void* dst, const void* src, size_t n, uint32_t crc);
+
 }  // namespace gandiva::checkpoint
 
 #endif  // GANDIVA_CHECKPOINT_CRC32C_FOLD_H_

@@ -201,6 +201,11 @@ class ChunkSectionReader : public SectionReader {
  private:
   // Whether chunk i may be handed out: checked now if it was not.
   bool Checked(size_t i);
+  // The next chunk, if it is still to be checked, starts at the cursor and
+  // fits `room`: copied to dst and checked in the same pass. Its length, or
+  // 0 (then nothing was read; error() says if it was corrupt).
+  size_t CopyWholeUnchecked(uint8_t* dst, size_t room);
+  Status Corrupt(size_t i, uint32_t crc) const;
 
   const VerifiedSection& section_;
   ChunkChecker* const checker_;

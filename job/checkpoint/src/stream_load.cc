@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <vector>
 
 #include "chunk_checker.h"
+#include "chunk_copy.h"
 #include "crc32c.h"
 #include "stream.h"
 
@@ -48,6 +50,15 @@ Status LoadStream(const VerifiedStream& stream,
   return Status::Ok();
 }
 
+Status ChunkSectionReader::Corrupt(size_t i, uint32_t crc) const {
+  const UncheckedChunk& c = section_.unchecked[i];
+  // Worded as the reader's check before loading words it (stream_reader.cc).
+  return DataLoss("corrupt chunk " + std::to_string(c.number) + " at offset " +
+                  std::to_string(c.offset) + " in section '" + section_.name + "' (its chunk " +
+                  std::to_string(i + 1) + "), found as it loaded: CRC32C " + Hex(crc) +
+                  " != stored " + Hex(c.crc));
+}
+
 bool ChunkSectionReader::Checked(size_t i) {
   if (section_.unchecked.empty() || i < checked_) return true;
   if (!error_.ok()) return false;
@@ -64,15 +75,50 @@ bool ChunkSectionReader::Checked(size_t i) {
     good = crc == c.crc;
   }
   if (!good) {
-    // Worded as the reader's check before loading words it (stream_reader.cc).
-    error_ = DataLoss("corrupt chunk " + std::to_string(c.number) + " at offset " +
-                      std::to_string(c.offset) + " in section '" + section_.name + "' (its chunk " +
-                      std::to_string(i + 1) + "), found as it loaded: CRC32C " + Hex(crc) +
-                      " != stored " + Hex(c.crc));
+    error_ = Corrupt(i, crc);
     return false;
   }
   checked_ = i + 1;
   return true;
+}
+
+size_t ChunkSectionReader::CopyWholeUnchecked(uint8_t* dst, size_t room) {
+  while (chunk_ < section_.chunks.size() && pos_ == section_.chunks[chunk_].size()) {
+    ++chunk_;
+    pos_ = 0;
+  }
+  if (pos_ != 0 || chunk_ != checked_ || section_.unchecked.empty() || !error_.ok()) return 0;
+  // The run of chunks from the cursor still to be checked that the read
+  // wants whole, each taken from the checker (which may have one already).
+  std::vector<ChunkCopy> run;
+  size_t filled = 0;
+  for (size_t i = chunk_; i < section_.chunks.size(); ++i) {
+    const std::span<const uint8_t> bytes = section_.chunks[i];
+    if (section_.unchecked[i].good || bytes.size() > room - filled ||
+        bytes.data() == dst + filled || (checker_ && !checker_->Claim(first_ + i)))
+      break;
+    run.push_back({bytes, dst + filled, 0});
+    filled += bytes.size();
+  }
+  if (run.empty()) return 0;
+  CopyAndChecksum(run);
+  size_t copied = 0;
+  for (size_t k = 0; k < run.size(); ++k) {
+    if (checker_) checker_->Settle(first_ + chunk_ + k, run[k].crc);
+    if (!error_.ok()) continue;  // settled all the same: the checker may be waiting on it
+    if (run[k].crc != section_.unchecked[chunk_ + k].crc) {
+      // Its bytes are in dst, but no read returns them: the read ends before.
+      error_ = Corrupt(chunk_ + k, run[k].crc);
+      continue;
+    }
+    copied += run[k].from.size();
+  }
+  // The cursor after the good chunks (the reader's state as if each had been read).
+  for (size_t taken = 0; taken < copied; ++chunk_) taken += section_.chunks[chunk_].size();
+  checked_ = chunk_;
+  pos_ = 0;
+  consumed_ += copied;
+  return copied;
 }
 
 Status ChunkSectionReader::CheckRest() {
@@ -85,6 +131,12 @@ size_t ChunkSectionReader::Read(void* out, size_t n) {
   auto* dst = static_cast<uint8_t*>(out);
   size_t copied = 0;
   while (copied < n) {
+    // A chunk still to be checked that the read wants whole: copied and
+    // checked in one pass over its bytes.
+    if (const size_t whole = CopyWholeUnchecked(dst + copied, n - copied)) {
+      copied += whole;
+      continue;
+    }
     std::span<const uint8_t> piece = Next(n - copied);
     if (piece.empty()) break;
     // A buffer section's chunk received where it belongs is there already.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -40,6 +41,31 @@ TEST(Crc32cTest, HardwareMatchesPortable) {
 // Every fold (256, 192, 128, 64, 48, 32 and 16 bytes on) and the tail after
 // it: lengths 0..1100 cover each loop's entry and exit, at every alignment
 // of a 64-byte line, with a prior CRC that must enter as the first bytes.
+// Copying and checksumming in one pass gives the bytes and the checksum of a
+// memcpy and a Crc32c, at every alignment of either side and at the lengths
+// around its block sizes, without touching a byte past the end.
+TEST(Crc32cTest, CopyingMatchesMemcpyThenCrc) {
+  std::mt19937 rng(11);
+  std::vector<unsigned char> src((1u << 20) + 512);
+  for (auto& c : src) c = static_cast<unsigned char>(rng());
+  std::vector<unsigned char> dst(src.size() + 128);
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{63}, size_t{64}, size_t{300}, size_t{1100}, size_t{65535},
+        size_t{65536}, size_t{65536 + 255}, size_t{65536 + 256 + 64 + 7}, size_t{1} << 20}) {
+    for (size_t from : {0, 1, 8, 63}) {
+      for (size_t to : {0, 5, 16, 64 - 1}) {
+        std::fill(dst.begin(), dst.end(), 0xee);
+        const uint32_t crc = Crc32cCopy(dst.data() + to, src.data() + from, n, 23);
+        ASSERT_EQ(crc, Crc32c(src.data() + from, n, 23)) << n << " " << from << " " << to;
+        ASSERT_TRUE(std::equal(src.begin() + from, src.begin() + from + n, dst.begin() + to))
+            << n << " " << from << " " << to;
+        for (size_t i = 0; i < to; ++i) ASSERT_EQ(dst[i], 0xee);
+        for (size_t i = to + n; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xee) << i;
+      }
+    }
+  }
+}
+
 TEST(Crc32cTest, FoldingMatchesPortable) {
   if (!Crc32cCanFold()) GTEST_SKIP() << "this CPU has no AVX-512 VPCLMULQDQ";
   std::mt19937 rng(11);

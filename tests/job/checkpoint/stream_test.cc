@@ -307,6 +307,45 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
   for (const auto& section : stream->sections) EXPECT_TRUE(section.unchecked.empty());
 }
 
+// A load that reads whole chunks at once from a mapped stream checked as it
+// loads has each copied and checked in one pass: the same bytes, and a
+// corrupt chunk still ends the read before it.
+TEST_F(StreamTest, WholeChunkReadsAreCopiedAndCheckedInOnePass) {
+  const auto bytes = Write();
+  std::vector<std::vector<uint8_t>> got(states_.size());
+  std::vector<std::shared_ptr<const StateEntry>> entries;
+  for (size_t k = 0; k < states_.size(); ++k)
+    entries.push_back(std::make_shared<StateEntry>(StateEntry{states_[k]->name, nullptr,
+                                                              [&got, k](SectionReader& r) {
+                                                                got[k].assign(r.size(), 0);
+                                                                got[k].resize(r.Read(
+                                                                    got[k].data(), got[k].size()));
+                                                                return Status::Ok();
+                                                              },
+                                                              nullptr}));
+  auto load = [&](const std::vector<uint8_t>& stream_bytes) {
+    MemorySource src(stream_bytes);
+    auto stream = ReadStream(&src, RestoreCheck::kWhileLoading);
+    EXPECT_TRUE(stream.ok()) << stream.status().ToString();
+    return stream.ok() ? LoadStream(*stream, entries) : stream.status();
+  };
+  ASSERT_TRUE(load(bytes).ok());
+  for (size_t k = 0; k < states_.size(); ++k) EXPECT_EQ(got[k], states_[k]->data) << k;
+  for (const auto& [chunk, offset, bad] : EachChunkFlipped(bytes)) {
+    for (auto& g : got) g.clear();
+    Status s = load(bad);
+    ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+    EXPECT_NE(s.message().find("corrupt chunk " + std::to_string(chunk) + " at offset " +
+                               std::to_string(offset)),
+              std::string::npos)
+        << s.ToString();
+    for (size_t k = 0; k < states_.size(); ++k) {
+      ASSERT_LE(got[k].size(), states_[k]->data.size());
+      EXPECT_TRUE(std::equal(got[k].begin(), got[k].end(), states_[k]->data.begin())) << k;
+    }
+  }
+}
+
 TEST_F(StreamTest, CorruptFrameHeaderIsDetected) {
   const auto bytes = Write();
   for (const auto& f : Frames(bytes)) {
