@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -52,6 +53,23 @@ Status NothingRegistered(uint64_t job_id) {
                             "first boundary");
 }
 
+// A restored stream's memory, and its source if that is a mapped file.
+struct KeptStream {
+  VerifiedStream stream;
+  std::unique_ptr<Source> source;
+};
+
+std::mutex g_kept_mu;
+std::unique_ptr<KeptStream> g_kept;  // guarded by g_kept_mu
+std::atomic<bool> g_has_kept{false};
+
+// Unmaps on a thread of its own; without one, here.
+void FreeOffThePath(std::unique_ptr<KeptStream> kept) {
+  std::thread unmapper;
+  if (StartHelperThread(&unmapper, [k = std::move(kept)]() mutable { k.reset(); }))
+    unmapper.detach();
+}
+
 }  // namespace
 
 Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes) {
@@ -77,7 +95,8 @@ Status ReserveForRestore(uint64_t* bytes) {
   return Status::Ok();
 }
 
-Status RestoreState(const std::string& target, uint64_t* bytes, RestoreCheck check) {
+Status RestoreState(const std::string& target, uint64_t* bytes, RestoreCheck check,
+                    RestoredMemory memory) {
   *bytes = 0;
   std::lock_guard<std::mutex> lock(TransferMutex());
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Source> source, OpenSource(target));
@@ -93,18 +112,28 @@ Status RestoreState(const std::string& target, uint64_t* bytes, RestoreCheck che
   VerifiedStream stream = std::move(*read);
   *bytes = stream.stream_bytes;
   Status loaded = live ? Status::Ok() : LoadStream(stream, entries);
-  // Unmapping a large stream (its slabs, or the mapped file) takes ~20 ms per
-  // GiB and more: do it off the path that a migration's downtime, or a
-  // restored job's first iteration, waits on.
-  // Without a thread, the lambda holding them is destroyed here: unmapped inline.
-  std::thread unmapper;
-  if (stream.stream_bytes >= (64u << 20) &&
-      StartHelperThread(&unmapper, [s = std::move(stream), src = std::move(source)]() mutable {
-        VerifiedStream gone = std::move(s);
-        src.reset();
-      }))
-    unmapper.detach();
+  if (stream.stream_bytes < (64u << 20)) return loaded;  // freed here: little to unmap
+  // A socket is closed now (its peer may wait for that); the memory is given
+  // back off the path that a migration's downtime, or a restored job's first
+  // iteration, waits on.
+  if (source->Mapped().empty()) source.reset();
+  auto kept = std::make_unique<KeptStream>(KeptStream{std::move(stream), std::move(source)});
+  if (memory == RestoredMemory::kFreeNow) {
+    FreeOffThePath(std::move(kept));
+  } else {
+    std::lock_guard lock(g_kept_mu);
+    if (g_kept) FreeOffThePath(std::move(g_kept));  // one not freed yet: now
+    g_kept = std::move(kept);
+    g_has_kept.store(true, std::memory_order_release);
+  }
   return loaded;
+}
+
+void FreeRestoredMemory() {
+  if (!g_has_kept.load(std::memory_order_acquire)) return;
+  std::lock_guard lock(g_kept_mu);
+  g_has_kept.store(false, std::memory_order_relaxed);
+  if (g_kept) FreeOffThePath(std::move(g_kept));
 }
 
 }  // namespace gandiva::checkpoint

@@ -174,7 +174,9 @@ void JobRuntime::Park(uint64_t now) {
   cb_->resumed_at_ns.store(resumed, std::memory_order_relaxed);
   cb_->parked_total_ns.fetch_add(resumed - now, std::memory_order_relaxed);
   cb_->phase.store(kPhaseRunning, std::memory_order_release);
-  FutexWakeAll(&cb_->phase);  // gated threads sleep on `request`, the controller on `phase`
+  FutexWakeAll(&cb_->phase);         // gated threads sleep on `request`, the controller on `phase`
+  checkpoint::FreeRestoredMemory();  // of a restore while parked (Transfer); one atomic load if
+                                     // none
 }
 
 bool JobRuntime::SleepUntilResumed() {
@@ -238,8 +240,12 @@ void JobRuntime::Transfer(Request kind) {
   // is not discarded: checked before loading.
   const auto check = target.starts_with("sealed:") ? checkpoint::RestoreCheck::kWhileLoading
                                                    : checkpoint::RestoreCheck::kBeforeLoading;
-  Status s = kind == kRequestCheckpoint ? checkpoint::SaveState(target, cb_->job_id, &bytes)
-                                        : checkpoint::RestoreState(target, &bytes, check);
+  // Restored while parked: its stream's memory is given back once the job is
+  // released (Park), not during the release (a migration's switch).
+  Status s = kind == kRequestCheckpoint
+                 ? checkpoint::SaveState(target, cb_->job_id, &bytes)
+                 : checkpoint::RestoreState(target, &bytes, check,
+                                            checkpoint::RestoredMemory::kFreeAtRelease);
   cb_->transfer_bytes.store(bytes, std::memory_order_relaxed);
   cb_->transfer_ns.store(MonotonicNowNs() - start, std::memory_order_relaxed);
   std::snprintf(cb_->transfer_error, kTransferErrorSize, "%s", s.ok() ? "" : s.ToString().c_str());

@@ -444,6 +444,44 @@ TEST_F(StateTransferTest, CppRegisteredStateHelper) {
 }
 
 // Sanity of a large section through both targets; prints rates, asserts none.
+// Resident memory of this process, in MiB.
+double ResidentMiB() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1 << 20);
+}
+
+// A job restored while parked (a migration's copy) keeps its stream's memory
+// until it is released, so that unmapping it does not share the cores with
+// the release; then it is given back.
+TEST_F(StateTransferTest, AStreamRestoredWhileParkedIsFreedAtRelease) {
+  const size_t size = 96 << 20;
+  Add("big", size, 12);
+  Listener listener((dir_ / "ctl.sock").string());
+  std::vector<uint8_t> stream;
+  std::thread rx = listener.Receive(&stream);
+  uint64_t bytes = 0;
+  ASSERT_TRUE(SaveState(listener.target(), kJobId, &bytes).ok());
+  rx.join();
+  FreeRestoredMemory();  // nothing kept: nothing happens
+  std::thread tx = listener.Send(&stream);
+  ASSERT_TRUE(RestoreState(listener.target(), &bytes, RestoreCheck::kBeforeLoading,
+                           RestoredMemory::kFreeAtRelease)
+                  .ok());
+  tx.join();
+  EXPECT_EQ(blobs_[0]->loaded, blobs_[0]->data);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const double kept = ResidentMiB();
+  FreeRestoredMemory();
+  double now = kept;
+  for (int i = 0; i < 100 && now > kept - 80; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    now = ResidentMiB();
+  }
+  EXPECT_LT(now, kept - 80) << "kept " << kept << " MiB, after the release " << now;
+}
+
 TEST_F(StateTransferTest, LargeSectionThroughFileAndSocket) {
   const size_t size = 64 << 20;
   Add("big", size, 9);

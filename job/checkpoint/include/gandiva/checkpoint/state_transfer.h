@@ -31,10 +31,21 @@ Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes);
 // warm copy).
 enum class RestoreCheck { kBeforeLoading, kWhileLoading };
 
+// When the memory a restore read its stream into (slabs, a mapped file) is
+// given back: unmapping costs ~15-20 ms of a core per GiB. Either way on a
+// thread of its own; kAtRelease waits for FreeRestoredMemory(), for a job
+// restored while parked, whose release (a migration's switch) would
+// otherwise share the cores with it.
+enum class RestoredMemory { kFreeNow, kFreeAtRelease };
+
 // Reads a stream from target, verifies every chunk, and loads each section
 // into the state registered under its name. *bytes: bytes read.
 Status RestoreState(const std::string& target, uint64_t* bytes,
-                    RestoreCheck check = RestoreCheck::kBeforeLoading);
+                    RestoreCheck check = RestoreCheck::kBeforeLoading,
+                    RestoredMemory memory = RestoredMemory::kFreeNow);
+// Gives back the memory a kFreeAtRelease restore kept, if any (the job
+// runtime calls it as a parked job resumes). Cheap when there is none.
+void FreeRestoredMemory();
 // Ahead of a restore that will come over a socket (a migration's destination,
 // GANDIVA_ARRIVING): writes the registered state, fresh, into memory kept for
 // the arriving stream (faulted in now, not in the downtime), and keeps it as
