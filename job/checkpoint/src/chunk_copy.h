@@ -1,7 +1,8 @@
-// Copying chunks out of a checkpoint stream into a load function's memory and
-// checking them in the same pass (Crc32cCopy), on two cores where there are
-// several: a restore from a file is a copy bound by memory, which one core
-// does not saturate (the other is idle at a job's start-up).
+// Copying chunks out of a checkpoint stream into a load function's memory,
+// checking them in the same pass (Crc32cCopy) where they still need it, on
+// two cores where there are several: a restore is a copy bound by memory,
+// which one core does not saturate (the other is idle at a job's start-up,
+// and after a migration's stream).
 #ifndef GANDIVA_CHECKPOINT_CHUNK_COPY_H_
 #define GANDIVA_CHECKPOINT_CHUNK_COPY_H_
 
@@ -19,6 +20,8 @@ struct ChunkCopy {
 // Does every copy, each with its checksum: on this thread and, for more than
 // one, a helper thread too (when one can be had).
 void CopyAndChecksum(std::span<ChunkCopy> copies);
+// The same without the checksums (chunks checked already; crc is left as it is).
+void CopyInParallel(std::span<ChunkCopy> copies);
 
 }  // namespace gandiva::checkpoint
 

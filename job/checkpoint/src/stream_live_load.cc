@@ -5,7 +5,9 @@
 #include <deque>
 #include <map>
 #include <set>
+#include <vector>
 
+#include "chunk_copy.h"
 #include "stream.h"
 #include "stream_parser.h"
 
@@ -30,6 +32,12 @@ class LiveSectionReader : public SectionReader {
         size_t landed = 0;
         if (!Pull({dst + copied, n - copied}, &landed)) break;
         copied += landed;
+        continue;
+      }
+      // Whole chunks read first (the size was asked), wanted whole: copied
+      // on two cores.
+      if (const size_t whole = CopyWholeQueued(dst + copied, n - copied)) {
+        copied += whole;
         continue;
       }
       std::span<const uint8_t>& front = queued_.front();
@@ -87,6 +95,21 @@ class LiveSectionReader : public SectionReader {
       queued_.push_back(*chunk);
     }
     return true;
+  }
+  // The queued chunks from the front that fit `room` whole, copied to dst;
+  // their length, or 0 when there are not two of them to share.
+  size_t CopyWholeQueued(uint8_t* dst, size_t room) {
+    std::vector<ChunkCopy> run;
+    size_t filled = 0;
+    for (const auto& chunk : queued_) {
+      if (chunk.size() > room - filled || chunk.data() == dst + filled) break;
+      run.push_back({chunk, dst + filled, 0});
+      filled += chunk.size();
+    }
+    if (run.size() < 2) return 0;
+    CopyInParallel(run);
+    for (size_t k = 0; k < run.size(); ++k) Consume(run[k].from.size());
+    return filled;
   }
   void Consume(size_t n) {
     consumed_ += n;
