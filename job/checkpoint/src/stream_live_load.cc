@@ -145,6 +145,22 @@ bool SectionsNamed(const Metadata& metadata, std::set<std::string>* names) {
   return false;
 }
 
+// The first difference between the registered states and the sections
+// `present`, worded as LoadStream words it; Ok if there is none.
+Status Mismatch(const std::set<std::string>& registered, const std::set<std::string>& present) {
+  for (const auto& n : present)
+    if (!registered.count(n))
+      return FailedPrecondition("checkpoint section '" + n +
+                                "' has no registered loader; registered: " + Joined(registered));
+  for (const auto& n : registered)
+    if (!present.count(n))
+      return FailedPrecondition("state '" + n +
+                                "' is registered but the checkpoint has no section for it; "
+                                "sections: " +
+                                Joined(present));
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<VerifiedStream> LoadWhileReading(
@@ -168,18 +184,8 @@ StatusOr<VerifiedStream> LoadWhileReading(
   std::set<std::string> named;
   const bool listable = std::none_of(registered.begin(), registered.end(),
                                      [](const std::string& n) { return n.find(',') != n.npos; });
-  if (listable && SectionsNamed(out.metadata, &named) && named != registered) {
-    for (const auto& n : named)
-      if (!registered.count(n))
-        return FailedPrecondition("checkpoint section '" + n +
-                                  "' has no registered loader; registered: " + Joined(registered));
-    for (const auto& n : registered)
-      if (!named.count(n))
-        return FailedPrecondition("state '" + n +
-                                  "' is registered but the checkpoint has no section for it; "
-                                  "sections: " +
-                                  Joined(named));
-  }
+  if (listable && SectionsNamed(out.metadata, &named))
+    GD_RETURN_IF_ERROR(Mismatch(registered, named));
 
   std::set<std::string> loaded;
   for (;;) {
@@ -198,12 +204,7 @@ StatusOr<VerifiedStream> LoadWhileReading(
       return Status(status.code(), "loading section '" + s->name + "': " + status.message());
     loaded.insert(s->name);
   }
-  for (const auto& n : registered)
-    if (!loaded.count(n))
-      return FailedPrecondition("state '" + n +
-                                "' is registered but the checkpoint has no section for it; "
-                                "sections: " +
-                                Joined(loaded));
+  GD_RETURN_IF_ERROR(Mismatch(registered, loaded));
   return out;
 }
 

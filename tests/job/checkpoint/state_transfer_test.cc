@@ -47,6 +47,14 @@ class Listener {
     ::close(fd_);
     ::unlink(path_.c_str());
   }
+  // The registered state saved to this listener (as a job saves it for its
+  // node controller), all it received in *out.
+  Status Save(std::vector<uint8_t>* out, uint64_t* bytes) {
+    std::thread rx = Receive(out);
+    Status s = SaveState(target(), kJobId, bytes);
+    rx.join();
+    return s;
+  }
   // Reads everything the job sends until it closes.
   std::thread Receive(std::vector<uint8_t>* out) {
     return std::thread([this, out] {
@@ -304,10 +312,8 @@ TEST_F(StateTransferTest, AReserveIsSizedByTheRegisteredStateAndUsedByTheNextSoc
 
   Listener listener((dir_ / "ctl.sock").string());
   std::vector<uint8_t> stream;
-  std::thread rx = listener.Receive(&stream);
   uint64_t sent = 0;
-  ASSERT_TRUE(SaveState(listener.target(), kJobId, &sent).ok());
-  rx.join();
+  ASSERT_TRUE(listener.Save(&stream, &sent).ok());
   EXPECT_EQ(measured, sent) << "the counter sees the stream a save writes";
 
   std::thread tx = listener.Send(&stream);
@@ -398,10 +404,8 @@ TEST_F(StateTransferTest, SocketStreamCutShortLoadsNothing) {
   Add("model", 6 << 20, 1);
   Listener listener((dir_ / "ctl.sock").string());
   std::vector<uint8_t> stream;
-  std::thread rx = listener.Receive(&stream);
   uint64_t bytes = 0;
-  ASSERT_TRUE(SaveState(listener.target(), kJobId, &bytes).ok());
-  rx.join();
+  ASSERT_TRUE(listener.Save(&stream, &bytes).ok());
   stream.resize(stream.size() / 2);
   std::thread tx = listener.Send(&stream);
   Status s = RestoreState(listener.target(), &bytes);
@@ -460,10 +464,8 @@ TEST_F(StateTransferTest, AStreamRestoredWhileParkedIsFreedAtRelease) {
   Add("big", size, 12);
   Listener listener((dir_ / "ctl.sock").string());
   std::vector<uint8_t> stream;
-  std::thread rx = listener.Receive(&stream);
   uint64_t bytes = 0;
-  ASSERT_TRUE(SaveState(listener.target(), kJobId, &bytes).ok());
-  rx.join();
+  ASSERT_TRUE(listener.Save(&stream, &bytes).ok());
   FreeRestoredMemory();  // nothing kept: nothing happens
   std::thread tx = listener.Send(&stream);
   ASSERT_TRUE(RestoreState(listener.target(), &bytes, RestoreCheck::kBeforeLoading,

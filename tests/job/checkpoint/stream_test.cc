@@ -56,6 +56,15 @@ std::vector<FlippedChunk> EachChunkFlipped(const std::vector<uint8_t>& bytes) {
   return out;
 }
 
+// A failed restore that names the corrupt chunk by its number and offset.
+void ExpectCorruptChunk(const Status& s, int chunk, size_t offset) {
+  ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
+  EXPECT_NE(s.message().find("corrupt chunk " + std::to_string(chunk) + " at offset " +
+                             std::to_string(offset)),
+            std::string::npos)
+      << s.ToString();
+}
+
 class StreamTest : public ::testing::Test {
  protected:
   void AddState(const std::string& name, size_t size, uint32_t seed) {
@@ -276,11 +285,7 @@ TEST_F(StreamTest, ChunksCheckedAsLoadedNeverHandOutACorruptByte) {
   for (const auto& [chunk, offset, bad] : flipped) {
     for (int way = 0; way < 3; ++way) {  // read from a file, not read, read from a socket
       Status s = load(bad, way != 1, way != 2);
-      ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
-      EXPECT_NE(s.message().find("corrupt chunk " + std::to_string(chunk) + " at offset " +
-                                 std::to_string(offset)),
-                std::string::npos)
-          << s.ToString();
+      ExpectCorruptChunk(s, chunk, offset);
       // Every byte any load function got is the saved byte at its place.
       for (size_t k = 0; k < states_.size(); ++k) {
         if (way == 2) {
@@ -334,11 +339,7 @@ TEST_F(StreamTest, WholeChunkReadsAreCopiedAndCheckedInOnePass) {
   for (const auto& [chunk, offset, bad] : EachChunkFlipped(bytes)) {
     for (auto& g : got) g.clear();
     Status s = load(bad);
-    ASSERT_EQ(s.code(), StatusCode::kDataLoss) << s.ToString();
-    EXPECT_NE(s.message().find("corrupt chunk " + std::to_string(chunk) + " at offset " +
-                               std::to_string(offset)),
-              std::string::npos)
-        << s.ToString();
+    ExpectCorruptChunk(s, chunk, offset);
     for (size_t k = 0; k < states_.size(); ++k) {
       ASSERT_LE(got[k].size(), states_[k]->data.size());
       EXPECT_TRUE(std::equal(got[k].begin(), got[k].end(), states_[k]->data.begin())) << k;
