@@ -28,13 +28,19 @@ ChunkChecker::~ChunkChecker() {
 }
 
 bool ChunkChecker::TryCheck(size_t i) {
-  uint8_t expected = kPending;
-  if (!state_[i].compare_exchange_strong(expected, kChecking, std::memory_order_acquire))
-    return false;
-  const Chunk& c = chunks_[i];
-  crc_[i] = Crc32c(c.bytes.data(), c.bytes.size());
-  state_[i].store(crc_[i] == c.stored_crc ? kGood : kBad, std::memory_order_release);
+  if (!Claim(i)) return false;
+  Settle(i, Crc32c(chunks_[i].bytes.data(), chunks_[i].bytes.size()));
   return true;
+}
+
+bool ChunkChecker::Claim(size_t index) {
+  uint8_t expected = kPending;
+  return state_[index].compare_exchange_strong(expected, kChecking, std::memory_order_acquire);
+}
+
+void ChunkChecker::Settle(size_t index, uint32_t crc) {
+  crc_[index] = crc;
+  state_[index].store(crc == chunks_[index].stored_crc ? kGood : kBad, std::memory_order_release);
 }
 
 void ChunkChecker::Run() {
@@ -58,20 +64,6 @@ bool ChunkChecker::Good(size_t index, uint32_t* crc) {
     std::this_thread::yield();
   *crc = crc_[index];
   return s == kGood;
-}
-
-}  // namespace gandiva::checkpoint
-
-namespace gandiva::checkpoint {
-
-bool ChunkChecker::Claim(size_t index) {
-  uint8_t expected = kPending;
-  return state_[index].compare_exchange_strong(expected, kChecking, std::memory_order_acquire);
-}
-
-void ChunkChecker::Settle(size_t index, uint32_t crc) {
-  crc_[index] = crc;
-  state_[index].store(crc == chunks_[index].stored_crc ? kGood : kBad, std::memory_order_release);
 }
 
 }  // namespace gandiva::checkpoint

@@ -201,6 +201,8 @@ class ChunkSectionReader : public SectionReader {
  private:
   // Whether chunk i may be handed out: checked now if it was not.
   bool Checked(size_t i);
+  // Moves the cursor past chunks read to their end.
+  void SkipReadChunks();
   // The next chunk, if it is still to be checked, starts at the cursor and
   // fits `room`: copied to dst and checked in the same pass. Its length, or
   // 0 (then nothing was read; error() says if it was corrupt).

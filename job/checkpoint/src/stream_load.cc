@@ -82,11 +82,15 @@ bool ChunkSectionReader::Checked(size_t i) {
   return true;
 }
 
-size_t ChunkSectionReader::CopyWholeUnchecked(uint8_t* dst, size_t room) {
+void ChunkSectionReader::SkipReadChunks() {
   while (chunk_ < section_.chunks.size() && pos_ == section_.chunks[chunk_].size()) {
     ++chunk_;
     pos_ = 0;
   }
+}
+
+size_t ChunkSectionReader::CopyWholeUnchecked(uint8_t* dst, size_t room) {
+  SkipReadChunks();
   if (pos_ != 0 || chunk_ != checked_ || section_.unchecked.empty() || !error_.ok()) return 0;
   // The run of chunks from the cursor still to be checked that the read
   // wants whole, each taken from the checker (which may have one already).
@@ -102,7 +106,7 @@ size_t ChunkSectionReader::CopyWholeUnchecked(uint8_t* dst, size_t room) {
   }
   if (run.empty()) return 0;
   CopyAndChecksum(run);
-  size_t copied = 0;
+  size_t copied = 0, good = 0;
   for (size_t k = 0; k < run.size(); ++k) {
     if (checker_) checker_->Settle(first_ + chunk_ + k, run[k].crc);
     if (!error_.ok()) continue;  // settled all the same: the checker may be waiting on it
@@ -112,11 +116,11 @@ size_t ChunkSectionReader::CopyWholeUnchecked(uint8_t* dst, size_t room) {
       continue;
     }
     copied += run[k].from.size();
+    ++good;
   }
-  // The cursor after the good chunks (the reader's state as if each had been read).
-  for (size_t taken = 0; taken < copied; ++chunk_) taken += section_.chunks[chunk_].size();
+  // The cursor after the good chunks, as if each had been read.
+  chunk_ += good;
   checked_ = chunk_;
-  pos_ = 0;
   consumed_ += copied;
   return copied;
 }
@@ -147,10 +151,7 @@ size_t ChunkSectionReader::Read(void* out, size_t n) {
 }
 
 std::span<const uint8_t> ChunkSectionReader::Next(size_t max) {
-  while (chunk_ < section_.chunks.size() && pos_ == section_.chunks[chunk_].size()) {
-    ++chunk_;
-    pos_ = 0;
-  }
+  SkipReadChunks();
   if (chunk_ == section_.chunks.size() || max == 0 || !Checked(chunk_)) return {};
   std::span<const uint8_t> piece =
       section_.chunks[chunk_].subspan(pos_, std::min(max, section_.chunks[chunk_].size() - pos_));

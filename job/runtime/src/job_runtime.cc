@@ -174,9 +174,9 @@ void JobRuntime::Park(uint64_t now) {
   cb_->resumed_at_ns.store(resumed, std::memory_order_relaxed);
   cb_->parked_total_ns.fetch_add(resumed - now, std::memory_order_relaxed);
   cb_->phase.store(kPhaseRunning, std::memory_order_release);
-  FutexWakeAll(&cb_->phase);         // gated threads sleep on `request`, the controller on `phase`
-  checkpoint::FreeRestoredMemory();  // of a restore while parked (Transfer); one atomic load if
-                                     // none
+  FutexWakeAll(&cb_->phase);  // gated threads sleep on `request`, the controller on `phase`
+  // The memory of a restore while parked (Transfer), if any; else one atomic load.
+  checkpoint::FreeRestoredMemory();
 }
 
 bool JobRuntime::SleepUntilResumed() {

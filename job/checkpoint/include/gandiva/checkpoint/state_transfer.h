@@ -33,7 +33,7 @@ enum class RestoreCheck { kBeforeLoading, kWhileLoading };
 
 // When the memory a restore read its stream into (slabs, a mapped file) is
 // given back: unmapping costs ~15-20 ms of a core per GiB. Either way on a
-// thread of its own; kAtRelease waits for FreeRestoredMemory(), for a job
+// thread of its own; kFreeAtRelease waits for FreeRestoredMemory(), for a job
 // restored while parked, whose release (a migration's switch) would
 // otherwise share the cores with it.
 enum class RestoredMemory { kFreeNow, kFreeAtRelease };
