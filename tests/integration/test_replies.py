@@ -234,11 +234,29 @@ def send_sealed(port, key, job, stream):
     frames = [(hello, struct.pack("<Q", job))]
     frames += [(data, stream[i:i + CHUNK_BYTES]) for i in range(0, len(stream), CHUNK_BYTES)]
     frames.append((last, b""))
+    def receive_exactly(s, n):
+        got = b""
+        while len(got) < n:
+            more = s.recv(n - len(got))
+            assert more, "the destination closed the bulk connection early"
+            got += more
+        return got
+
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         for seq, (flags, payload) in enumerate(frames):
             header = struct.pack("<QII", seq, len(payload), flags)
             nonce = bytes(4) + struct.pack("<Q", seq)
             s.sendall(header + aead.encrypt(nonce, payload, header))
+            if seq == 0:
+                # The destination's one message back: what its copy holds already,
+                # numbered from the upper half. Read it as a source does; left
+                # unread, closing the socket would reset the connection under
+                # the destination's last reads.
+                header = receive_exactly(s, 16)
+                reply_seq, length, reply_flags = struct.unpack("<QII", header)
+                assert reply_seq == 1 << 63 and reply_flags == data, (reply_seq, reply_flags)
+                sealed = receive_exactly(s, length + 16)
+                aead.decrypt(bytes(4) + struct.pack("<Q", reply_seq), sealed, header)
 
 
 def test_migration_replies_match_the_schema(two_nodes, tmp_path):
