@@ -56,13 +56,8 @@ StatusOr<std::unique_ptr<FreshState>> FreshState::Capture(
   Slab& slab = *fresh->memory_;
   SlabSink sink(&slab);
   // Its header lists the sections it holds (the reader holds it to that).
-  Metadata header = metadata;
-  for (auto& [key, value] : header) {
-    if (key != "sections") continue;
-    value.clear();
-    for (const auto& e : written) value += (value.empty() ? "" : ",") + e->name;
-  }
-  GD_RETURN_IF_ERROR(WriteStream(&sink, written, header, &fresh->stream_bytes_));
+  GD_RETURN_IF_ERROR(
+      WriteStream(&sink, written, WithSectionList(metadata, written), &fresh->stream_bytes_));
   // Room for a source whose state has grown a little since it started, and
   // for the 64-byte rounding of chunks that arrive elsewhere than in place,
   // faulted in here too, off the migration's downtime. Not more: the sink

@@ -25,8 +25,7 @@ std::mutex& TransferMutex() {
   return *mu;
 }
 
-Metadata MakeMetadata(const std::vector<std::shared_ptr<const StateEntry>>& entries,
-                      uint64_t job_id) {
+Metadata MakeMetadata(uint64_t job_id) {
   Metadata m;
   m.emplace_back("format", "gandiva-checkpoint");
   m.emplace_back("job_id", std::to_string(job_id));
@@ -37,9 +36,6 @@ Metadata MakeMetadata(const std::vector<std::shared_ptr<const StateEntry>>& entr
   char host[256] = {};
   if (::gethostname(host, sizeof(host) - 1) == 0) m.emplace_back("host", host);
   m.emplace_back("pid", std::to_string(::getpid()));
-  std::string names;
-  for (const auto& e : entries) names += (names.empty() ? "" : ",") + e->name;
-  m.emplace_back("sections", names);
   return m;
 }
 
@@ -79,7 +75,7 @@ Status SaveState(const std::string& target, uint64_t job_id, uint64_t* bytes) {
   if (entries.empty()) return NothingRegistered(job_id);
   GD_RETURN_IF_ERROR(CheckSaveable(entries));  // refused before the target is opened
   GD_ASSIGN_OR_RETURN(std::unique_ptr<Sink> sink, OpenSink(target));
-  return WriteStream(sink.get(), entries, MakeMetadata(entries, job_id), bytes);
+  return WriteStream(sink.get(), entries, WithSectionList(MakeMetadata(job_id), entries), bytes);
 }
 
 Status ReserveForRestore(uint64_t* bytes) {
@@ -89,7 +85,7 @@ Status ReserveForRestore(uint64_t* bytes) {
   if (entries.empty()) return Status::Ok();
   // The save functions run once: into the memory kept, which grows to fit.
   GD_ASSIGN_OR_RETURN(std::unique_ptr<FreshState> fresh,
-                      FreshState::Capture(entries, MakeMetadata(entries, 0)));
+                      FreshState::Capture(entries, MakeMetadata(0)));
   *bytes = fresh->stream_bytes();
   KeepFreshState(std::move(fresh));
   return Status::Ok();

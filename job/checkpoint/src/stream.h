@@ -152,6 +152,12 @@ StatusOr<VerifiedStream> ReadStream(
     Source* source, RestoreCheck check = RestoreCheck::kBeforeLoading,
     const std::vector<std::shared_ptr<const StateEntry>>& entries = {});
 
+// `metadata` with the header's list of the sections `entries` write, in
+// order ("sections": a,b,c), which every reader holds the stream to at its
+// end frame and a load as the stream arrives trusts before the sections come.
+Metadata WithSectionList(Metadata metadata,
+                         const std::vector<std::shared_ptr<const StateEntry>>& entries);
+
 // Writes one section per entry, in order, through the entries' save functions.
 Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntry>>& entries,
                    const Metadata& metadata, uint64_t* bytes);

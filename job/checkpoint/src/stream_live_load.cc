@@ -131,7 +131,7 @@ std::string Joined(const std::set<std::string>& names) {
   return s.empty() ? "none" : s;
 }
 
-// The header's list of sections (MakeMetadata writes it), if it has one.
+// The header's list of sections (WithSectionList), if it has one.
 bool SectionsNamed(const Metadata& metadata, std::set<std::string>* names) {
   for (const auto& [key, value] : metadata) {
     if (key != "sections") continue;

@@ -360,7 +360,7 @@ Status Parser::Frame(const FrameHeader& h, std::span<const uint8_t> payload) {
       if (end.digest != digest_before)
         return bad("frame digest " + Hex(digest_before) + " != " + Hex(end.digest) +
                    " stored in the end frame");
-      // The header's list of sections (the writer's MakeMetadata), which a
+      // The header's list of sections (WithSectionList), which a
       // load as the stream arrives trusts before the sections come, is theirs.
       for (const auto& [key, value] : out_->metadata) {
         if (key != "sections") continue;

@@ -193,6 +193,14 @@ Status StreamWriter::Finish() {
   return Status::Ok();
 }
 
+Metadata WithSectionList(Metadata metadata,
+                         const std::vector<std::shared_ptr<const StateEntry>>& entries) {
+  std::string names;
+  for (const auto& e : entries) names += (names.empty() ? "" : ",") + e->name;
+  metadata.emplace_back("sections", names);
+  return metadata;
+}
+
 Status WriteStream(Sink* sink, const std::vector<std::shared_ptr<const StateEntry>>& entries,
                    const Metadata& metadata, uint64_t* bytes) {
   StreamWriter w(sink);
