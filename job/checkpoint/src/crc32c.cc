@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "crc32c_fold.h"
+#include "streamed_stores.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -210,8 +211,7 @@ uint32_t Crc32c(const void* data, size_t n, uint32_t crc) {
 
 uint32_t Crc32cCopy(void* dst, const void* src, size_t n, uint32_t crc) {
 #if defined(__x86_64__)
-  // Streamed stores pay for large copies only: a small one is read back soon.
-  if (n >= (64u << 10) && Crc32cCanFold()) return Crc32cFoldCopy(dst, src, n, crc);
+  if (n >= kStreamedCopyMin && Crc32cCanFold()) return Crc32cFoldCopy(dst, src, n, crc);
 #endif
   std::memcpy(dst, src, n);
   return Crc32c(src, n, crc);

@@ -1,11 +1,10 @@
 // CRC32C by folding with carry-less multiplies; see crc32c_fold.h.
 #include "crc32c_fold.h"
 
-#include <algorithm>
-#include <cstdint>
 #include <cstring>
 
 #include "crc32c.h"
+#include "streamed_stores.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -122,7 +121,7 @@ uint32_t Crc32cFoldCopy(void* dst, const void* src, size_t n, uint32_t crc) {
   auto* d = static_cast<uint8_t*>(dst);
   const auto* p = static_cast<const uint8_t*>(src);
   // Up to dst's next 64-byte boundary the plain way, then streamed.
-  const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(d) % 64) % 64);
+  const size_t head = BytesToLine(d, n);
   std::memcpy(d, p, head);
   crc = Crc32c(p, head, crc);
   return Fold512<true>(p + head, d + head, n - head, crc);
