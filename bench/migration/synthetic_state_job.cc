@@ -125,23 +125,34 @@ int Save(void* user, gd_writer* w) {
   return 0;
 }
 
+// The section's size a load expects: the counter and the bytes.
+long long ExpectedSize(const State& s) {
+  return static_cast<long long>(sizeof(s.iteration) + s.words * 8);
+}
+
+// A load's failure, said as a checkpoint of another size (the usual cause).
+int WrongSize(const State& s, gd_reader* r) {
+  std::fprintf(stderr,
+               "[synthetic] checkpoint holds %lld bytes of state, this job has %lld "
+               "(different --mib?)\n",
+               gd_section_size(r), ExpectedSize(s));
+  return 1;
+}
+
+// The counter, then the bytes.
+bool ReadState(State* s, gd_reader* r) {
+  const size_t total = s->words * 8;
+  return gd_read(r, &s->iteration, sizeof(s->iteration)) == sizeof(s->iteration) &&
+         gd_read(r, s->data.get(), total) == static_cast<long long>(total);
+}
+
 // Reads first and checks the size after: a load function that asks the size
 // before its first read makes a migration's arriving section be read whole
 // before the load (stream.h, LoadWhileReading), and then copied.
 int Load(void* user, gd_reader* r) {
   auto* s = static_cast<State*>(user);
-  const long long expected = static_cast<long long>(sizeof(s->iteration) + s->words * 8);
   Event(*s, "load_begin", NowNs());
-  const size_t total = s->words * 8;
-  if (gd_read(r, &s->iteration, sizeof(s->iteration)) != sizeof(s->iteration) ||
-      gd_read(r, s->data.get(), total) != static_cast<long long>(total) ||
-      gd_section_size(r) != expected) {
-    std::fprintf(stderr,
-                 "[synthetic] checkpoint holds %lld bytes of state, this job has %lld "
-                 "(different --mib?)\n",
-                 gd_section_size(r), expected);
-    return 1;
-  }
+  if (!ReadState(s, r) || gd_section_size(r) != ExpectedSize(*s)) return WrongSize(*s, r);
   Event(*s, "load_end", NowNs());
   return 0;
 }
@@ -151,18 +162,9 @@ int Load(void* user, gd_reader* r) {
 // arriving section is read whole first and copied out after.
 int LoadSizeFirst(void* user, gd_reader* r) {
   auto* s = static_cast<State*>(user);
-  const long long expected = static_cast<long long>(sizeof(s->iteration) + s->words * 8);
   Event(*s, "load_begin", NowNs());
-  if (gd_section_size(r) != expected) {
-    std::fprintf(stderr,
-                 "[synthetic] checkpoint holds %lld bytes of state, this job has %lld "
-                 "(different --mib?)\n",
-                 gd_section_size(r), expected);
-    return 1;
-  }
-  const size_t total = s->words * 8;
-  if (gd_read(r, &s->iteration, sizeof(s->iteration)) != sizeof(s->iteration)) return 1;
-  if (gd_read(r, s->data.get(), total) != static_cast<long long>(total)) return 1;
+  if (gd_section_size(r) != ExpectedSize(*s)) return WrongSize(*s, r);
+  if (!ReadState(s, r)) return 1;
   Event(*s, "load_end", NowNs());
   return 0;
 }

@@ -447,7 +447,6 @@ TEST_F(StateTransferTest, CppRegisteredStateHelper) {
   EXPECT_TRUE(StateRegistry::Global().Names().empty());
 }
 
-// Sanity of a large section through both targets; prints rates, asserts none.
 // Resident memory of this process, in MiB.
 double ResidentMiB() {
   std::ifstream statm("/proc/self/statm");
@@ -484,6 +483,7 @@ TEST_F(StateTransferTest, AStreamRestoredWhileParkedIsFreedAtRelease) {
   EXPECT_LT(now, kept - 80) << "kept " << kept << " MiB, after the release " << now;
 }
 
+// Sanity of a large section through both targets; prints rates, asserts none.
 TEST_F(StateTransferTest, LargeSectionThroughFileAndSocket) {
   const size_t size = 64 << 20;
   Add("big", size, 9);
