@@ -10,12 +10,11 @@ PACKAGES=(
   libboost-dev            # Boost.Interprocess: the shared-memory control block
   libzmq3-dev cppzmq-dev  # ZeroMQ + cppzmq: controller API and migration streams
   libsodium-dev           # CURVE keys for authenticated TCP endpoints
-  libssl-dev              # AES-256-GCM (libcrypto) for the migration bulk channel
+  libssl-dev              # libcrypto: random keys, GMAC chunk tags, constant-time compares
   nlohmann-json3-dev      # JSON encoding of the API messages
   libsqlite3-dev          # the live scheduler's job store (scheduler/live)
   libgtest-dev libgmock-dev libbenchmark-dev
   pybind11-dev python3-pybind11 python3-dev python3-pytest python3-numpy
-  python3-cryptography    # the tests speak the migration bulk channel (AES-GCM) by hand
   python3-torch libtorch-dev
   libopenblas0-pthread    # Debian's torch is ~25x slower on the reference BLAS
   python3-matplotlib      # simulator plots

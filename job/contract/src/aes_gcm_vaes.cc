@@ -18,9 +18,9 @@
 // turn to the next.
 #include "aes_gcm_vaes.h"
 
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
+
+#include "cpu_features.h"
 
 #if defined(__x86_64__)
 
@@ -30,7 +30,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-#include <cpuid.h>
 #include <immintrin.h>
 #include <openssl/crypto.h>
 
@@ -391,33 +390,12 @@ GD_VAES_TARGET bool OpenFrame(const uint8_t (*rk)[16], const uint8_t (*powers)[1
   return _mm_testz_si128(diff, diff) != 0;
 }
 
-// From CPUID itself: clang 14's __builtin_cpu_supports knows no "vaes".
-bool CpuHasVaesAvx512() {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
-  const bool aes = c & bit_AES, pclmul = c & bit_PCLMUL, osxsave = c & bit_OSXSAVE;
-  if (!aes || !pclmul || !osxsave) return false;
-  // The kernel saves and restores the AVX-512 state: XMM, YMM, opmask and
-  // both halves of the ZMM registers (XCR0 bits 1, 2, 5, 6, 7).
-  unsigned xcr0_lo, xcr0_hi;
-  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-  if ((xcr0_lo & 0xe6) != 0xe6) return false;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  return (b & bit_AVX512F) && (b & bit_AVX512BW) && (b & bit_AVX512VL) && (c & bit_VAES) &&
-         (c & bit_VPCLMULQDQ);
-}
-
 }  // namespace
 
-bool AesGcmVaesAvailable() {
-  static const bool available = CpuHasVaesAvx512();
-  return available;
-}
+bool AesGcmVaesAvailable() { return CpuHasAvx512VaesClmul(); }
 
 bool AesGcmVaesChosen(SealedCipher cipher) {
-  const char* wanted = std::getenv(kEnvBulkCipher);
-  if (wanted && std::string_view(wanted) == "openssl") return false;
-  return cipher == SealedCipher::kFastest && AesGcmVaesAvailable();
+  return ChosenCipher(cipher) == SealedCipher::kFastest && AesGcmVaesAvailable();
 }
 
 AesGcmVaes::AesGcmVaes(const uint8_t* key) { Setup(key, round_keys_, h_powers_); }

@@ -1,14 +1,15 @@
 // AES-256-GCM on VAES and VPCLMULQDQ with 512-bit registers: four blocks per
 // instruction. OpenSSL 3.0 (Debian 12's) has only its 128-bit AES-NI code,
-// ~5.9 GB/s per core on the EPYC nodes we measure on; the cipher was the largest
-// single cost of a migration's stream (docs/benchmarks.md). This is the same
-// AEAD, byte for byte (tests check it against OpenSSL on every length to a few
-// KiB and on whole frames), so either end of a bulk connection may use either.
+// ~5.9 GB/s per core on the EPYC nodes we measure on. It sealed the bulk
+// frames until AEGIS-256X4 (aegis256x4.h) took them over; it now computes the
+// chunk tags (GMAC) a warm copy's pre-copy compares. The same bytes as
+// OpenSSL's (tests check every length to a few KiB and whole frames), so either
+// end may use either.
 //
 // Constant time: no table lookups and no branch on secret data; the tag is
 // compared without an early exit. The key schedule is wiped on destruction.
 //
-// Private to gandiva_sealed (sealed_frames.cc picks it where the CPU has it).
+// Private to gandiva_sealed (chunk_tag.cc picks it where the CPU has it).
 #ifndef GANDIVA_CONTRACT_AES_GCM_VAES_H_
 #define GANDIVA_CONTRACT_AES_GCM_VAES_H_
 
@@ -24,8 +25,7 @@ namespace gandiva::sealed {
 bool AesGcmVaesAvailable();
 
 // Whether this code serves `cipher` here: kFastest, available, and not
-// overridden by kEnvBulkCipher=openssl (sealed_frames.h). The frames and the
-// chunk tags both ask this.
+// overridden by kEnvBulkCipher (sealed_frames.h). The chunk tags ask this.
 bool AesGcmVaesChosen(SealedCipher cipher);
 
 class AesGcmVaes {

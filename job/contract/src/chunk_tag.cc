@@ -1,5 +1,5 @@
 // GMAC chunk tags with the VAES code (aes_gcm_vaes.h) or OpenSSL's EVP
-// interface, as the frames choose; see chunk_tag.h.
+// interface (SealedCipher, sealed_frames.h); see chunk_tag.h.
 #include "gandiva/contract/chunk_tag.h"
 
 #include <openssl/evp.h>
@@ -15,7 +15,7 @@ constexpr uint8_t kNonce[12] = {};
 }  // namespace
 
 ChunkTagger::ChunkTagger(const BulkKey& key, SealedCipher cipher)
-    : ctx_(KeyedContext(key, true, cipher)) {}
+    : ctx_(KeyedContext(key, cipher)) {}
 ChunkTagger::~ChunkTagger() = default;
 ChunkTagger::ChunkTagger(ChunkTagger&&) noexcept = default;
 ChunkTagger& ChunkTagger::operator=(ChunkTagger&&) noexcept = default;

@@ -1,6 +1,6 @@
-// The AES-256-GCM key schedule that a frame sealer, a frame opener and a chunk
-// tagger each keep: the VAES code's where it is chosen (aes_gcm_vaes.h), else
-// an OpenSSL context keyed once, so that each frame or tag sets only its nonce.
+// The AES-256-GCM key schedule a chunk tagger keeps: the VAES code's where it
+// is chosen (aes_gcm_vaes.h), else an OpenSSL context keyed once, so that each
+// tag sets only its nonce.
 // Private to gandiva_sealed.
 #ifndef GANDIVA_CONTRACT_CIPHER_CONTEXT_H_
 #define GANDIVA_CONTRACT_CIPHER_CONTEXT_H_
@@ -22,8 +22,7 @@ struct CipherContext {
   ~CipherContext() { EVP_CIPHER_CTX_free(ctx); }
 };
 
-// `encrypt`: for sealing and tagging; else for opening.
-std::unique_ptr<CipherContext> KeyedContext(const BulkKey& key, bool encrypt, SealedCipher cipher);
+std::unique_ptr<CipherContext> KeyedContext(const BulkKey& key, SealedCipher cipher);
 
 }  // namespace gandiva::sealed
 

@@ -1,14 +1,14 @@
-// AES-256-GCM frames, with the VAES code (aes_gcm_vaes.h) or OpenSSL's EVP
-// interface; see sealed_frames.h.
+// AEGIS-256X4 frames (aegis256x4.h); see sealed_frames.h.
 #include "gandiva/contract/sealed_frames.h"
 
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <bit>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
-#include "cipher_context.h"
+#include "aegis256x4.h"
 
 namespace gandiva::sealed {
 
@@ -16,14 +16,20 @@ static_assert(std::endian::native == std::endian::little, "the wire format is li
 
 namespace {
 
-constexpr size_t kNonceBytes = 12;
-
-// The nonce of frame `seq`: never repeats under one key, and is not sent (the
-// receiver counts), so a frame moved to another place in the stream cannot open.
-std::array<uint8_t, kNonceBytes> NonceOf(uint64_t seq) {
-  std::array<uint8_t, kNonceBytes> nonce{};
-  std::memcpy(nonce.data() + 4, &seq, sizeof seq);
+// The nonce of frame `seq` (LE64, then zeros): never repeats under one key,
+// and is not sent (the receiver counts), so a frame moved to another place in
+// the stream cannot open.
+std::array<uint8_t, Aegis256x4::kNonceBytes> NonceOf(uint64_t seq) {
+  std::array<uint8_t, Aegis256x4::kNonceBytes> nonce{};
+  std::memcpy(nonce.data(), &seq, sizeof seq);
   return nonce;
+}
+
+std::unique_ptr<Aegis256x4> FrameCipher(const BulkKey& key, SealedCipher cipher) {
+  const bool baseline =
+      ChosenCipher(cipher) == SealedCipher::kBaseline && AegisCodeRuns(AegisCode::kAes128);
+  return std::make_unique<Aegis256x4>(key.data(),
+                                      baseline ? AegisCode::kAes128 : FastestAegisCode());
 }
 
 Status NotOpened(uint64_t seq) {
@@ -33,6 +39,12 @@ Status NotOpened(uint64_t seq) {
 }
 
 }  // namespace
+
+SealedCipher ChosenCipher(SealedCipher wanted) {
+  const char* env = std::getenv(kEnvBulkCipher);
+  const std::string_view value = env ? env : "";
+  return value == "baseline" || value == "openssl" ? SealedCipher::kBaseline : wanted;
+}
 
 StatusOr<BulkKey> NewBulkKey() {
   BulkKey key;
@@ -70,7 +82,7 @@ StatusOr<BulkKey> BulkKeyFromHex(std::string_view hex) {
 }
 
 FrameSealer::FrameSealer(const BulkKey& key, uint64_t first_seq, SealedCipher cipher)
-    : ctx_(KeyedContext(key, true, cipher)), seq_(first_seq) {}
+    : aegis_(FrameCipher(key, cipher)), seq_(first_seq) {}
 FrameSealer::~FrameSealer() = default;
 
 Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8_t* out) {
@@ -80,27 +92,14 @@ Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8
   std::memcpy(out, &header, sizeof header);
   uint8_t* cipher = out + kSealedHeaderBytes;
   const auto nonce = NonceOf(seq_);
-  if (ctx_->vaes) {
-    ctx_->vaes->Seal(nonce.data(), out, kSealedHeaderBytes, payload.data(), cipher, payload.size(),
-                     cipher + payload.size());
-    ++seq_;
-    return Status::Ok();
-  }
-  EVP_CIPHER_CTX* c = ctx_->ctx;
-  int n = 0;
-  if (!c || EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, nonce.data()) != 1 ||
-      EVP_EncryptUpdate(c, nullptr, &n, out, kSealedHeaderBytes) != 1 ||
-      (!payload.empty() &&
-       EVP_EncryptUpdate(c, cipher, &n, payload.data(), static_cast<int>(payload.size())) != 1) ||
-      EVP_EncryptFinal_ex(c, cipher + payload.size(), &n) != 1 ||
-      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kSealedTagBytes, cipher + payload.size()) != 1)
-    return Internal("AES-256-GCM sealing failed");
+  aegis_->Seal(nonce.data(), out, kSealedHeaderBytes, payload.data(), cipher, payload.size(),
+               cipher + payload.size());
   ++seq_;
   return Status::Ok();
 }
 
 FrameOpener::FrameOpener(const BulkKey& key, uint64_t first_seq, SealedCipher cipher)
-    : ctx_(KeyedContext(key, false, cipher)), seq_(first_seq) {}
+    : aegis_(FrameCipher(key, cipher)), seq_(first_seq) {}
 FrameOpener::~FrameOpener() = default;
 
 StatusOr<SealedHeader> FrameOpener::CheckHeader(const uint8_t* bytes) const {
@@ -118,26 +117,8 @@ StatusOr<SealedHeader> FrameOpener::CheckHeader(const uint8_t* bytes) const {
 Status FrameOpener::Open(const uint8_t* header_bytes, uint8_t* ciphertext, const uint8_t* tag) {
   GD_ASSIGN_OR_RETURN(SealedHeader header, CheckHeader(header_bytes));
   const auto nonce = NonceOf(seq_);
-  if (ctx_->vaes) {
-    if (!ctx_->vaes->Open(nonce.data(), header_bytes, kSealedHeaderBytes, ciphertext, header.length,
-                          tag))
-      return NotOpened(seq_);
-    ++seq_;
-    return Status::Ok();
-  }
-  EVP_CIPHER_CTX* c = ctx_->ctx;
-  uint8_t tag_copy[kSealedTagBytes];  // SET_TAG takes a non-const pointer
-  std::memcpy(tag_copy, tag, sizeof tag_copy);
-  uint8_t final_block[16];
-  int n = 0;
-  const bool opened =
-      c && EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, nonce.data()) == 1 &&
-      EVP_DecryptUpdate(c, nullptr, &n, header_bytes, kSealedHeaderBytes) == 1 &&
-      (header.length == 0 ||
-       EVP_DecryptUpdate(c, ciphertext, &n, ciphertext, static_cast<int>(header.length)) == 1) &&
-      EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kSealedTagBytes, tag_copy) == 1 &&
-      EVP_DecryptFinal_ex(c, final_block, &n) == 1;
-  if (!opened) return NotOpened(seq_);
+  if (!aegis_->Open(nonce.data(), header_bytes, kSealedHeaderBytes, ciphertext, header.length, tag))
+    return NotOpened(seq_);
   ++seq_;
   return Status::Ok();
 }

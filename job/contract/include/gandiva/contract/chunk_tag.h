@@ -28,6 +28,8 @@ namespace gandiva::sealed {
 
 using ChunkTag = std::array<uint8_t, 16>;
 
+struct CipherContext;  // the key schedule, behind a pointer
+
 class ChunkTagger {
  public:
   // The same tags whichever code computes them (SealedCipher, sealed_frames.h).
