@@ -53,7 +53,7 @@ if [ -x "$build/bench/migration/checksum_speed" ]; then
   "$build/bench/migration/checksum_speed" --json >"$out/checksum_speed.json"
   echo
 fi
-# The bulk channel's AES-256-GCM, VAES code against OpenSSL's (seconds): only when built.
+# The bulk channel's ciphers, each code in the build (seconds): only when built.
 if [ -x "$build/bench/migration/cipher_speed" ]; then
   echo "== cipher_speed =="
   "$build/bench/migration/cipher_speed"
