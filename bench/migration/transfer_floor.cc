@@ -308,8 +308,8 @@ int main(int argc, char** argv) {
     Result r;
   };
   std::vector<Row> rows = {
-      {"memcpy_warm", {}},        {"memcpy_fresh", {}},    {"unix_socket", {}},
-      {"tcp_plain", {}},          {"tcp_plain_lowat", {}}, {"tcp_sealed", {}},
+      {"memcpy_warm", {}},         {"memcpy_fresh", {}},    {"unix_socket", {}},
+      {"tcp_plain", {}},           {"tcp_plain_lowat", {}}, {"tcp_sealed", {}},
       {"tcp_sealed_baseline", {}}, {"zmq_tcp", {}},         {"zmq_tcp_curve", {}}};
   for (int k = 0; k < opt.repeat; ++k) {
     rows[0].r.Add(Memcpy(src, n, true));
