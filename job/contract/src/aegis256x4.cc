@@ -3,10 +3,10 @@
 
 #include <openssl/crypto.h>
 
-#include <cstdio>
 #include <cstring>
 
 #include "cpu_features.h"
+#include "gandiva/common/log.h"
 
 namespace gandiva::sealed {
 
@@ -26,9 +26,9 @@ AegisCode FastestAegisCode() {
   static const AegisCode fastest = [] {
     if (AegisCodeRuns(AegisCode::kVaes512)) return AegisCode::kVaes512;
     if (AegisCodeRuns(AegisCode::kAes128)) return AegisCode::kAes128;
-    std::fprintf(stderr,
-                 "gandiva: this CPU has no AES instructions: migrations are sealed by portable "
-                 "code, slowly and not in constant time\n");
+    GD_LOG(kWarn,
+           "this CPU has no AES instructions: migration frames are sealed by portable code, "
+           "slowly and not in constant time");
     return AegisCode::kPortable;
   }();
   return fastest;
