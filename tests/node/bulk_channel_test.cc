@@ -174,6 +174,35 @@ TEST_F(BulkChannelTest, TheBytesArriveAsSent) {
   EXPECT_EQ(received.bytes, All());
 }
 
+// A write of many whole frames is sealed on the writer's helper thread, ahead
+// of its sending (seal_ahead.h): every byte arrives in order, and a receiver
+// that goes away mid-write ends the write with an error instead of a hang.
+TEST_F(BulkChannelTest, ALargeWriteSealedAheadArrivesWholeAndEndsWhenThePeerGoesAway) {
+  const std::vector<uint8_t> big = Pattern(19 * sealed::kFramePayload + 1234, 7);
+  Received received;
+  std::thread receiver([&] { received = ReceiveAll(*listener_, key_); });
+  EXPECT_TRUE(SendAll(listener_->port(), key_, {big, chunks_[0], big}).ok());
+  receiver.join();
+  ASSERT_TRUE(received.status.ok()) << received.status.ToString();
+  std::vector<uint8_t> want = big;
+  want.insert(want.end(), chunks_[0].begin(), chunks_[0].end());
+  want.insert(want.end(), big.begin(), big.end());
+  EXPECT_EQ(received.bytes, want);
+
+  std::thread quitter([&] {
+    auto source = listener_->Accept(key_, kJob, kTimeoutMs, nullptr);
+    ASSERT_TRUE(source.ok()) << source.status().ToString();
+    std::vector<uint8_t> piece(1 << 20);
+    ASSERT_TRUE((*source)->Read(piece.data(), piece.size(), kTimeoutMs).ok());
+    // Goes away with the rest unread.
+  });
+  const std::vector<uint8_t> huge = Pattern(64 * sealed::kFramePayload, 9);
+  const Status s = SendAll(listener_->port(), key_, {huge});
+  quitter.join();
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable) << s.ToString();
+}
+
 TEST_F(BulkChannelTest, AnUntouchedProxyChangesNothing) {
   Received r = ThroughProxy([](size_t, TamperingProxy::Frame f) {
     return std::vector<TamperingProxy::Frame>{std::move(f)};

@@ -14,6 +14,7 @@
 
 #include "gandiva/common/clock.h"
 #include "gandiva/common/units.h"
+#include "seal_ahead.h"
 
 namespace gandiva::sealed {
 
@@ -216,6 +217,7 @@ StatusOr<std::vector<uint8_t>> ReceiveReply(int fd, const BulkKey& key, int time
 
 SealedWriter::SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, int timeout_ms)
     : fd_(std::move(fd)), sealer_(key, first_seq), timeout_ms_(timeout_ms) {}
+SealedWriter::~SealedWriter() = default;
 
 Status SealedWriter::WriteFrame(uint32_t flags, std::span<const uint8_t> payload) {
   return SendFrame(fd_.get(), sealer_, flags, payload, timeout_ms_);
@@ -235,13 +237,17 @@ Status SealedWriter::Flush() {
 
 Status SealedWriter::SealAndSend(std::span<const uint8_t> payload) {
   GD_RETURN_IF_ERROR(sealer_.Seal(kSealedData, payload, frame_.data()));
+  return SendSealed({frame_.data(), kSealedHeaderBytes + payload.size() + kSealedTagBytes},
+                    payload.size());
+}
+
+Status SealedWriter::SendSealed(std::span<uint8_t> frame, size_t payload) {
   if (tamper_) {
-    frame_[kSealedHeaderBytes + payload.size() / 2] ^= 0x10;
+    frame[kSealedHeaderBytes + payload / 2] ^= 0x10;
     tamper_ = false;
   }
-  bytes_ += payload.size();
-  GD_RETURN_IF_ERROR(SendAll(fd_.get(), frame_.data(),
-                             kSealedHeaderBytes + payload.size() + kSealedTagBytes, timeout_ms_));
+  bytes_ += payload;
+  GD_RETURN_IF_ERROR(SendAll(fd_.get(), frame.data(), frame.size(), timeout_ms_));
   if (cut_) {
     shutdown(fd_.get(), SHUT_RDWR);
     cut_ = false;
@@ -254,10 +260,24 @@ Status SealedWriter::Write(const void* data, size_t n) {
   // (gandivad's) never faults in a megabyte of zeros.
   if (frame_.empty()) frame_.resize(kSealedHeaderBytes + kFramePayload + kSealedTagBytes);
   const auto* p = static_cast<const uint8_t*>(data);
-  // Whole frames of a large write are sealed straight from the caller's bytes
-  // into the frame buffer: one pass over them instead of a copy and a pass.
+  // Whole frames of a large write are sealed straight from the caller's bytes:
+  // one pass over them instead of a copy and a pass. Two or more are sealed on
+  // a helper thread, one ahead of their sending here.
   if (n >= kFramePayload && !corrupt_) {
     GD_RETURN_IF_ERROR(Flush());
+    const size_t frames = n / kFramePayload;
+    if (frames >= 2) {
+      if (!ahead_) ahead_ = std::make_unique<SealAhead>(&sealer_);
+      Status s;
+      const auto send = [this](std::span<uint8_t> frame) {
+        return SendSealed(frame, frame.size() - kSealedHeaderBytes - kSealedTagBytes);
+      };
+      if (ahead_->Run(p, frames, kFramePayload, send, &s)) {
+        GD_RETURN_IF_ERROR(s);
+        p += frames * kFramePayload;
+        n -= frames * kFramePayload;
+      }
+    }
     for (; n >= kFramePayload; p += kFramePayload, n -= kFramePayload)
       GD_RETURN_IF_ERROR(SealAndSend({p, kFramePayload}));
   }

@@ -71,9 +71,12 @@ inline constexpr uint64_t kReplySeq = uint64_t{1} << 63;
 Status SendReply(int fd, const BulkKey& key, std::span<const uint8_t> payload, int timeout_ms);
 StatusOr<std::vector<uint8_t>> ReceiveReply(int fd, const BulkKey& key, int timeout_ms);
 
+class SealAhead;  // seals a large write's frames on a helper thread
+
 class SealedWriter {
  public:
   SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, int timeout_ms);
+  ~SealedWriter();
   // Buffers bytes and sends each full frame.
   Status Write(const void* data, size_t n);
   // Sends one frame of its own (the hello).
@@ -97,6 +100,9 @@ class SealedWriter {
   // Seals `payload` (the buffered bytes, or a whole frame of the caller's)
   // into frame_ and sends it; the test-only tamper and cut apply here.
   Status SealAndSend(std::span<const uint8_t> payload);
+  // Sends a sealed data frame of `payload` bytes; the test-only tamper and cut
+  // apply here.
+  Status SendSealed(std::span<uint8_t> frame, size_t payload);
   UniqueFd fd_;
   FrameSealer sealer_;
   int timeout_ms_;
@@ -106,6 +112,7 @@ class SealedWriter {
   bool tamper_ = false;
   bool corrupt_ = false;
   bool cut_ = false;
+  std::unique_ptr<SealAhead> ahead_;  // made on the first large write
 };
 
 class SealedReader {
