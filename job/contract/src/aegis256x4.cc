@@ -78,7 +78,7 @@ bool Aegis256x4::Open(const uint8_t* nonce, const uint8_t* aad, size_t aad_len, 
   Run(code_, {key_, nonce, aad, aad_len, data, data, n, true}, expected);
   // Compared whole, without an early exit.
   const bool good = CRYPTO_memcmp(expected, tag, kTagBytes) == 0;
-  if (!good) std::memset(data, 0, n);
+  if (!good && n > 0) std::memset(data, 0, n);  // data may be null when n is 0
   return good;
 }
 
