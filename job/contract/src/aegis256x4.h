@@ -62,6 +62,13 @@ class Aegis256x4 {
 
 namespace aegis {
 
+// RFC 10032's constants: the Fibonacci sequence mod 256, C0 its first 16
+// terms and C1 the next 16.
+inline constexpr uint8_t kC0[16] = {0x00, 0x01, 0x01, 0x02, 0x03, 0x05, 0x08, 0x0d,
+                                    0x15, 0x22, 0x37, 0x59, 0x90, 0xe9, 0x79, 0x62};
+inline constexpr uint8_t kC1[16] = {0xdb, 0x3d, 0x18, 0x55, 0x6d, 0xc2, 0x2f, 0xf1,
+                                    0x20, 0x11, 0x31, 0x42, 0x73, 0xb5, 0x28, 0xdd};
+
 // One whole AEGIS-256X4 pass: absorbs `aad`, encrypts (or, `decrypt`, decrypts)
 // n bytes of `in` into `out` and writes the tag it computed. Each code's own.
 struct Pass {

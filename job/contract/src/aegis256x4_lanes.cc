@@ -153,10 +153,6 @@ inline void Keystream(const State<R>& s, typename R::Block* z) {
 template <class R>
 State<R> Init(const uint8_t* key, const uint8_t* nonce) {
   using Block = typename R::Block;
-  static constexpr uint8_t kC0[16] = {0x00, 0x01, 0x01, 0x02, 0x03, 0x05, 0x08, 0x0d,
-                                      0x15, 0x22, 0x37, 0x59, 0x90, 0xe9, 0x79, 0x62};
-  static constexpr uint8_t kC1[16] = {0xdb, 0x3d, 0x18, 0x55, 0x6d, 0xc2, 0x2f, 0xf1,
-                                      0x20, 0x11, 0x31, 0x42, 0x73, 0xb5, 0x28, 0xdd};
   const Block k0 = R::Load(key), k1 = R::Load(key + 16);
   const Block k0n0 = R::Xor(k0, R::Load(nonce)), k1n1 = R::Xor(k1, R::Load(nonce + 16));
   const Block c0 = R::Load(kC0), c1 = R::Load(kC1);

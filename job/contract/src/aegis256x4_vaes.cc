@@ -56,10 +56,6 @@ GD_AEGIS_TARGET inline __m512i Keystream(const State& s) {
 }
 
 GD_AEGIS_TARGET State Init(const uint8_t* key, const uint8_t* nonce) {
-  static constexpr uint8_t kC0[16] = {0x00, 0x01, 0x01, 0x02, 0x03, 0x05, 0x08, 0x0d,
-                                      0x15, 0x22, 0x37, 0x59, 0x90, 0xe9, 0x79, 0x62};
-  static constexpr uint8_t kC1[16] = {0xdb, 0x3d, 0x18, 0x55, 0x6d, 0xc2, 0x2f, 0xf1,
-                                      0x20, 0x11, 0x31, 0x42, 0x73, 0xb5, 0x28, 0xdd};
   const __m512i k0 = Broadcast(key), k1 = Broadcast(key + 16);
   const __m512i k0n0 = _mm512_xor_si512(k0, Broadcast(nonce));
   const __m512i k1n1 = _mm512_xor_si512(k1, Broadcast(nonce + 16));
