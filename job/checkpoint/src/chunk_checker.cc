@@ -2,7 +2,7 @@
 #include "chunk_checker.h"
 
 #include "crc32c.h"
-#include "helper_thread.h"
+#include "gandiva/common/helper_thread.h"
 
 namespace gandiva::checkpoint {
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "crc32c.h"
-#include "helper_thread.h"
+#include "gandiva/common/helper_thread.h"
 #include "streamed_stores.h"
 
 #if defined(__x86_64__)

@@ -2,7 +2,7 @@
 #include "crc_ahead.h"
 
 #include "crc32c.h"
-#include "helper_thread.h"
+#include "gandiva/common/helper_thread.h"
 
 namespace gandiva::checkpoint {
 

@@ -4,7 +4,8 @@
 // checksum pass sits between two writes, in series (~0.1 s per GiB here, a
 // sixth of a migration's stream). Only large writes use it, which hand the
 // writer a run of whole chunks that stay put until the write returns.
-// Without a thread (helper_thread.h) the writer computes each inline.
+// Without a thread (gandiva/common/helper_thread.h) the writer computes each
+// inline.
 //
 // Thread-safety: Start and Of are called by the writing thread only.
 #ifndef GANDIVA_CHECKPOINT_CRC_AHEAD_H_

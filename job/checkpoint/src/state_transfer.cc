@@ -11,7 +11,7 @@
 
 #include "fresh_state.h"
 #include "gandiva/checkpoint/registry.h"
-#include "helper_thread.h"
+#include "gandiva/common/helper_thread.h"
 #include "io.h"
 #include "stream.h"
 

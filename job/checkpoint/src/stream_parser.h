@@ -18,7 +18,7 @@
 #include "crc32c.h"
 #include "format.h"
 #include "fresh_state.h"
-#include "helper_thread.h"
+#include "gandiva/common/helper_thread.h"
 #include "stream.h"
 
 namespace gandiva::checkpoint {

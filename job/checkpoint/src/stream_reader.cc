@@ -14,7 +14,7 @@
 #include "crc32c.h"
 #include "format.h"
 #include "fresh_state.h"
-#include "helper_thread.h"
+#include "gandiva/common/helper_thread.h"
 #include "stream.h"
 #include "stream_parser.h"
 

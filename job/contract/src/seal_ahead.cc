@@ -1,7 +1,7 @@
 // SealAhead: see seal_ahead.h.
 #include "seal_ahead.h"
 
-#include <exception>
+#include "gandiva/common/helper_thread.h"
 
 namespace gandiva::sealed {
 
@@ -17,13 +17,9 @@ SealAhead::~SealAhead() {
 bool SealAhead::Run(const uint8_t* p, size_t frames, size_t frame_payload, const Send& send,
                     Status* result) {
   if (no_thread_) return false;
-  if (!thread_.joinable()) {
-    try {
-      thread_ = std::thread([this] { Loop(); });
-    } catch (const std::exception&) {
-      no_thread_ = true;
-      return false;
-    }
+  if (!thread_.joinable() && !StartHelperThread(&thread_, [this] { Loop(); })) {
+    no_thread_ = true;
+    return false;
   }
   const size_t frame_bytes = kSealedHeaderBytes + frame_payload + kSealedTagBytes;
   for (auto& b : buffers_)

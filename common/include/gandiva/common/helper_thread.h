@@ -1,17 +1,18 @@
-// The checkpoint code's helper threads (prefaulting receive memory, checking
-// chunks ahead of the load, unmapping after a restore) only make it faster.
-// They run inside the job's process, which may be out of threads (a cgroup's
+// The job side's helper threads (the checkpoint code's prefaulting receive
+// memory, checking chunks ahead of the load, unmapping after a restore; the
+// bulk channel's sealing ahead) only make it faster. They run inside the
+// job's process, which may be out of threads (a cgroup's
 // pids.max, RLIMIT_NPROC): std::thread then throws, and an exception must not
 // leave the library (it would end the job mid-restore). StartHelperThread
 // says false instead, and every caller has a way without the thread.
-#ifndef GANDIVA_CHECKPOINT_HELPER_THREAD_H_
-#define GANDIVA_CHECKPOINT_HELPER_THREAD_H_
+#ifndef GANDIVA_COMMON_HELPER_THREAD_H_
+#define GANDIVA_COMMON_HELPER_THREAD_H_
 
 #include <exception>
 #include <thread>
 #include <utility>
 
-namespace gandiva::checkpoint {
+namespace gandiva {
 
 // Starts fn on a new thread in *thread; false, with *thread untouched and fn
 // destroyed, when no thread could be had.
@@ -25,6 +26,6 @@ bool StartHelperThread(std::thread* thread, Fn&& fn) noexcept {
   }
 }
 
-}  // namespace gandiva::checkpoint
+}  // namespace gandiva
 
-#endif  // GANDIVA_CHECKPOINT_HELPER_THREAD_H_
+#endif  // GANDIVA_COMMON_HELPER_THREAD_H_
