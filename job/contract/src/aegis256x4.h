@@ -21,6 +21,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gandiva/contract/sealed_frames.h"  // PlaintextSum
+
 namespace gandiva::sealed {
 
 enum class AegisCode { kVaes512, kAes128, kPortable };
@@ -44,9 +46,11 @@ class Aegis256x4 {
   Aegis256x4& operator=(const Aegis256x4&) = delete;
 
   // Encrypts n bytes of `in` into `out` (which may be `in`) and writes the
-  // 128-bit tag over `aad` and the message.
+  // 128-bit tag over `aad` and the message. With `sum`, the message is added
+  // to it too: by the 512-bit code piece by piece just before each piece is
+  // encrypted (in the cache), by the others before the pass.
   void Seal(const uint8_t* nonce, const uint8_t* aad, size_t aad_len, const uint8_t* in,
-            uint8_t* out, size_t n, uint8_t* tag) const;
+            uint8_t* out, size_t n, uint8_t* tag, PlaintextSum* sum = nullptr) const;
 
   // Decrypts n bytes in place and says whether `tag` authenticates them and
   // `aad`; on false the bytes are zeroed (the RFC: no unverified plaintext).
@@ -80,10 +84,11 @@ struct Pass {
   uint8_t* out;
   size_t n;
   bool decrypt;
+  PlaintextSum* sum = nullptr;  // sealing only; see Aegis256x4::Seal
 };
-void RunVaes512(const Pass& p, uint8_t* tag);  // only where the CPU has it
-void RunAes128(const Pass& p, uint8_t* tag);   // likewise
-void RunPortable(const Pass& p, uint8_t* tag);
+void RunVaes512(const Pass& p, uint8_t* tag);  // only where the CPU has it; adds to p.sum
+void RunAes128(const Pass& p, uint8_t* tag);   // likewise; ignores p.sum
+void RunPortable(const Pass& p, uint8_t* tag);  // ignores p.sum
 bool CpuHasVaes512();
 bool CpuHasAes128();
 
