@@ -41,8 +41,8 @@ class Sink {
   virtual bool SumsAsItWrites() { return false; }
   // Writes `header` (a kFrameChunkCrcAfter frame's), the n bytes at p, and
   // their CRC32C, computed as they are written; returns that CRC32C.
-  virtual StatusOr<uint32_t> WriteChunkCrcAfter(std::span<const uint8_t> header, const uint8_t* p,
-                                                size_t n);
+  virtual StatusOr<uint32_t> WriteChunkCrcAfter(std::span<const uint8_t> header,
+                                                const uint8_t* p, size_t n);
 };
 
 class Source {

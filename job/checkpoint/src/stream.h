@@ -15,10 +15,10 @@
 #include <utility>
 #include <vector>
 
-#include "format.h"
 #include "gandiva/checkpoint/registry.h"
 #include "gandiva/checkpoint/state_transfer.h"
 #include "gandiva/status.h"
+#include "format.h"
 #include "io.h"
 
 namespace gandiva::checkpoint {
@@ -74,9 +74,9 @@ class StreamWriter {
   Status Fail(Status s);
 
   Sink* sink_;
-  HeldChunks* const held_;        // what the reader holds already, or nullptr
+  HeldChunks* const held_;  // what the reader holds already, or nullptr
   const bool sums_as_it_writes_;  // Sink::SumsAsItWrites
-  Status error_;                  // sticky: the first failure
+  Status error_;            // sticky: the first failure
   uint64_t offset_ = 0;
   uint64_t chunks_ = 0;
   uint64_t sections_ = 0;
@@ -85,7 +85,7 @@ class StreamWriter {
   std::string section_name_;
   uint64_t section_bytes_ = 0;
   uint64_t section_chunks_ = 0;
-  bool expect_changed_ = false;        // the section's last large held chunk was sent changed
+  bool expect_changed_ = false;  // the section's last large held chunk was sent changed
   std::unique_ptr<uint8_t[]> buffer_;  // coalesces small writes into one chunk
   uint32_t buffered_ = 0;
   std::unique_ptr<Section> section_writer_;

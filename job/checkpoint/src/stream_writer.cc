@@ -199,8 +199,7 @@ Status StreamWriter::WriteDirect(const uint8_t* p, size_t n) {
     const uint32_t crc = crc_after ? 0 : ahead.Of(p, len);
     // Judged before this chunk's outcome: a guess either way costs at most
     // one checksum computed for nothing, or one computed inline.
-    if (rest >= kDirectWrite && !SendsCrcAfter(section_chunks_ + 1, next))
-      ahead.Start(p + len, next);
+    if (rest >= kDirectWrite && !SendsCrcAfter(section_chunks_ + 1, next)) ahead.Start(p + len, next);
     s = crc_after ? EmitChunkCrcAfter(p, len) : EmitChunk(p, len, crc);
     p += len;
     n = rest;

@@ -86,8 +86,8 @@ struct Pass {
   bool decrypt;
   PlaintextSum* sum = nullptr;  // sealing only; see Aegis256x4::Seal
 };
-void RunVaes512(const Pass& p, uint8_t* tag);   // only where the CPU has it; adds to p.sum
-void RunAes128(const Pass& p, uint8_t* tag);    // likewise; ignores p.sum
+void RunVaes512(const Pass& p, uint8_t* tag);  // only where the CPU has it; adds to p.sum
+void RunAes128(const Pass& p, uint8_t* tag);   // likewise; ignores p.sum
 void RunPortable(const Pass& p, uint8_t* tag);  // ignores p.sum
 bool CpuHasVaes512();
 bool CpuHasAes128();

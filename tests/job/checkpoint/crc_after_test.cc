@@ -222,12 +222,7 @@ TEST_F(CrcAfterTest, WithHeldChunksOnlyAChunkAfterAChangedOneIsSentUnchecked) {
     const auto bytes = Write(&sink);
     // step: plain. model: 0-2 named; 3 checked first, changed; 4, 5 after;
     // 6 after too (held after all: sent whole); 7, 8 named.
-    EXPECT_EQ(ChunkTypes(bytes),
-              "3"
-              "666"
-              "377"
-              "7"
-              "66");
+    EXPECT_EQ(ChunkTypes(bytes), "3" "666" "377" "7" "66");
     EXPECT_EQ(held->bytes_held(), 5u << 22);
     Status s = Load(bytes, /*streamed=*/true, check, std::move(*fresh));
     ASSERT_TRUE(s.ok()) << s.ToString();

@@ -151,7 +151,8 @@ TEST(Aegis256x4Test, SealingWhileSummingSealsTheSameBytesAndSumsThePlaintext) {
       std::vector<uint8_t> got = plain;  // in place
       std::array<uint8_t, 16> tag{};
       PlaintextSum sum{&Fnv, 2166136261u};
-      aegis.Seal(nonce.data(), aad.data(), aad.size(), got.data(), got.data(), n, tag.data(), &sum);
+      aegis.Seal(nonce.data(), aad.data(), aad.size(), got.data(), got.data(), n, tag.data(),
+                 &sum);
       ASSERT_EQ(got, want) << AegisCodeName(code) << ", length " << n;
       ASSERT_EQ(tag, want_tag) << AegisCodeName(code) << ", length " << n;
       ASSERT_EQ(sum.value, Fnv(plain.data(), n, 2166136261u)) << AegisCodeName(code) << ", " << n;
