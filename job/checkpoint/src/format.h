@@ -25,18 +25,11 @@ enum FrameType : uint8_t {
   // state: fresh_state.h). Counts as a chunk of SameChunkPayload::length
   // bytes. payload: SameChunkPayload
   kFrameChunkSame = 6,
-  // Only on a migration's bulk connection, and only to a reader whose list of
-  // held chunks says it takes them (held_chunks.h): a chunk whose CRC32C
-  // follows its data, so that the writer computes it while it seals the data
-  // instead of in a read of its own before the header. The header's
-  // payload_crc is 0; payload: the data, then their CRC32C (4 bytes).
-  kFrameChunkCrcAfter = 7,
 };
 
 // Large enough that per-chunk costs (a syscall, a header) vanish, small enough
 // that a reader verifies and forwards chunks while the next one is in flight.
 inline constexpr uint32_t kMaxChunkPayload = 4u << 20;
-inline constexpr uint32_t kCrcAfterBytes = 4;  // kFrameChunkCrcAfter's trailer
 inline constexpr uint32_t kMaxSectionName = 256;
 inline constexpr uint32_t kMaxHeaderPayload = 64u << 10;
 

@@ -7,8 +7,7 @@
 namespace gandiva::checkpoint {
 namespace {
 
-constexpr char kHeldMagic[8] = {'G', 'D', 'H', 'E', 'L', 'D', '2', '\n'};
-constexpr char kHeldMagicV1[8] = {'G', 'D', 'H', 'E', 'L', 'D', '1', '\n'};
+constexpr char kHeldMagic[8] = {'G', 'D', 'H', 'E', 'L', 'D', '1', '\n'};
 
 template <typename T>
 void Put(std::vector<uint8_t>* out, T v) {
@@ -66,12 +65,10 @@ StatusOr<HeldChunks> HeldChunks::Parse(std::span<const uint8_t> manifest) {
   char magic[sizeof kHeldMagic];
   sealed::BulkKey key;
   uint32_t sections = 0;
-  if (!in.Take(magic, sizeof magic)) return bad("cut short");
-  const bool v2 = std::memcmp(magic, kHeldMagic, sizeof magic) == 0;
-  if (!v2 && std::memcmp(magic, kHeldMagicV1, sizeof magic) != 0) return bad("bad magic");
+  if (!in.Take(magic, sizeof magic) || std::memcmp(magic, kHeldMagic, sizeof magic) != 0)
+    return bad("bad magic");
   if (!in.Take(key.data(), key.size()) || !in.Get(&sections)) return bad("cut short");
   HeldChunks held(key);
-  held.takes_crc_after_ = v2;
   for (uint32_t i = 0; i < sections; ++i) {
     uint16_t name_length = 0;
     uint32_t chunks = 0;
@@ -91,12 +88,6 @@ StatusOr<HeldChunks> HeldChunks::Parse(std::span<const uint8_t> manifest) {
   }
   if (!in.AtEnd()) return bad("bytes after the last section");
   return held;
-}
-
-const HeldChunk* HeldChunks::At(const std::string& section, size_t index) const {
-  const auto it = sections_.find(section);
-  if (it == sections_.end() || index >= it->second.size()) return nullptr;
-  return &it->second[index];
 }
 
 std::optional<sealed::ChunkTag> HeldChunks::Holds(const std::string& section, size_t index,

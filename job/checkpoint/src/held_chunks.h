@@ -7,13 +7,10 @@
 // keeps in memory, anything that is as it was when the job started.
 //
 // The manifest, the destination's one reply on the bulk connection
-// (sealed::SendReply), little-endian: "GDHELD2\n", the tag key (32 bytes), u32
+// (sealed::SendReply), little-endian: "GDHELD1\n", the tag key (32 bytes), u32
 // section count, and per section: u16 name length, the name, u32 chunk count,
-// and per chunk: u32 length, u32 CRC32C, 16-byte tag. Version 2 also says that
-// the reader takes chunks whose CRC32C follows their data
-// (kFrameChunkCrcAfter), and so is sent even when it lists nothing. A
-// version 1 manifest, or an empty one (an older reader), holds what it lists
-// and takes only plain chunks.
+// and per chunk: u32 length, u32 CRC32C, 16-byte tag. An empty manifest holds
+// nothing.
 #ifndef GANDIVA_CHECKPOINT_HELD_CHUNKS_H_
 #define GANDIVA_CHECKPOINT_HELD_CHUNKS_H_
 
@@ -54,10 +51,6 @@ class HeldChunks {
   // anyway), then the same tag, computed only then. Else nullopt.
   std::optional<sealed::ChunkTag> Holds(const std::string& section, size_t index,
                                         std::span<const uint8_t> bytes, uint32_t crc);
-  // The chunk held at that place, if any (its length, CRC32C and tag).
-  const HeldChunk* At(const std::string& section, size_t index) const;
-  // Whether the reader takes kFrameChunkCrcAfter frames.
-  bool takes_crc_after() const { return takes_crc_after_; }
   size_t chunks() const { return chunks_; }
   // Bytes the source did not send because the receiver held them.
   uint64_t bytes_held() const { return bytes_held_; }
@@ -67,7 +60,6 @@ class HeldChunks {
   sealed::ChunkTagger tagger_;
   std::unordered_map<std::string, std::vector<HeldChunk>> sections_;
   size_t chunks_ = 0;
-  bool takes_crc_after_ = false;
   uint64_t bytes_held_ = 0;
 };
 

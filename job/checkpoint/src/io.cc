@@ -171,10 +171,6 @@ class FdSource : public Source {
 
 std::unique_ptr<FreshState> Source::TakeFresh() { return TakeFreshState(); }
 
-StatusOr<uint32_t> Sink::WriteChunkCrcAfter(std::span<const uint8_t>, const uint8_t*, size_t) {
-  return FailedPrecondition(Describe() + " takes no chunk whose checksum follows it");
-}
-
 StatusOr<UniqueFd> ConnectUnixSocket(const std::string& path) {
   struct sockaddr_un addr {};
   addr.sun_family = AF_UNIX;

@@ -35,14 +35,6 @@ class Sink {
   virtual std::string Describe() const = 0;
   // What the reader holds already (a migration's destination), or nullptr.
   virtual HeldChunks* held() { return nullptr; }
-  // Whether WriteChunkCrcAfter may be used: the sink computes a chunk's
-  // CRC32C as it writes the chunk (seals it, on the sealed bulk connection),
-  // and its reader takes kFrameChunkCrcAfter frames.
-  virtual bool SumsAsItWrites() { return false; }
-  // Writes `header` (a kFrameChunkCrcAfter frame's), the n bytes at p, and
-  // their CRC32C, computed as they are written; returns that CRC32C.
-  virtual StatusOr<uint32_t> WriteChunkCrcAfter(std::span<const uint8_t> header,
-                                                const uint8_t* p, size_t n);
 };
 
 class Source {

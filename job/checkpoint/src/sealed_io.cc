@@ -3,7 +3,6 @@
 // gandiva/contract/sealed_channel.h): the state crosses no daemon.
 #include <sys/socket.h>
 
-#include "crc32c.h"
 #include "fresh_state.h"
 #include "gandiva/contract/sealed_channel.h"
 #include "held_chunks.h"
@@ -34,16 +33,6 @@ class SealedSink : public Sink {
   Status Commit() override { return writer_.Finish(); }
   std::string Describe() const override { return "the bulk connection handed over on " + path_; }
   HeldChunks* held() override { return &held_; }
-  bool SumsAsItWrites() override { return held_.takes_crc_after(); }
-  StatusOr<uint32_t> WriteChunkCrcAfter(std::span<const uint8_t> header, const uint8_t* p,
-                                        size_t n) override {
-    GD_RETURN_IF_ERROR(writer_.Write(header.data(), header.size()));
-    sealed::PlaintextSum sum{&Crc32c, 0};
-    GD_RETURN_IF_ERROR(writer_.Write(p, n, &sum));
-    const uint32_t crc = sum.value;
-    GD_RETURN_IF_ERROR(writer_.Write(&crc, sizeof crc));
-    return crc;
-  }
 
  private:
   sealed::SealedWriter writer_;
@@ -90,9 +79,7 @@ StatusOr<std::unique_ptr<Sink>> ConnectSealedSink(const std::string& socket_path
 StatusOr<std::unique_ptr<Source>> ConnectSealedSource(const std::string& socket_path) {
   GD_ASSIGN_OR_RETURN(sealed::Handoff h, TakeHandoff(socket_path));
   std::unique_ptr<FreshState> fresh = TakeFreshState();
-  std::vector<uint8_t> manifest = fresh ? fresh->Manifest() : std::vector<uint8_t>();
-  // Even a list of nothing says that this reader takes kFrameChunkCrcAfter.
-  if (manifest.empty()) manifest = EncodeHeldChunks(sealed::BulkKey{}, {});
+  const std::vector<uint8_t> manifest = fresh ? fresh->Manifest() : std::vector<uint8_t>();
   GD_RETURN_IF_ERROR(sealed::SendReply(h.connection.get(), h.key, manifest, kPeerTimeoutMs));
   return std::unique_ptr<Source>(new SealedSource(std::move(h), socket_path, std::move(fresh)));
 }

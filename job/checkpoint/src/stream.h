@@ -18,7 +18,6 @@
 #include "gandiva/checkpoint/registry.h"
 #include "gandiva/checkpoint/state_transfer.h"
 #include "gandiva/status.h"
-#include "format.h"
 #include "io.h"
 
 namespace gandiva::checkpoint {
@@ -54,28 +53,14 @@ class StreamWriter {
   class Section;
   Status WriteFrame(uint8_t type, const void* payload, uint32_t length);
   Status WriteFrame(uint8_t type, const void* payload, uint32_t length, uint32_t payload_crc);
-  // The next frame's header, its header_crc folded into the stream's digest.
-  FrameHeader NextHeader(uint8_t type, uint32_t length, uint32_t payload_crc);
   Status EmitChunk(const uint8_t* data, uint32_t length);
   Status EmitChunk(const uint8_t* data, uint32_t length, uint32_t crc);
-  // Whether chunk `index` of the open section (`length` bytes, written
-  // straight from the caller's memory) is sent as a kFrameChunkCrcAfter
-  // frame, its checksum computed as the sink seals it rather than before:
-  // the sink can, and the reader holds no chunk at its place that could be
-  // the same (none there, or one of another length), or it does but the
-  // last large chunk before it was sent changed though held (a state changes
-  // in runs; a small chunk, a step counter say, tells nothing of the next).
-  // One that turns out held after all was sent whole; the next is checked
-  // first.
-  bool SendsCrcAfter(uint64_t index, uint32_t length) const;
-  Status EmitChunkCrcAfter(const uint8_t* data, uint32_t length);
   Status WriteDirect(const uint8_t* p, size_t n);
   Status FlushBuffer();
   Status Fail(Status s);
 
   Sink* sink_;
   HeldChunks* const held_;  // what the reader holds already, or nullptr
-  const bool sums_as_it_writes_;  // Sink::SumsAsItWrites
   Status error_;            // sticky: the first failure
   uint64_t offset_ = 0;
   uint64_t chunks_ = 0;
@@ -85,7 +70,6 @@ class StreamWriter {
   std::string section_name_;
   uint64_t section_bytes_ = 0;
   uint64_t section_chunks_ = 0;
-  bool expect_changed_ = false;  // the section's last large held chunk was sent changed
   std::unique_ptr<uint8_t[]> buffer_;  // coalesces small writes into one chunk
   uint32_t buffered_ = 0;
   std::unique_ptr<Section> section_writer_;

@@ -103,10 +103,8 @@ class Parser {
   Status ReadPreamble();
   // The frame header at offset_, checked (checksum, known type, length bound).
   Status ReadFrameHeader(FrameHeader* h);
-  // The payload of the frame whose header *h is at offset_, checksum verified
-  // (a kFrameChunkCrcAfter frame's comes back as the plain chunk's header and
-  // payload it carries).
-  Status ReadPayload(FrameHeader* h, std::span<const uint8_t>* payload);
+  // The payload of the frame whose header is at offset_, checksum verified.
+  Status ReadPayload(const FrameHeader& h, std::span<const uint8_t>* payload);
   Status Frame(const FrameHeader& h, std::span<const uint8_t> payload);
 
   Source* source_;

@@ -35,8 +35,6 @@ const char* FrameName(uint8_t type) {
       return "end";
     case kFrameChunkSame:
       return "same-chunk";
-    case kFrameChunkCrcAfter:
-      return "chunk";
     default:
       return "unknown";
   }
@@ -56,8 +54,6 @@ uint32_t MaxPayload(uint8_t type) {
       return sizeof(EndPayload);
     case kFrameChunkSame:
       return sizeof(SameChunkPayload);
-    case kFrameChunkCrcAfter:
-      return kMaxChunkPayload + kCrcAfterBytes;
     default:
       return 0;
   }
@@ -178,11 +174,10 @@ Status Parser::Run() {
 Status Parser::Step() {
   FrameHeader h;
   GD_RETURN_IF_ERROR(ReadFrameHeader(&h));
-  const uint64_t frame_bytes = sizeof(h) + h.length;
   std::span<const uint8_t> payload;
-  GD_RETURN_IF_ERROR(ReadPayload(&h, &payload));
+  GD_RETURN_IF_ERROR(ReadPayload(h, &payload));
   GD_RETURN_IF_ERROR(Frame(h, payload));
-  offset_ += frame_bytes;
+  offset_ += sizeof(h) + h.length;
   return Status::Ok();
 }
 
@@ -260,22 +255,9 @@ Status Parser::ReadFrameHeader(FrameHeader* h) {
   return Status::Ok();
 }
 
-Status Parser::ReadPayload(FrameHeader* hp, std::span<const uint8_t>* payload) {
-  // A chunk whose CRC32C follows its data is read as the plain chunk it
-  // carries: *hp becomes that chunk's header, with the trailer's CRC32C.
-  const bool crc_after = hp->type == kFrameChunkCrcAfter;
-  if (crc_after) {
-    if (hp->length < kCrcAfterBytes)
-      return DataLoss("malformed checkpoint: a chunk frame too short for its checksum " + Where() +
-                      Describe());
-    hp->type = kFrameChunk;
-    hp->length -= kCrcAfterBytes;
-  }
-  const FrameHeader& h = *hp;
+Status Parser::ReadPayload(const FrameHeader& h, std::span<const uint8_t>* payload) {
   const uint64_t at = offset_ + sizeof(h);
   payload_checked_ = false;
-  bool streamed_chunk = false;
-  uint32_t crc = 0;  // a streamed chunk's, as it arrives
   size_t got;
   if (!mapped_.empty()) {
     got = std::min<size_t>(mapped_.size() - at, h.length);
@@ -285,33 +267,23 @@ Status Parser::ReadPayload(FrameHeader* hp, std::span<const uint8_t>* payload) {
     // the receiving thread has the time (the sender's core paces a migration)
     // where a check before or beside the load would read the chunk again.
     GD_ASSIGN_OR_RETURN(uint8_t * dst, ChunkMemory(h.length));
+    uint32_t crc = 0;
     GD_ASSIGN_OR_RETURN(got, Fill(dst, h.length, &crc));
     *payload = {dst, got};
-    streamed_chunk = true;
+    if (got == h.length && crc != h.payload_crc)
+      return DataLoss("corrupt " + FrameWhat(h.type) + " " + Where() + ": CRC32C " + Hex(crc) +
+                      " != stored " + Hex(h.payload_crc) + Describe());
+    payload_checked_ = true;
   } else {
     scratch_.resize(h.length);
     GD_ASSIGN_OR_RETURN(got, Fill(scratch_.data(), h.length));
     *payload = {scratch_.data(), got};
   }
-  if (crc_after && got == h.length) {
-    uint8_t trailer[kCrcAfterBytes];
-    GD_ASSIGN_OR_RETURN(size_t more, Copy(at + h.length, trailer, sizeof trailer));
-    if (more < sizeof trailer)
-      return DataLoss("truncated checkpoint: stream ends inside the checksum after " +
-                      FrameWhat(h.type) + " whose header is " + Where() + Describe());
-    std::memcpy(&hp->payload_crc, trailer, sizeof trailer);
-  }
   if (got < h.length)
     return DataLoss("truncated checkpoint: stream ends inside " + FrameWhat(h.type) + " (" +
                     std::to_string(got) + " of " + std::to_string(h.length) +
                     " payload bytes) whose header is " + Where() + Describe());
-  if (streamed_chunk) {
-    if (crc != h.payload_crc)
-      return DataLoss("corrupt " + FrameWhat(h.type) + " " + Where() + ": CRC32C " + Hex(crc) +
-                      " != stored " + Hex(h.payload_crc) + Describe());
-    payload_checked_ = true;
-    return Status::Ok();
-  }
+  if (payload_checked_) return Status::Ok();
   // Left to the loading (Frame() notes it); an empty one has nothing to defer.
   if (defer_chunk_checks_ && h.type == kFrameChunk && h.length > 0) return Status::Ok();
   const uint32_t payload_crc = Crc32c(payload->data(), payload->size());

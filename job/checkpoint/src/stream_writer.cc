@@ -40,10 +40,7 @@ class StreamWriter::Section : public SectionWriter {
 };
 
 StreamWriter::StreamWriter(Sink* sink)
-    : sink_(sink),
-      held_(sink->held()),
-      sums_as_it_writes_(sink->SumsAsItWrites()),
-      section_writer_(new Section(this)) {}
+    : sink_(sink), held_(sink->held()), section_writer_(new Section(this)) {}
 StreamWriter::~StreamWriter() = default;
 
 SectionWriter& StreamWriter::section() { return *section_writer_; }
@@ -57,20 +54,15 @@ Status StreamWriter::WriteFrame(uint8_t type, const void* payload, uint32_t leng
   return WriteFrame(type, payload, length, Crc32c(payload, length));
 }
 
-FrameHeader StreamWriter::NextHeader(uint8_t type, uint32_t length, uint32_t payload_crc) {
+Status StreamWriter::WriteFrame(uint8_t type, const void* payload, uint32_t length,
+                                uint32_t payload_crc) {
+  if (!error_.ok()) return error_;
   FrameHeader h{};
   h.type = type;
   h.length = length;
   h.payload_crc = payload_crc;
   h.header_crc = Crc32c(&h, offsetof(FrameHeader, header_crc));
   digest_ = Crc32c(&h.header_crc, sizeof(h.header_crc), digest_);
-  return h;
-}
-
-Status StreamWriter::WriteFrame(uint8_t type, const void* payload, uint32_t length,
-                                uint32_t payload_crc) {
-  if (!error_.ok()) return error_;
-  FrameHeader h = NextHeader(type, length, payload_crc);
   struct iovec iov[2] = {{&h, sizeof(h)}, {const_cast<void*>(payload), length}};
   Status s = sink_->WriteV(iov, length ? 2 : 1);
   if (!s.ok()) return Fail(s);
@@ -104,7 +96,6 @@ Status StreamWriter::BeginSection(const std::string& name) {
   section_name_ = name;
   section_bytes_ = 0;
   section_chunks_ = 0;
-  expect_changed_ = false;
   return Status::Ok();
 }
 
@@ -118,8 +109,6 @@ Status StreamWriter::EmitChunk(const uint8_t* data, uint32_t length, uint32_t cr
   // not sent.
   std::optional<sealed::ChunkTag> tag;
   if (held_) tag = held_->Holds(section_name_, section_chunks_, {data, length}, crc);
-  if (length >= kDirectWrite && held_ && held_->At(section_name_, section_chunks_))
-    expect_changed_ = !tag;
   if (tag) {
     SameChunkPayload same{length, crc, {}};
     std::memcpy(same.tag, tag->data(), sizeof(same.tag));
@@ -127,29 +116,6 @@ Status StreamWriter::EmitChunk(const uint8_t* data, uint32_t length, uint32_t cr
   } else {
     GD_RETURN_IF_ERROR(WriteFrame(kFrameChunk, data, length, crc));
   }
-  ++chunks_;
-  ++section_chunks_;
-  section_bytes_ += length;
-  return Status::Ok();
-}
-
-bool StreamWriter::SendsCrcAfter(uint64_t index, uint32_t length) const {
-  if (!sums_as_it_writes_) return false;
-  const HeldChunk* held = held_ ? held_->At(section_name_, index) : nullptr;
-  return !held || held->length != length || expect_changed_;
-}
-
-Status StreamWriter::EmitChunkCrcAfter(const uint8_t* data, uint32_t length) {
-  if (!error_.ok()) return error_;
-  const FrameHeader h = NextHeader(kFrameChunkCrcAfter, length + kCrcAfterBytes, 0);
-  StatusOr<uint32_t> crc =
-      sink_->WriteChunkCrcAfter({reinterpret_cast<const uint8_t*>(&h), sizeof h}, data, length);
-  if (!crc.ok()) return Fail(crc.status());
-  offset_ += sizeof(h) + h.length;
-  // A held chunk of the same length and checksum: the same after all, most
-  // likely, and so may be the next.
-  const HeldChunk* held = held_ ? held_->At(section_name_, section_chunks_) : nullptr;
-  if (held && length >= kDirectWrite) expect_changed_ = held->length != length || held->crc != *crc;
   ++chunks_;
   ++section_chunks_;
   section_bytes_ += length;
@@ -184,8 +150,7 @@ Status StreamWriter::Write(const void* data, size_t n) {
 }
 
 // Whole chunks straight from the caller's bytes (the rest, under
-// kDirectWrite, buffered). A chunk whose checksum the sink computes as it
-// seals it is sent so; any other's checksum is computed ahead, beside the
+// kDirectWrite, buffered), each chunk's checksum computed ahead, beside the
 // write of the one before it.
 Status StreamWriter::WriteDirect(const uint8_t* p, size_t n) {
   if (!crc_ahead_) crc_ahead_ = std::make_unique<CrcAhead>();
@@ -193,14 +158,10 @@ Status StreamWriter::WriteDirect(const uint8_t* p, size_t n) {
   Status s;
   while (s.ok() && n >= kDirectWrite) {
     const uint32_t len = static_cast<uint32_t>(std::min<size_t>(n, kMaxChunkPayload));
+    const uint32_t crc = ahead.Of(p, len);
     const size_t rest = n - len;
-    const uint32_t next = static_cast<uint32_t>(std::min<size_t>(rest, kMaxChunkPayload));
-    const bool crc_after = SendsCrcAfter(section_chunks_, len);
-    const uint32_t crc = crc_after ? 0 : ahead.Of(p, len);
-    // Judged before this chunk's outcome: a guess either way costs at most
-    // one checksum computed for nothing, or one computed inline.
-    if (rest >= kDirectWrite && !SendsCrcAfter(section_chunks_ + 1, next)) ahead.Start(p + len, next);
-    s = crc_after ? EmitChunkCrcAfter(p, len) : EmitChunk(p, len, crc);
+    if (rest >= kDirectWrite) ahead.Start(p + len, std::min<size_t>(rest, kMaxChunkPayload));
+    s = EmitChunk(p, len, crc);
     p += len;
     n = rest;
   }

@@ -68,12 +68,8 @@ void Run(AegisCode code, const aegis::Pass& pass, uint8_t* tag) {
 }  // namespace
 
 void Aegis256x4::Seal(const uint8_t* nonce, const uint8_t* aad, size_t aad_len, const uint8_t* in,
-                      uint8_t* out, size_t n, uint8_t* tag, PlaintextSum* sum) const {
-  if (sum && code_ != AegisCode::kVaes512) {
-    sum->Add(in, n);  // before: the pass may overwrite `in`
-    sum = nullptr;
-  }
-  Run(code_, {key_, nonce, aad, aad_len, in, out, n, false, sum}, tag);
+                      uint8_t* out, size_t n, uint8_t* tag) const {
+  Run(code_, {key_, nonce, aad, aad_len, in, out, n, false}, tag);
 }
 
 bool Aegis256x4::Open(const uint8_t* nonce, const uint8_t* aad, size_t aad_len, uint8_t* data,

@@ -21,8 +21,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gandiva/contract/sealed_frames.h"  // PlaintextSum
-
 namespace gandiva::sealed {
 
 enum class AegisCode { kVaes512, kAes128, kPortable };
@@ -46,11 +44,9 @@ class Aegis256x4 {
   Aegis256x4& operator=(const Aegis256x4&) = delete;
 
   // Encrypts n bytes of `in` into `out` (which may be `in`) and writes the
-  // 128-bit tag over `aad` and the message. With `sum`, the message is added
-  // to it too: by the 512-bit code piece by piece just before each piece is
-  // encrypted (in the cache), by the others before the pass.
+  // 128-bit tag over `aad` and the message.
   void Seal(const uint8_t* nonce, const uint8_t* aad, size_t aad_len, const uint8_t* in,
-            uint8_t* out, size_t n, uint8_t* tag, PlaintextSum* sum = nullptr) const;
+            uint8_t* out, size_t n, uint8_t* tag) const;
 
   // Decrypts n bytes in place and says whether `tag` authenticates them and
   // `aad`; on false the bytes are zeroed (the RFC: no unverified plaintext).
@@ -84,11 +80,10 @@ struct Pass {
   uint8_t* out;
   size_t n;
   bool decrypt;
-  PlaintextSum* sum = nullptr;  // sealing only; see Aegis256x4::Seal
 };
-void RunVaes512(const Pass& p, uint8_t* tag);  // only where the CPU has it; adds to p.sum
-void RunAes128(const Pass& p, uint8_t* tag);   // likewise; ignores p.sum
-void RunPortable(const Pass& p, uint8_t* tag);  // ignores p.sum
+void RunVaes512(const Pass& p, uint8_t* tag);  // only where the CPU has it
+void RunAes128(const Pass& p, uint8_t* tag);   // likewise
+void RunPortable(const Pass& p, uint8_t* tag);
 bool CpuHasVaes512();
 bool CpuHasAes128();
 

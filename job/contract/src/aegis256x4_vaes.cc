@@ -119,32 +119,12 @@ GD_AEGIS_TARGET void Finalize(State& s, size_t aad_len, size_t n, uint8_t* tag) 
   _mm_storeu_si128(reinterpret_cast<__m128i*>(tag), folded);
 }
 
-// Pieces small enough to stay in the first-level cache between the sum's read
-// and the cipher's.
-constexpr size_t kSumPiece = 16u << 10;
-
-GD_AEGIS_TARGET State SealAdding(State s, const uint8_t* in, uint8_t* out, size_t n,
-                                 PlaintextSum* sum) {
-  while (n > 0) {
-    const size_t piece = n > kSumPiece ? kSumPiece : n;
-    sum->Add(in, piece);  // before the cipher: `out` may be `in`
-    s = Crypt<false>(s, in, out, piece);
-    in += piece;
-    out += piece;
-    n -= piece;
-  }
-  return s;
-}
-
 }  // namespace
 
 GD_AEGIS_TARGET void RunVaes512(const Pass& p, uint8_t* tag) {
   State s = Init(p.key, p.nonce);
   Absorb(s, p.aad, p.aad_len);
-  if (p.decrypt)
-    s = Crypt<true>(s, p.in, p.out, p.n);
-  else
-    s = p.sum ? SealAdding(s, p.in, p.out, p.n, p.sum) : Crypt<false>(s, p.in, p.out, p.n);
+  s = p.decrypt ? Crypt<true>(s, p.in, p.out, p.n) : Crypt<false>(s, p.in, p.out, p.n);
   Finalize(s, p.aad_len, p.n, tag);
   // The state would let anyone who read it decrypt the rest of this frame.
   for (__m512i& v : s.v) v = _mm512_setzero_si512();

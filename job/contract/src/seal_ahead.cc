@@ -15,7 +15,7 @@ SealAhead::~SealAhead() {
 }
 
 bool SealAhead::Run(const uint8_t* p, size_t frames, size_t frame_payload, const Send& send,
-                    Status* result, PlaintextSum* sum) {
+                    Status* result) {
   if (no_thread_) return false;
   if (!thread_.joinable() && !StartHelperThread(&thread_, [this] { Loop(); })) {
     no_thread_ = true;
@@ -29,7 +29,6 @@ bool SealAhead::Run(const uint8_t* p, size_t frames, size_t frame_payload, const
     p_ = p;
     frames_ = frames;
     payload_ = frame_payload;
-    sum_ = sum;
     sealed_ = sent_ = 0;
     seal_error_ = Status::Ok();
     busy_ = true;
@@ -77,7 +76,7 @@ void SealAhead::Loop() {
       uint8_t* out = buffers_[i % kBuffers].data();
       const size_t n = payload_;
       lock.unlock();
-      Status s = sealer_->Seal(kSealedData, {payload, n}, out, sum_);
+      Status s = sealer_->Seal(kSealedData, {payload, n}, out);
       lock.lock();
       if (!s.ok()) {
         seal_error_ = s;

@@ -35,11 +35,10 @@ class SealAhead {
   // Seals `frames` data frames of `frame_payload` bytes each from `p`, in
   // order, and calls send(frame) with each sealed frame (header, ciphertext,
   // tag) on this thread; the first error of either ends it, in *result.
-  // With `sum`, the helper adds each frame's payload to it as it seals it.
   // False (nothing sealed) when no thread could be had.
   using Send = std::function<Status(std::span<uint8_t> frame)>;
   [[nodiscard]] bool Run(const uint8_t* p, size_t frames, size_t frame_payload, const Send& send,
-                         Status* result, PlaintextSum* sum = nullptr);
+                         Status* result);
 
  private:
   void Loop();
@@ -53,7 +52,6 @@ class SealAhead {
   const uint8_t* p_ = nullptr;
   size_t frames_ = 0;
   size_t payload_ = 0;
-  PlaintextSum* sum_ = nullptr;
   size_t sealed_ = 0;  // frames sealed so far
   size_t sent_ = 0;    // frames sent so far (their buffers free again)
   bool busy_ = false;  // the helper is within the write

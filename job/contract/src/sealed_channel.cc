@@ -235,8 +235,8 @@ Status SealedWriter::Flush() {
   return SealAndSend({payload, n});
 }
 
-Status SealedWriter::SealAndSend(std::span<const uint8_t> payload, PlaintextSum* sum) {
-  GD_RETURN_IF_ERROR(sealer_.Seal(kSealedData, payload, frame_.data(), sum));
+Status SealedWriter::SealAndSend(std::span<const uint8_t> payload) {
+  GD_RETURN_IF_ERROR(sealer_.Seal(kSealedData, payload, frame_.data()));
   return SendSealed({frame_.data(), kSealedHeaderBytes + payload.size() + kSealedTagBytes},
                     payload.size());
 }
@@ -255,7 +255,7 @@ Status SealedWriter::SendSealed(std::span<uint8_t> frame, size_t payload) {
   return Status::Ok();
 }
 
-Status SealedWriter::Write(const void* data, size_t n, PlaintextSum* sum) {
+Status SealedWriter::Write(const void* data, size_t n) {
   // The frame buffer on first use: a writer that only sends a hello
   // (gandivad's) never faults in a megabyte of zeros.
   if (frame_.empty()) frame_.resize(kSealedHeaderBytes + kFramePayload + kSealedTagBytes);
@@ -272,18 +272,17 @@ Status SealedWriter::Write(const void* data, size_t n, PlaintextSum* sum) {
       const auto send = [this](std::span<uint8_t> frame) {
         return SendSealed(frame, frame.size() - kSealedHeaderBytes - kSealedTagBytes);
       };
-      if (ahead_->Run(p, frames, kFramePayload, send, &s, sum)) {
+      if (ahead_->Run(p, frames, kFramePayload, send, &s)) {
         GD_RETURN_IF_ERROR(s);
         p += frames * kFramePayload;
         n -= frames * kFramePayload;
       }
     }
     for (; n >= kFramePayload; p += kFramePayload, n -= kFramePayload)
-      GD_RETURN_IF_ERROR(SealAndSend({p, kFramePayload}, sum));
+      GD_RETURN_IF_ERROR(SealAndSend({p, kFramePayload}));
   }
   while (n > 0) {
     const size_t take = std::min(n, kFramePayload - filled_);
-    if (sum) sum->Add(p, take);
     std::memcpy(frame_.data() + kSealedHeaderBytes + filled_, p, take);
     filled_ += take;
     p += take;

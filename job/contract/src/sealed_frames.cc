@@ -85,8 +85,7 @@ FrameSealer::FrameSealer(const BulkKey& key, uint64_t first_seq, SealedCipher ci
     : aegis_(FrameCipher(key, cipher)), seq_(first_seq) {}
 FrameSealer::~FrameSealer() = default;
 
-Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8_t* out,
-                         PlaintextSum* sum) {
+Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8_t* out) {
   if (payload.size() > kMaxSealedPayload) return InvalidArgument("frame payload too large");
   const SealedHeader header{seq_, static_cast<uint32_t>(payload.size()), flags};
   // Before the cipher writes: when sealing in place, payload starts right after it.
@@ -94,7 +93,7 @@ Status FrameSealer::Seal(uint32_t flags, std::span<const uint8_t> payload, uint8
   uint8_t* cipher = out + kSealedHeaderBytes;
   const auto nonce = NonceOf(seq_);
   aegis_->Seal(nonce.data(), out, kSealedHeaderBytes, payload.data(), cipher, payload.size(),
-               cipher + payload.size(), sum);
+               cipher + payload.size());
   ++seq_;
   return Status::Ok();
 }

@@ -123,43 +123,6 @@ TEST(Aegis256x4Test, TheCodesSealTheSameBytes) {
   }
 }
 
-// FNV-1a over the bytes, continued from `sum`: order-sensitive, and the same
-// whether the bytes come in one piece or many.
-uint32_t Fnv(const void* p, size_t n, uint32_t sum) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  for (size_t i = 0; i < n; ++i) sum = (sum ^ b[i]) * 16777619u;
-  return sum;
-}
-
-// A seal that also sums the plaintext (the checkpoint stream's CRC32C of a
-// chunk, taken piece by piece as the 512-bit code seals) seals the same bytes
-// and sums the plaintext, not the ciphertext, in place too.
-TEST(Aegis256x4Test, SealingWhileSummingSealsTheSameBytesAndSumsThePlaintext) {
-  std::mt19937_64 rng(20261128);
-  std::vector<size_t> lengths = Lengths();
-  for (size_t n : {16383u, 16384u, 16385u, 3u * 16384 + 64, 100000u}) lengths.push_back(n);
-  for (size_t n : lengths) {
-    const auto key = Random(rng, 32), nonce = Random(rng, 32), aad = Random(rng, n % 70);
-    const auto plain = Random(rng, n);
-    for (AegisCode code : kCodes) {
-      if (!AegisCodeRuns(code)) continue;
-      const Aegis256x4 aegis(key.data(), code);
-      std::vector<uint8_t> want(n);
-      std::array<uint8_t, 16> want_tag{};
-      aegis.Seal(nonce.data(), aad.data(), aad.size(), plain.data(), want.data(), n,
-                 want_tag.data());
-      std::vector<uint8_t> got = plain;  // in place
-      std::array<uint8_t, 16> tag{};
-      PlaintextSum sum{&Fnv, 2166136261u};
-      aegis.Seal(nonce.data(), aad.data(), aad.size(), got.data(), got.data(), n, tag.data(),
-                 &sum);
-      ASSERT_EQ(got, want) << AegisCodeName(code) << ", length " << n;
-      ASSERT_EQ(tag, want_tag) << AegisCodeName(code) << ", length " << n;
-      ASSERT_EQ(sum.value, Fnv(plain.data(), n, 2166136261u)) << AegisCodeName(code) << ", " << n;
-    }
-  }
-}
-
 TEST(Aegis256x4Test, OpensOnlyWhatWasSealedAndZeroesTheRest) {
   std::mt19937_64 rng(7);
   for (AegisCode code : kCodes) {

@@ -12,8 +12,7 @@ if ! command -v aarch64-linux-gnu-g++ >/dev/null || ! command -v qemu-aarch64 >/
   exit 77
 fi
 aarch64-linux-gnu-g++ -std=c++20 -O2 -Wall -Wextra -Werror -march=armv8-a+crypto \
-  -I"$src/job/contract/src" -I"$src/job/contract/include" -I"$src/common/include" \
-  "$src/tests/job/contract/aegis_vectors_main.cc" \
+  -I"$src/job/contract/src" "$src/tests/job/contract/aegis_vectors_main.cc" \
   "$src/job/contract/src/aegis256x4_lanes.cc" "$src/job/contract/src/cpu_features.cc" \
   -o "$out/aegis_vectors"
 qemu-aarch64 -cpu max -L /usr/aarch64-linux-gnu "$out/aegis_vectors"

@@ -77,9 +77,8 @@ class SealedWriter {
  public:
   SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, int timeout_ms);
   ~SealedWriter();
-  // Buffers bytes and sends each full frame. With `sum`, the bytes are added
-  // to it as they are sealed (or buffered): no pass of its own over them.
-  Status Write(const void* data, size_t n, PlaintextSum* sum = nullptr);
+  // Buffers bytes and sends each full frame.
+  Status Write(const void* data, size_t n);
   // Sends one frame of its own (the hello).
   Status WriteFrame(uint32_t flags, std::span<const uint8_t> payload);
   // Sends what is buffered, then the last frame; the stream is complete.
@@ -100,7 +99,7 @@ class SealedWriter {
   Status Flush();
   // Seals `payload` (the buffered bytes, or a whole frame of the caller's)
   // into frame_ and sends it; the test-only tamper and cut apply here.
-  Status SealAndSend(std::span<const uint8_t> payload, PlaintextSum* sum = nullptr);
+  Status SealAndSend(std::span<const uint8_t> payload);
   // Sends a sealed data frame of `payload` bytes; the test-only tamper and cut
   // apply here.
   Status SendSealed(std::span<uint8_t> frame, size_t payload);

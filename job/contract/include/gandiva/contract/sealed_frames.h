@@ -39,17 +39,6 @@ inline constexpr uint32_t kMaxSealedPayload = 8u << 20;
 
 using BulkKey = std::array<uint8_t, kBulkKeyBytes>;
 
-// A running checksum of the bytes a writer seals (the checkpoint stream's
-// CRC32C of a chunk): `update` is applied to each piece of the plaintext just
-// before the piece is sealed, while it is still in the cache, so the checksum
-// costs no read of its own over memory (on a migration's source that read was
-// a sixth of the CPU the stream took).
-struct PlaintextSum {
-  uint32_t (*update)(const void* p, size_t n, uint32_t sum) = nullptr;
-  uint32_t value = 0;
-  void Add(const void* p, size_t n) { value = update(p, n, value); }
-};
-
 enum SealedFlags : uint32_t {
   kSealedHello = 1,  // frame 0: the destination's job id (8 bytes, little-endian)
   kSealedData = 2,   // the next bytes of the state
@@ -91,9 +80,7 @@ class FrameSealer {
   // Writes header, ciphertext and tag of the next frame into `out`, which must
   // hold kSealedHeaderBytes + payload.size() + kSealedTagBytes bytes; `out`
   // may start kSealedHeaderBytes before `payload` (sealing in place).
-  // With `sum`, the payload is also added to it, piece by piece as it is sealed.
-  Status Seal(uint32_t flags, std::span<const uint8_t> payload, uint8_t* out,
-              PlaintextSum* sum = nullptr);
+  Status Seal(uint32_t flags, std::span<const uint8_t> payload, uint8_t* out);
   uint64_t next_seq() const { return seq_; }
 
  private:
