@@ -5,15 +5,21 @@ floor measured in the same run (transfer_floor: memcpy, a Unix socket hop, plain
 TCP over 127.0.0.1 — the floor of the goal —, the sealed bulk channel, raw
 ZeroMQ without and with CURVE).
 
-For each size:
+For each size, --repeat times (3), so that the floor and the migrations see
+the same moments of a shared machine:
   1. transfer_floor --mib N (before any job holds memory);
-  2. synthetic_state_job --mib N run once unmanaged: the reference checksum;
-  3. the same job under `gandiva run` on node a, migrated to b after a few
-     hundred iterations; it finishes on b, and its checksum must equal the
-     reference (every iteration ran exactly once, the state arrived intact);
+  2. the job under `gandiva run` on node a, migrated to b after a few hundred
+     iterations; it finishes on b, and its checksum must equal that of
+  3. synthetic_state_job --mib N run once unmanaged, for as many iterations:
+     every iteration ran exactly once, the state arrived intact;
   4. at --frozen-sizes (1 GiB), 2 and 3 again for a job whose state is half
      frozen (--frozen): b's warm copy holds that half already, and only the
      trained half crosses.
+A row gives the best and the median of the repetitions, for the downtime and
+for each floor path alike, and the ratio of each to plain TCP; the JSON keeps
+every repetition. The goal is met when both ratios are within it: noise here
+only ever slows a transfer down, and one figure against the other's best (as
+this bench compared until 2026-11-27) weighed it against the migration.
 The job appends save/load/resume times (CLOCK_MONOTONIC, gandivad's clock) to a
 timing file, which splits each downtime into its phases:
 
@@ -47,6 +53,7 @@ import argparse
 import itertools
 import json
 import os
+import statistics
 import shutil
 import socket
 import subprocess
@@ -309,16 +316,47 @@ def measure(a, b, build, job, root, mib, frozen, floor, args):
     return row
 
 
+FLOOR_COLUMNS = ("memcpy_warm_ms", "memcpy_fresh_ms", "unix_socket_ms", "tcp_plain_ms",
+                 "tcp_sealed_ms", "zmq_plain_ms", "zmq_curve_ms")
+
+
+def summarize(reps):
+    """One size and frozen fraction over its repetitions: the best and the
+    median downtime and floor, the ratio of each; the best migration's details."""
+    downs = [r["downtime_ms"] for r in reps]
+    row = dict(min(reps, key=lambda r: r["downtime_ms"]))
+    for col in FLOOR_COLUMNS:
+        values = [r[col] for r in reps]
+        row[col] = min(values)
+        row[col.replace("_ms", "_median_ms")] = round(statistics.median(values), 1)
+    row["downtime_ms"] = min(downs)
+    row["downtime_median_ms"] = round(statistics.median(downs), 1)
+    row["downtimes_ms"] = downs
+    row["throughput_gbps"] = round(row["mib"] * 2**20 / (row["downtime_ms"] / 1e3) / 1e9, 3)
+    row["ratio_downtime_to_tcp_plain"] = round(row["downtime_ms"] / row["tcp_plain_ms"], 2)
+    row["ratio_median_downtime_to_tcp_plain"] = round(
+        row["downtime_median_ms"] / row["tcp_plain_median_ms"], 2)
+    row["repetitions"] = reps
+    return row
+
+
 def print_tables(rows):
     print()
-    print(f"{'size':>8} {'frozen':>6} {'sent MiB':>9} {'downtime ms':>12} {'GB/s':>6} {'memcpy ms':>10} "
-          f"{'unix ms':>8} {'tcp ms':>8} {'sealed ms':>10} {'curve ms':>9} {'down/tcp':>9}")
+    print("best and median of the repetitions (downtime and floor alike), ms")
+    print(f"{'size':>8} {'frozen':>6} {'sent MiB':>9} {'downtime':>9} {'median':>7} {'GB/s':>6} "
+          f"{'memcpy':>7} {'unix':>6} {'tcp':>6} {'median':>7} {'sealed':>7} {'curve':>7} "
+          f"{'down/tcp':>9} {'median':>7}")
     for r in rows:
         print(f"{r['mib']:>5} MiB {r['frozen_fraction']:>6g} {r['bytes_sent'] / 2**20:>9.1f} "
-              f"{r['downtime_ms']:>12.1f} {r['throughput_gbps']:>6.2f} "
-              f"{r['memcpy_warm_ms']:>10.1f} {r['unix_socket_ms']:>8.1f} {r['tcp_plain_ms']:>8.1f} "
-              f"{r['tcp_sealed_ms']:>10.1f} {r['zmq_curve_ms']:>9.1f} "
-              f"{r['ratio_downtime_to_tcp_plain']:>9.2f}")
+              f"{r['downtime_ms']:>9.1f} {r['downtime_median_ms']:>7.1f} {r['throughput_gbps']:>6.2f} "
+              f"{r['memcpy_warm_ms']:>7.1f} {r['unix_socket_ms']:>6.1f} {r['tcp_plain_ms']:>6.1f} "
+              f"{r['tcp_plain_median_ms']:>7.1f} {r['tcp_sealed_ms']:>7.1f} {r['zmq_curve_ms']:>7.1f} "
+              f"{r['ratio_downtime_to_tcp_plain']:>9.2f} {r['ratio_median_downtime_to_tcp_plain']:>7.2f}")
+    print()
+    print("each repetition: downtime / plain TCP of the floor run just before it, ms")
+    for r in rows:
+        pairs = ", ".join(f"{x['downtime_ms']:.0f}/{x['tcp_plain_ms']:.0f}" for x in r["repetitions"])
+        print(f"{r['mib']:>5} MiB {r['frozen_fraction']:>6g}  {pairs}")
     print()
     print(f"{'size':>8} {'frozen':>6} {'park->save':>11} {'stream':>8} {'(save)':>8} {'load':>7} "
           f"{'switch':>7}   ms")
@@ -334,13 +372,20 @@ def goal_verdict(rows):
     goal = next((r for r in rows if r["mib"] == GOAL_SIZE_MIB and r["frozen_fraction"] == 0), None)
     if not goal:
         return None
-    verdict = {"size_mib": GOAL_SIZE_MIB, "downtime_ms": goal["downtime_ms"],
-               "tcp_plain_ms": goal["tcp_plain_ms"],
-               "ratio_to_tcp_plain": goal["ratio_downtime_to_tcp_plain"],
-               "met": goal["downtime_ms"] <= GOAL_DOWNTIME_MS and goal["ratio_downtime_to_tcp_plain"] <= GOAL_RATIO}
+    ratio, ratio_median = goal["ratio_downtime_to_tcp_plain"], goal["ratio_median_downtime_to_tcp_plain"]
+    verdict = {"size_mib": GOAL_SIZE_MIB, "repetitions": len(goal["repetitions"]),
+               "downtime_ms": goal["downtime_ms"], "tcp_plain_ms": goal["tcp_plain_ms"],
+               "ratio_to_tcp_plain": ratio,
+               "downtime_median_ms": goal["downtime_median_ms"],
+               "tcp_plain_median_ms": goal["tcp_plain_median_ms"],
+               "ratio_median_to_tcp_plain": ratio_median,
+               "met": (goal["downtime_median_ms"] <= GOAL_DOWNTIME_MS and ratio <= GOAL_RATIO
+                       and ratio_median <= GOAL_RATIO)}
     print(f"\ngoal (1 GiB: downtime <= {GOAL_DOWNTIME_MS:.0f} ms and <= {GOAL_RATIO}x the plain TCP "
-          f"transfer): {'met' if verdict['met'] else 'MISSED'} ({goal['downtime_ms']:.0f} ms, "
-          f"plain TCP {goal['tcp_plain_ms']:.0f} ms, {goal['ratio_downtime_to_tcp_plain']:.2f}x)")
+          f"transfer, best and median of {verdict['repetitions']} alike): "
+          f"{'met' if verdict['met'] else 'MISSED'} (best {goal['downtime_ms']:.0f} ms, plain TCP "
+          f"{goal['tcp_plain_ms']:.0f} ms, {ratio:.2f}x; median {goal['downtime_median_ms']:.0f} ms, "
+          f"plain TCP {goal['tcp_plain_median_ms']:.0f} ms, {ratio_median:.2f}x)")
     return verdict
 
 
@@ -353,7 +398,10 @@ def main():
                     help="also migrate, at --frozen-sizes, jobs with these fractions of their state "
                          "as it started (held by the warm copy, not sent); empty for none")
     ap.add_argument("--frozen-sizes", default=str(GOAL_SIZE_MIB), help="sizes (MiB) for --frozen")
-    ap.add_argument("--floor-repeat", type=int, default=3, help="transfer_floor runs per path (best taken)")
+    ap.add_argument("--repeat", type=int, default=3,
+                    help="floor runs and migrations per size, alternating (best and median reported)")
+    ap.add_argument("--floor-repeat", type=int, default=1,
+                    help="transfer_floor runs per path in each repetition (best taken)")
     ap.add_argument("--margin-startups", type=float, default=6,
                     help="the job runs on for this many calibration start-ups after the warm "
                          "iterations (x4, at least 6, on each retry, if it still ended before it moved)")
@@ -387,9 +435,13 @@ def main():
         frozen = [float(f) for f in args.frozen.split(",") if f]
         frozen_sizes = {int(s) for s in args.frozen_sizes.split(",") if s}
         for mib in sizes:
-            floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
-            for fraction in [0.0] + (frozen if mib in frozen_sizes else []):
-                rows.append(measure(a, b, build, job, root, mib, fraction, floor, args))
+            fractions = [0.0] + (frozen if mib in frozen_sizes else [])
+            reps = {fraction: [] for fraction in fractions}
+            for _ in range(args.repeat):
+                floor = None if args.skip_floor else run_floor(build, mib, args.floor_repeat)
+                for fraction in fractions:
+                    reps[fraction].append(measure(a, b, build, job, root, mib, fraction, floor, args))
+            rows.extend(summarize(reps[fraction]) for fraction in fractions)
     finally:
         a.stop()
         b.stop()
