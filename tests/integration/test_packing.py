@@ -21,6 +21,26 @@ def rate_of(d, name):
     return d.jobs().get(name, {}).get("rate_vs_alone")
 
 
+def settle_rates(d, names, low, high, timeout=30):
+    """The jobs once each one's rate_vs_alone is in (low, high]. Polled: on a
+    machine other tests load by turns, the alone time (the median of the latest
+    iterations) follows a change of load sooner than the rate (over seconds),
+    and for that moment a job alone reads faster than alone (1.43 in one CI
+    run, its 4 ms iterations slowed to 7.7 just then). A rate that never
+    settles in the range still fails, with the last figures."""
+    last = {}
+
+    def settled():
+        last["jobs"] = d.jobs()
+        rates = [last["jobs"].get(n, {}).get("rate_vs_alone") for n in names]
+        return all(r is not None and low < r <= high for r in rates) and last["jobs"]
+
+    try:
+        return d.wait_for(settled, timeout=timeout, what=f"rates of {names} in ({low}, {high}]")
+    except AssertionError as e:
+        raise AssertionError(f"{e}\nlast: {last.get('jobs')}") from None
+
+
 def test_pack_slice_and_auto_with_two_real_jobs(daemon_factory, tmp_path):
     d = daemon_factory("--devices", "cpu:1", "--slice-ms", "50")
     outs = {n: tmp_path / f"{n}.json" for n in ("a", "b")}
@@ -35,9 +55,8 @@ def test_pack_slice_and_auto_with_two_real_jobs(daemon_factory, tmp_path):
         # (7.8 ms for a 4 ms iteration, then a rate of 1.22, in one CI run).
         d.wait_for(lambda: rate_of(d, "a") is not None and d.jobs()["a"]["iterations"] > 300,
                    what="job a's rate_vs_alone", timeout=60)
-        a = d.jobs()["a"]
+        a = settle_rates(d, ["a"], 0.5, 1.2)["a"]
         assert 4 <= a["alone_ms"] < 40, a
-        assert 0.5 < a["rate_vs_alone"] <= 1.2, a
 
         procs.append(d.run(*cmd, "--out", str(outs["b"]), name="b"))
         d.wait_for(lambda: d.jobs().get("b", {}).get("iterations", 0) > 20, what="job b to train")
@@ -47,10 +66,8 @@ def test_pack_slice_and_auto_with_two_real_jobs(daemon_factory, tmp_path):
         t0 = time.monotonic_ns()
         time.sleep(3.5)
         t1 = time.monotonic_ns()
-        jobs = d.jobs()
+        jobs = settle_rates(d, ["a", "b"], 0, 0.8)
         assert jobs["b"]["alone_ms"] is not None, jobs["b"]  # learned in its slices
-        for n in ("a", "b"):
-            assert 0 < jobs[n]["rate_vs_alone"] <= 0.8, jobs[n]
         ra, rb = (window(read_result(outs[n])["intervals"], t0, t1) for n in ("a", "b"))
         assert len(ra) > 20 and len(rb) > 20
         assert overlaps(ra, rb) == []
@@ -63,9 +80,7 @@ def test_pack_slice_and_auto_with_two_real_jobs(daemon_factory, tmp_path):
         t0 = time.monotonic_ns()
         time.sleep(3.5)
         t1 = time.monotonic_ns()
-        jobs = d.jobs()
-        for n in ("a", "b"):
-            assert 0 < jobs[n]["rate_vs_alone"] <= 1.2, jobs[n]
+        settle_rates(d, ["a", "b"], 0, 1.2)
         ra, rb = (window(read_result(outs[n])["intervals"], t0, t1) for n in ("a", "b"))
         assert len(ra) > 20 and len(rb) > 20
         assert len(overlaps(ra, rb)) > 10
