@@ -133,6 +133,11 @@ double LiveCluster::MeasuredRate(JobId job) const {
   return j.rate.value_or(1.0);
 }
 
+bool LiveCluster::RateMeasured(JobId job) const {
+  const Job& j = jobs_[job];
+  return !j.gpus.empty() && !j.moving && !j.resizing && j.rate.has_value();
+}
+
 std::string LiveCluster::KindName(int job_type) const {
   for (const auto& [kind, type] : kind_types_)
     if (type == job_type) return kind;

@@ -179,6 +179,7 @@ class LiveCluster final : public Cluster {
   double Attained(JobId job) const override;
   double RunTime(JobId job) const override;
   double MeasuredRate(JobId job) const override;
+  bool RateMeasured(JobId job) const override;
   double PendingSince(JobId job) const override { return jobs_[job].pending_since; }
   // From the device memory each job was measured holding (its node's
   // device_bytes, the most seen; for a job not measured yet, the most any job

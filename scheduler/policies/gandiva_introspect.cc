@@ -47,6 +47,9 @@ void GandivaPolicy::ReviewGrowth(Cluster& c) {
   std::vector<JobId> done;
   for (auto& [j, gr] : grown_) {
     if (gr.decided || c.Now() - gr.since < opt_.gandiva_interval) continue;
+    // Judged on a measurement of the grown run, however long it takes to
+    // start and be timed (a pending job takes the extra GPUs back meanwhile).
+    if (!c.RateMeasured(j)) continue;
     double gain = gr.rate_before > 0 ? c.MeasuredRate(j) / gr.rate_before : 0;
     auto key = std::make_pair(c.info(j).job_type, c.info(j).num_gpus);
     if (gain >= opt_.grow_gain) {
@@ -73,7 +76,9 @@ void GandivaPolicy::GrowIdle(Cluster& c) {
     for (int g : groups) {
       if (c.free_gpus().total_free() * 10 < total) return;
       JobId j = c.group(g).members[0];
-      if (grown_.count(j) || spread_.count(j) || c.MeasuredRate(j) <= 0) continue;
+      // Only a measured speed can show whether growing paid.
+      if (grown_.count(j) || spread_.count(j) || !c.RateMeasured(j) || c.MeasuredRate(j) <= 0)
+        continue;
       auto known = grow_learned_.find({c.info(j).job_type, n});
       if (known != grow_learned_.end() && !known->second) continue;
       int m = c.topology().machine_of(c.gpus(j)[0]);

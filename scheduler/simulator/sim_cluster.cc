@@ -100,6 +100,13 @@ double SimCluster::MeasuredRate(JobId j) const {
   return job.state == JobState::kRunning && now_ >= job.stall_until ? job.rate : 0;
 }
 
+// The simulator knows every rate; a stalled job's 0 is its rate too, but not
+// one that says how fast it runs where it is.
+bool SimCluster::RateMeasured(JobId j) const {
+  const Job& job = jobs_[j];
+  return job.state == JobState::kRunning && now_ >= job.stall_until;
+}
+
 bool SimCluster::PairFitsMemory(JobId a, JobId b) const {
   int n = jobs_[a].info.num_gpus;
   return perf_->PackedFactor(ref_class_, jobs_[a].info.job_type, jobs_[b].info.job_type, n) > 0 &&

@@ -51,6 +51,11 @@ class Cluster {
   // Current progress rate relative to running alone on consolidated GPUs of
   // its kind (1.0); 0 while stalled on suspend/resume or migration.
   virtual double MeasuredRate(JobId job) const = 0;
+  // Whether MeasuredRate is a measurement of the job's current run rather
+  // than an assumption: a live job's speed is known only once its node has
+  // timed some of its iterations (until then MeasuredRate takes it as 1.0).
+  // Decisions that compare speeds (does growing pay?) wait for it.
+  virtual bool RateMeasured(JobId job) const = 0;
   // When the job last became pending (submit or suspend).
   virtual double PendingSince(JobId job) const = 0;
   // Declared knowledge a real scheduler also has: whether two job types fit

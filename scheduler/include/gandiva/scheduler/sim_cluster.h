@@ -100,6 +100,7 @@ class SimCluster : public Cluster {
   double Attained(JobId j) const override;
   double RunTime(JobId j) const override;
   double MeasuredRate(JobId j) const override;
+  bool RateMeasured(JobId j) const override;
   double PendingSince(JobId j) const override { return jobs_[j].pending_since; }
   bool PairFitsMemory(JobId a, JobId b) const override;
   std::optional<double> OracleRemaining(JobId j) const override;
