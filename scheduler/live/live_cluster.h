@@ -35,6 +35,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -224,11 +225,12 @@ class LiveCluster final : public Cluster {
     // From the node's profiler for the current attempt.
     double device_time_s = 0, wall_time_s = 0;
     std::optional<double> rate;
-    double base_alone_ms = 0;     // its iteration time alone on info.num_gpus devices (RestartOn)
-    int64_t device_bytes = 0;     // the most device memory its node saw it hold (PairFitsMemory)
-    int64_t moving_from_job = 0;  // its id on moving_from
-    std::string moving_from;      // its source node while moving
-    std::string checkpointing;    // the dir of a checkpoint under way
+    double base_alone_ms = 0;      // its iteration time alone on info.num_gpus devices (RestartOn)
+    bool gave_kind_alone = false;  // its alone time went into kind_alone_ms_ (ReadRate)
+    int64_t device_bytes = 0;      // the most device memory its node saw it hold (PairFitsMemory)
+    int64_t moving_from_job = 0;   // its id on moving_from
+    std::string moving_from;       // its source node while moving
+    std::string checkpointing;     // the dir of a checkpoint under way
     JobRecord record;
     JobInfo info;
     double pending_since = 0;
@@ -333,6 +335,13 @@ class LiveCluster final : public Cluster {
   std::unordered_map<std::string, int> kind_types_;
   std::unordered_map<int, int64_t> kind_device_bytes_;  // job_type -> the most a job of it held
   int64_t DeviceBytes(const Job& j) const;              // measured, else its kind's
+  // A job's iteration time alone, as its node learned it, by its kind, the
+  // type of its devices and their number: the speed a packed job that never
+  // ran alone (a guest packed on arrival) is measured against (ReadRate).
+  // Each job's first known alone time replaces its kind's: the latest is the
+  // likeliest to have run under today's conditions.
+  std::map<std::tuple<int, int, int>, double> kind_alone_ms_;
+  void ReadRate(JobId id, const protocol::Json& nj);
   std::vector<bool> node_up_;
   std::vector<double> node_last_seen_;
   double next_wake_ = -1;

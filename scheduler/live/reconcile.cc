@@ -159,6 +159,53 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
   }
 }
 
+// Its rate against its speed alone, measured, or none (MeasuredRate then
+// takes it as 1.0 and RateMeasured says so). A pass reads no field it does
+// not use (node_runs.h): alone_ms and ewma_ms only where they are needed.
+void LiveCluster::ReadRate(JobId id, const Json& nj) {
+  Job& j = jobs_[id];
+  const Json& rate = nj["rate_vs_alone"];
+  if (rate.is_null())
+    j.rate.reset();
+  else
+    j.rate = rate.get<double>();
+  if (j.gpus.empty()) return;
+  const auto ewma_ms = [&nj]() -> double {
+    auto ewma = nj.find("ewma_ms");
+    return ewma != nj.end() && ewma->is_number() ? ewma->get<double>() : 0;
+  };
+  // Grown or shrunk, its rate is against its speed alone on as many devices
+  // as it asked for (the policy's 1.0, read by RestartOn), not against its
+  // speed alone on its devices now (1.0 whatever their number): what tells
+  // the policy whether growing paid.
+  if (j.base_alone_ms > 0 && RunDevices(j) != j.info.num_gpus) {
+    if (const double ewma = ewma_ms(); ewma > 0) j.rate = j.base_alone_ms / ewma;
+    return;
+  }
+  if (j.info.job_type < 0 || RunDevices(j) != j.info.num_gpus) return;
+  const std::tuple<int, int, int> kind{j.info.job_type, topology_.gpu_type_of(j.gpus[0]),
+                                       j.info.num_gpus};
+  if (j.rate) {  // its node knows its alone time: its kind's now (once a job)
+    if (!j.gave_kind_alone)
+      if (const Json& alone = nj["alone_ms"]; alone.is_number() && alone.get<double>() > 0) {
+        kind_alone_ms_[kind] = alone.get<double>();
+        j.gave_kind_alone = true;
+      }
+    return;
+  }
+  // Packed since it started, it was never alone: its node cannot say how fast
+  // it runs against alone, and a pack trial judged on the 1.0 assumed for it
+  // would keep any pair. Its kind's alone time against its iteration time now
+  // is its rate, while it never waits for a turn (no more jobs than the
+  // device runs at once).
+  const int group = group_of(id);
+  if (group == kNoGroup || modes_[group] != ShareMode::kPack ||
+      static_cast<int>(members_[group].size()) > options_.pack_capacity)
+    return;
+  if (auto alone = kind_alone_ms_.find(kind); alone != kind_alone_ms_.end())
+    if (const double ewma = ewma_ms(); ewma > 0) j.rate = alone->second / ewma;
+}
+
 void LiveCluster::TakeInJob(JobId id, const NodeRun& run, ClusterEvents& events) {
   Job& j = jobs_[id];
   const Json& nj = *run.entry;
@@ -185,20 +232,7 @@ void LiveCluster::TakeInJob(JobId id, const NodeRun& run, ClusterEvents& events)
         kind = std::max(kind, j.device_bytes);
       }
     }
-  const Json& rate = nj["rate_vs_alone"];
-  if (rate.is_null())
-    j.rate.reset();
-  else
-    j.rate = rate.get<double>();
-  // Grown or shrunk, its rate is against its speed alone on as many devices
-  // as it asked for (the policy's 1.0, read by RestartOn), not against its
-  // speed alone on its devices now (1.0 whatever their number): what tells
-  // the policy whether growing paid. Read only then (a pass reads no field it
-  // does not use, node_runs.h).
-  if (j.base_alone_ms > 0 && RunDevices(j) != j.info.num_gpus) {
-    if (auto ewma = nj.find("ewma_ms"); ewma != nj.end() && ewma->is_number() && *ewma > 0)
-      j.rate = j.base_alone_ms / ewma->get<double>();
-  }
+  ReadRate(id, nj);
   // Its operation is read only while a checkpoint of ours is under way (all
   // TakeInCheckpoint looks for).
   if (!j.checkpointing.empty()) {

@@ -159,8 +159,12 @@ void GandivaPolicy::ReviewPackTrials(Cluster& c) {
       continue;
     }
     double guest = c.MeasuredRate(t.guest), resident = c.MeasuredRate(t.resident);
-    if (c.Now() - t.since < opt_.gandiva_interval || guest <= 0 || resident <= 0) {
-      review_ = true;  // not measured long enough, or a member is stalled
+    // Not measured long enough, a member stalled, or a rate only assumed (a
+    // live guest whose kind its node never timed alone): what is learned
+    // here decides every later pair of these kinds.
+    if (c.Now() - t.since < opt_.gandiva_interval || guest <= 0 || resident <= 0 ||
+        !c.RateMeasured(t.guest) || !c.RateMeasured(t.resident)) {
+      review_ = true;
       ++it;
       continue;
     }

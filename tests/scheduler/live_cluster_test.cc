@@ -174,6 +174,47 @@ TEST_F(LiveClusterTest, JobsOfOneKindShareAJobType) {
   EXPECT_EQ(c->info(unknown).job_type, -1);
 }
 
+// A guest packed on arrival never runs alone, so its node never learns its
+// speed alone: its rate is its kind's alone time, learned from a job of the
+// kind its node timed alone on a device of the same type, against its
+// iteration time packed. A guest of a kind never timed alone has no measured
+// rate (the 1.0 MeasuredRate takes for it is not a measurement).
+TEST_F(LiveClusterTest, APackedGuestIsMeasuredAgainstItsKindsSpeedAlone) {
+  auto c = MakeCluster();
+  const GpuId a = 0, b = 1;
+  const JobId cnn1 = c->Admit(Submitted("cnn1", "python3 cnn.py"));
+  const JobId mlp = c->Admit(Submitted("mlp", "python3 mlp.py"));
+  ASSERT_TRUE(c->Start(cnn1, {&b, 1}).ok());
+  ASSERT_TRUE(c->Start(mlp, {&a, 1}).ok());
+  nodes_.jobs_[1][0]["rate_vs_alone"] = 1.0;
+  nodes_.jobs_[1][0]["alone_ms"] = 20.0;  // cnn alone on a cpu device: 20 ms an iteration
+  nodes_.jobs_[0][0]["rate_vs_alone"] = 1.0;
+  c->Refresh();
+  EXPECT_TRUE(c->RateMeasured(cnn1));
+
+  ASSERT_TRUE(c->SetShareMode(c->group_of(mlp), ShareMode::kPack).ok());
+  const JobId cnn2 = c->Admit(Submitted("cnn2", "python3 cnn.py"));
+  ASSERT_TRUE(c->Start(cnn2, {&a, 1}).ok());
+  ASSERT_EQ(nodes_.jobs_[0].size(), 2u);
+  nodes_.jobs_[0][1]["rate_vs_alone"] = nullptr;  // never alone: its node cannot say
+  c->Refresh();
+  EXPECT_FALSE(c->RateMeasured(cnn2)) << "no iteration timed yet";
+  EXPECT_DOUBLE_EQ(c->MeasuredRate(cnn2), 1.0) << "assumed";
+  nodes_.jobs_[0][1]["ewma_ms"] = 25.0;
+  c->Refresh();
+  EXPECT_TRUE(c->RateMeasured(cnn2));
+  EXPECT_DOUBLE_EQ(c->MeasuredRate(cnn2), 20.0 / 25.0);
+
+  // A kind never timed alone: no rate, however long it runs packed.
+  ASSERT_TRUE(c->SetShareMode(c->group_of(cnn1), ShareMode::kPack).ok());
+  const JobId rnn = c->Admit(Submitted("rnn", "python3 rnn.py"));
+  ASSERT_TRUE(c->Start(rnn, {&b, 1}).ok());
+  nodes_.jobs_[1][1]["rate_vs_alone"] = nullptr;
+  nodes_.jobs_[1][1]["ewma_ms"] = 30.0;
+  c->Refresh();
+  EXPECT_FALSE(c->RateMeasured(rnn));
+}
+
 // A restartable job parked for stop_parked_after_s is checkpointed; once the
 // checkpoint is complete its parked run is killed and it waits in the queue,
 // to restart from that checkpoint on whichever device the policy picks.
