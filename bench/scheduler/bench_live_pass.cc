@@ -97,6 +97,7 @@ class SimulatedNodes final : public NodeApi {
                           {"exit_detail", ""},
                           {"device_time_s", j.done},
                           {"wall_time_s", j.done},
+                          {"alone_ms", 100.0},  // as a node lists it once learned
                           {"rate_vs_alone", 1.0},
                           {"operation", nullptr}});
         }

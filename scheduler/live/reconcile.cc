@@ -187,8 +187,9 @@ void LiveCluster::ReadRate(JobId id, const Json& nj) {
                                        j.info.num_gpus};
   if (j.rate) {  // its node knows its alone time: its kind's now (once a job)
     if (!j.gave_kind_alone)
-      if (const Json& alone = nj["alone_ms"]; alone.is_number() && alone.get<double>() > 0) {
-        kind_alone_ms_[kind] = alone.get<double>();
+      if (auto alone = nj.find("alone_ms");
+          alone != nj.end() && alone->is_number() && alone->get<double>() > 0) {
+        kind_alone_ms_[kind] = alone->get<double>();
         j.gave_kind_alone = true;
       }
     return;
