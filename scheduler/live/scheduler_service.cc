@@ -244,8 +244,13 @@ StatusOr<Json> SchedulerService::Submit(const Json& req) {
 
 Json SchedulerService::JobJson(JobId id) const {
   const JobRecord& r = cluster_->record(id);
+  // Measured, 0 while it moves or restarts elsewhere, else not known yet
+  // (not the 1.0 the policies take it as).
   Json rate = nullptr;
-  if (cluster_->state(id) == JobState::kRunning) rate = cluster_->MeasuredRate(id);
+  if (cluster_->state(id) == JobState::kRunning) {
+    const double measured = cluster_->MeasuredRate(id);
+    if (cluster_->RateMeasured(id) || measured == 0) rate = measured;
+  }
   return {{"id", r.id},
           {"name", r.name},
           {"user", r.user},

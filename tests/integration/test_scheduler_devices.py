@@ -53,7 +53,18 @@ def test_gandiva_grows_an_idle_node_s_job_and_shrinks_it_back_by_checkpoint(tmp_
     try:
         cluster.start("--interval", "2", policy="gandiva")
         job = cluster.submit_job(steps, 25, tmp_path / "job.json", flags=("--restartable",))
-        nodes.wait_for(lambda: cluster.job(job)["device"] == "cpu0,cpu1", 60, "the job to grow")
+        seen = []  # (device, rate) of the job running, as the queue shows it
+
+        def grown():
+            j = cluster.job(job)
+            if j["state"] == "running":
+                seen.append((j["device"], j["rate"]))
+            return j["device"] == "cpu0,cpu1"
+
+        nodes.wait_for(grown, 60, "the job to grow")
+        # Started, not timed yet (Python imports torch for seconds): no rate,
+        # not the 1.0 the policy would once grow it on.
+        assert any(rate is None for device, rate in seen if device != "cpu0,cpu1"), seen
         nodes.wait_for(lambda: cluster.job(job)["attempt"] >= 3, 60, "the job to shrink back")
         jobs = cluster.wait_ended([job], timeout=120)
         assert jobs[job]["state"] == "finished", jobs[job]
