@@ -133,7 +133,7 @@ bool GandivaPolicy::PackOne(Cluster& c, JobId p) {
   }
   ++stats_.packs;
   if (trial) {
-    trials_[g] = {resident, p, c.Now()};
+    trials_[g] = {resident, p, c.Now(), false};
     trying_.insert({c.info(p).job_type, c.info(resident).job_type, c.info(p).num_gpus});
     candidates_.clear();
     review_ = true;
@@ -144,18 +144,45 @@ bool GandivaPolicy::PackOne(Cluster& c, JobId p) {
 // After an interval packed, a trial pair's measured rates decide: the pair of
 // types is remembered either way; a pack that does not pay is undone by
 // suspending the guest (the job that was waiting).
+// A guest packed on arrival whose rate its node cannot measure (a live job
+// of a kind never timed alone: LiveCluster's ReadRate) would hold its trial
+// packed and undecided. After an interval of that, the pair takes turns
+// (slice mode: each runs alone in its slices) until the guest is timed, then
+// packs again and the trial starts over. True while that is under way. The
+// simulator measures every running job: never there.
+bool GandivaPolicy::TimeGuestAlone(Cluster& c, int g, PackTrial& t) {
+  if (t.timing_alone) {
+    if (!c.RateMeasured(t.guest)) return true;
+    if (!c.SetShareMode(g, ShareMode::kPack).ok()) return true;
+    t.timing_alone = false;
+    t.since = c.Now();
+    return true;
+  }
+  if (c.Now() - t.since < opt_.gandiva_interval || c.RateMeasured(t.guest) ||
+      c.MeasuredRate(t.guest) <= 0)  // stalled: moving or restarting, not unmeasurable
+    return false;
+  if (c.SetShareMode(g, ShareMode::kSlice).ok()) t.timing_alone = true;
+  return true;
+}
+
 void GandivaPolicy::ReviewPackTrials(Cluster& c) {
   for (auto it = trials_.begin(); it != trials_.end();) {
-    const PackTrial& t = it->second;
+    PackTrial& t = it->second;
     GroupView v = c.group(it->first);
     const int n = c.info(t.guest).num_gpus;
     PairKey key{c.info(t.guest).job_type, c.info(t.resident).job_type, n};
-    bool intact = v.members.size() == 2 && v.mode == ShareMode::kPack &&
-                  c.group_of(t.guest) == it->first && c.group_of(t.resident) == it->first;
+    const ShareMode mode = t.timing_alone ? ShareMode::kSlice : ShareMode::kPack;
+    bool intact = v.members.size() == 2 && v.mode == mode && c.group_of(t.guest) == it->first &&
+                  c.group_of(t.resident) == it->first;
     if (!intact) {  // a member finished or was preempted: measure another time
       trying_.erase(key);
       candidates_.clear();
       it = trials_.erase(it);
+      continue;
+    }
+    if (TimeGuestAlone(c, it->first, t)) {
+      review_ = true;
+      ++it;
       continue;
     }
     double guest = c.MeasuredRate(t.guest), resident = c.MeasuredRate(t.resident);

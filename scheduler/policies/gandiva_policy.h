@@ -65,6 +65,9 @@ class GandivaPolicy : public PolicyBase {
   struct PackTrial {
     JobId resident, guest;
     double since;
+    // Sliced for now, so that the guest's node times it alone: a live guest
+    // of a kind never timed alone has no measurable rate while packed.
+    bool timing_alone = false;
   };
   struct Grow {
     std::vector<GpuId> original;
@@ -125,6 +128,7 @@ class GandivaPolicy : public PolicyBase {
   };
   const std::vector<Candidate>& Candidates(const Cluster& c, int type, int n);
   void ReviewPackTrials(Cluster& c);
+  bool TimeGuestAlone(Cluster& c, int group, PackTrial& trial);
 
   // ---- Introspection (gandiva_introspect.cc) ----
   bool NeedsIntrospection(const Cluster& c) const;

@@ -4,7 +4,6 @@
 // of live_cluster_fixture.h, with two devices each.
 #include <gtest/gtest.h>
 
-#include "gandiva/scheduler/policy.h"
 #include "live_cluster_fixture.h"
 
 namespace gandiva::sched::live {
@@ -153,61 +152,6 @@ TEST_F(LiveDevicesTest, AParkedJobAcrossDevicesResumesElsewhereByRestartingThere
   EXPECT_EQ(Last(MessageType::kLaunch).node, 1);
   EXPECT_EQ(launch["devices"], (Json{"cpu0", "cpu1"}));
   EXPECT_EQ(Stored(1).node, "b");
-}
-
-// The gandiva policy grows a job onto an idle device only once its node has
-// timed it, and judges the growth only once the grown run is timed too: a
-// job that starts slowly (a Python process importing torch) would otherwise
-// be grown, and shrunk back, on the 1.0 taken for a speed not yet known, and
-// checkpointed before its first step each time.
-TEST_F(LiveDevicesTest, GrowingWaitsForMeasuredRatesBeforeAndAfter) {
-  auto c = MakeCluster();
-  PolicyOptions o;
-  o.gandiva_interval = 2;
-  auto policy = MakePolicy("gandiva", o);
-  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
-  Policy& p = **policy;
-  const JobId j = Admit(*c, 1, true);
-  p.OnArrival(*c, j);
-  auto pass = [&] {
-    now_ += 2.5;
-    c->Refresh();
-    c->clear_wake();
-    p.Schedule(*c);
-    c->LaunchPlanned();
-  };
-  pass();
-  ASSERT_EQ(nodes_.CallsOf(MessageType::kLaunch), 1);
-  EXPECT_FALSE(c->RateMeasured(j)) << "nothing came from its node yet";
-
-  nodes_.jobs_[0][0]["rate_vs_alone"] = nullptr;  // started, not timed yet
-  for (int round = 0; round < 3; ++round) pass();
-  EXPECT_FALSE(c->RateMeasured(j));
-  EXPECT_EQ(nodes_.CallsOf(MessageType::kSuspend), 0) << "grown on an assumed speed";
-
-  nodes_.jobs_[0][0]["rate_vs_alone"] = 1.0;
-  nodes_.jobs_[0][0]["alone_ms"] = 10.0;
-  c->Refresh();
-  EXPECT_TRUE(c->RateMeasured(j));
-  pass();
-  ASSERT_EQ(nodes_.CallsOf(MessageType::kSuspend), 1) << "timed, alone, a device idle: grown";
-  EXPECT_EQ(c->gpus(j).size(), 2u);
-  EXPECT_FALSE(c->RateMeasured(j)) << "resizing";
-  CheckpointDone();
-  pass();
-  ASSERT_EQ(nodes_.CallsOf(MessageType::kLaunch), 2);
-
-  nodes_.jobs_[0][1]["rate_vs_alone"] = nullptr;  // the grown run, not timed yet
-  for (int round = 0; round < 3; ++round) pass();
-  EXPECT_EQ(nodes_.CallsOf(MessageType::kSuspend), 1) << "judged before it was measured";
-  EXPECT_EQ(c->gpus(j).size(), 2u);
-
-  // Timed on two devices as fast as on one: growing did not pay.
-  nodes_.jobs_[0][1]["rate_vs_alone"] = 1.0;
-  nodes_.jobs_[0][1]["ewma_ms"] = 10.0;
-  pass();
-  EXPECT_EQ(nodes_.CallsOf(MessageType::kSuspend), 2) << "shrunk back";
-  EXPECT_EQ(c->gpus(j).size(), 1u);
 }
 
 }  // namespace
