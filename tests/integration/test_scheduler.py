@@ -7,6 +7,7 @@ and bad input."""
 
 import json
 import os
+import re
 import signal
 
 import pytest
@@ -276,5 +277,34 @@ def test_a_job_parked_too_long_is_checkpointed_stopped_and_restarted_from_it(tmp
         assert r["weights_sha256"] == reference
         cluster.kill(signal.SIGTERM)
         assert "stops 1" in cluster.read_log()
+    finally:
+        cluster.stop()
+
+
+def test_gandiva_times_a_guest_of_a_new_kind_alone_before_judging_its_pack(tmp_path):
+    # One device, a job running and timed; a job of a kind never seen arrives
+    # and is packed beside it as a trial. Packed from its start it is never
+    # alone, and no job of its kind ever was: its node cannot measure it. The
+    # pair takes turns (slice mode) until the node has timed it alone, packs
+    # again, and the trial is decided on two measured rates.
+    cluster = SchedCluster(tmp_path, names=("a",))
+    try:
+        cluster.start("--interval", "2", policy="gandiva")
+        reference = reference_digest(tmp_path, 500)
+        resident = cluster.submit_job(500, 25, tmp_path / "resident.json",
+                                      flags=("--kind", "resident"))
+        nodes.wait_for(lambda: cluster.job(resident)["rate"] is not None, 60, "the resident timed")
+        guest = cluster.submit_job(400, 25, tmp_path / "guest.json", flags=("--kind", "newcomer"))
+        nodes.wait_for(lambda: "pack trial: newcomer" in cluster.read_log(), 90,
+                       "the trial to be decided")
+        node_log = cluster.node("a").read_log()
+        modes = re.findall(r"cpu0: share mode (pack|slice)", node_log)
+        assert modes[:3] == ["pack", "slice", "pack"], (modes, cluster.read_log()[-3000:])
+        trial = re.search(r"pack trial: newcomer ([0-9.]+) beside resident ([0-9.]+)",
+                          cluster.read_log())
+        assert 0 < float(trial.group(1)) and 0 < float(trial.group(2)), trial.group(0)
+        jobs = cluster.wait_ended([resident, guest], timeout=120)
+        assert jobs[resident]["state"] == jobs[guest]["state"] == "finished", summary(jobs)
+        assert json.loads((tmp_path / "resident.json").read_text())["weights_sha256"] == reference
     finally:
         cluster.stop()
