@@ -141,9 +141,6 @@ bool GandivaPolicy::PackOne(Cluster& c, JobId p) {
   return true;
 }
 
-// After an interval packed, a trial pair's measured rates decide: the pair of
-// types is remembered either way; a pack that does not pay is undone by
-// suspending the guest (the job that was waiting).
 // A guest packed on arrival whose rate its node cannot measure (a live job
 // of a kind never timed alone: LiveCluster's ReadRate) would hold its trial
 // packed and undecided. After an interval of that, the pair takes turns
@@ -165,6 +162,9 @@ bool GandivaPolicy::TimeGuestAlone(Cluster& c, int g, PackTrial& t) {
   return true;
 }
 
+// After an interval packed, a trial pair's measured rates decide: the pair of
+// types is remembered either way; a pack that does not pay is undone by
+// suspending the guest (the job that was waiting).
 void GandivaPolicy::ReviewPackTrials(Cluster& c) {
   for (auto it = trials_.begin(); it != trials_.end();) {
     PackTrial& t = it->second;
