@@ -153,6 +153,13 @@ class LiveClusterTest : public ::testing::Test {
     return r;
   }
   JobRecord Stored(int64_t id) { return store_->Get(id).value(); }
+  // The checkpoint the last call asked for is complete on node a's first job.
+  void CheckpointDone() {
+    std::string dir;
+    for (const auto& call : nodes_.calls)
+      if (call.type == MessageType::kCheckpoint) dir = call.fields["dir"];
+    nodes_.jobs_[0][0]["operation"] = {{"kind", "checkpoint"}, {"target", dir}, {"state", "done"}};
+  }
   // A restartable job "train", submitted and admitted.
   JobId AdmitRestartable(LiveCluster& c) {
     JobRecord r = Submitted("train");

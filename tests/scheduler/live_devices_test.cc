@@ -29,13 +29,6 @@ class LiveDevicesTest : public LiveClusterTest {
     static const ScriptedNodes::CallRecord kNone{};
     return kNone;
   }
-  // The checkpoint the last call asked for is complete on node a's first job.
-  void CheckpointDone() {
-    std::string dir;
-    for (const auto& call : nodes_.calls)
-      if (call.type == MessageType::kCheckpoint) dir = call.fields["dir"];
-    nodes_.jobs_[0][0]["operation"] = {{"kind", "checkpoint"}, {"target", dir}, {"state", "done"}};
-  }
 };
 
 TEST_F(LiveDevicesTest, AJobOfTwoDevicesIsOneLaunchAcrossThemAndOneGroup) {
