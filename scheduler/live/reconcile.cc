@@ -183,13 +183,16 @@ void LiveCluster::ReadRate(JobId id, const Json& nj) {
     return;
   }
   if (j.info.job_type < 0 || RunDevices(j) != j.info.num_gpus) return;
-  const std::tuple<int, int, int> kind{j.info.job_type, topology_.gpu_type_of(j.gpus[0]),
-                                       j.info.num_gpus};
+  // Built only where it is used: most jobs in a pass need neither.
+  const auto kind = [&] {
+    return std::tuple<int, int, int>{j.info.job_type, topology_.gpu_type_of(j.gpus[0]),
+                                     j.info.num_gpus};
+  };
   if (j.rate) {  // its node knows its alone time: its kind's now (once a job)
     if (!j.gave_kind_alone)
       if (auto alone = nj.find("alone_ms");
           alone != nj.end() && alone->is_number() && alone->get<double>() > 0) {
-        kind_alone_ms_[kind] = alone->get<double>();
+        kind_alone_ms_[kind()] = alone->get<double>();
         j.gave_kind_alone = true;
       }
     return;
@@ -203,7 +206,7 @@ void LiveCluster::ReadRate(JobId id, const Json& nj) {
   if (group == kNoGroup || modes_[group] != ShareMode::kPack ||
       static_cast<int>(members_[group].size()) > options_.pack_capacity)
     return;
-  if (auto alone = kind_alone_ms_.find(kind); alone != kind_alone_ms_.end())
+  if (auto alone = kind_alone_ms_.find(kind()); alone != kind_alone_ms_.end())
     if (const double ewma = ewma_ms(); ewma > 0) j.rate = alone->second / ewma;
 }
 

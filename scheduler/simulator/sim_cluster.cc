@@ -95,10 +95,7 @@ double SimCluster::RunTime(JobId j) const {
   return job.run_time + (job.state == JobState::kRunning ? now_ - job.last_update : 0);
 }
 
-double SimCluster::MeasuredRate(JobId j) const {
-  const Job& job = jobs_[j];
-  return job.state == JobState::kRunning && now_ >= job.stall_until ? job.rate : 0;
-}
+double SimCluster::MeasuredRate(JobId j) const { return RateMeasured(j) ? jobs_[j].rate : 0; }
 
 // The simulator knows every rate; a stalled job's 0 is its rate too, but not
 // one that says how fast it runs where it is.
