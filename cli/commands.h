@@ -24,6 +24,8 @@ int TopCommand(const Args& args);       // gandiva top
 int SwitchesCommand(const Args& args);  // gandiva switches [--device D]
 int DevicesCommand(const Args& args);   // gandiva devices
 int SimCommand(const Args& args);       // gandiva sim ...  (scheduler simulator)
+// "gandiva sim: MSG" on stderr; returns 2, the exit code of every sim command's bad input.
+int SimFail(const std::string& msg);
 // gandiva sim --alibaba DIR --placement ...: the fractional-GPU placement experiment.
 bool IsPlacementExperiment(const Args& args);
 int SimPlacementCommand(const Args& args);

@@ -22,7 +22,7 @@ namespace {
 
 using sched::Locality;
 
-constexpr const char* kUsage = R"(usage: gandiva sim [options]
+constexpr const char* kSimUsage = R"(usage: gandiva sim [options]
 Replays a job trace on a simulated GPU cluster (docs/simulator.md).
 
   --data-dir DIR        the trace data (philly/, alibaba/, colocation/) that the
@@ -86,11 +86,6 @@ Flags SimFlags() {
   valued.merge(sched::PolicyValuedFlags());
   boolean.merge(sched::PolicyBooleanFlags());
   return Flags(std::move(valued), std::move(boolean));
-}
-
-int Fail(const std::string& msg) {
-  std::fprintf(stderr, "gandiva sim: %s\n", msg.c_str());
-  return 2;
 }
 
 // The trace, the cluster, the outputs.
@@ -251,6 +246,11 @@ Status WriteOutputs(const std::vector<sched::Report>& reports, const sched::Load
 
 }  // namespace
 
+int SimFail(const std::string& msg) {
+  std::fprintf(stderr, "gandiva sim: %s\n", msg.c_str());
+  return 2;
+}
+
 int SimCommand(const Args& args) {
   // Placement without time (the fragmentation experiment) is its own mode.
   if (IsPlacementExperiment(args)) return SimPlacementCommand(args);
@@ -258,14 +258,14 @@ int SimCommand(const Args& args) {
   if (IsFailureExperiment(args)) return SimFailuresCommand(args);
   if (std::find(args.begin(), args.end(), "--help") != args.end() ||
       std::find(args.begin(), args.end(), "-h") != args.end()) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kSimUsage, stdout);
     std::fputs(sched::kPolicyFlagsUsage, stdout);
     return 0;
   }
   SimOptions o;
-  if (Status s = ParseSimArgs(args, &o); !s.ok()) return Fail(s.message());
+  if (Status s = ParseSimArgs(args, &o); !s.ok()) return SimFail(s.message());
   auto loaded = sched::LoadSim(o.setup);
-  if (!loaded.ok()) return Fail(loaded.status().ToString());
+  if (!loaded.ok()) return SimFail(loaded.status().ToString());
   std::fprintf(
       stderr, "trace %s: %zu jobs (%s format%s), cluster %s\n", o.setup.trace_path.c_str(),
       loaded->jobs.size(), loaded->trace.format.c_str(),
@@ -274,9 +274,9 @@ int SimCommand(const Args& args) {
           : "",
       loaded->cluster_name.c_str());
   auto reports = RunPolicies(*loaded, o);
-  if (!reports.ok()) return Fail(reports.status().message());
+  if (!reports.ok()) return SimFail(reports.status().message());
   std::fputs(sched::FormatTable(*reports).c_str(), stdout);
-  if (Status s = WriteOutputs(*reports, *loaded, o); !s.ok()) return Fail(s.message());
+  if (Status s = WriteOutputs(*reports, *loaded, o); !s.ok()) return SimFail(s.message());
   return 0;
 }
 

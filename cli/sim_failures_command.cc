@@ -16,7 +16,7 @@
 namespace gandiva::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: gandiva sim --failures [options]
+constexpr const char* kFailuresUsage = R"(usage: gandiva sim --failures [options]
 Replays the Philly trace with job failures modelled from the Philly study
 (Jeon et al., ATC'19, Table 3) and reports the GPU time spent on attempts that
 failed, how soon users hear of a failure, and how the jobs that do not fail
@@ -52,11 +52,6 @@ queue, under each way of handling failures (docs/simulator.md):
   --json PATH           JSON report (default gandiva_sim_failures.json; '-' for stdout,
                         'none' to skip)
 )";
-
-int Fail(const std::string& msg) {
-  std::fprintf(stderr, "gandiva sim: %s\n", msg.c_str());
-  return 2;
-}
 
 struct Options {
   sched::SimSetup setup;
@@ -142,15 +137,15 @@ bool IsFailureExperiment(const Args& args) {
 int SimFailuresCommand(const Args& args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kFailuresUsage, stdout);
       return 0;
     }
   Options o;
-  if (Status s = ParseArgs(args, &o); !s.ok()) return Fail(s.message());
+  if (Status s = ParseArgs(args, &o); !s.ok()) return SimFail(s.message());
   auto loaded = sched::LoadSim(o.setup);
-  if (!loaded.ok()) return Fail(loaded.status().ToString());
+  if (!loaded.ok()) return SimFail(loaded.status().ToString());
   auto model = sched::FailureModel::Make(sched::PhillyFailureReasons(), o.model);
-  if (!model.ok()) return Fail(model.status().ToString());
+  if (!model.ok()) return SimFail(model.status().ToString());
   std::fprintf(stderr, "trace %s: %zu jobs, cluster %s\n", o.setup.trace_path.c_str(),
                loaded->jobs.size(), loaded->cluster_name.c_str());
   sched::FailureReport report;
@@ -163,13 +158,13 @@ int SimFailuresCommand(const Args& args) {
     sched::FailureSimConfig c = o.config;
     c.variant = v;
     auto run = sched::RunFailureSim(loaded->topology, loaded->perf, loaded->jobs, *model, c);
-    if (!run.ok()) return Fail(run.status().ToString());
+    if (!run.ok()) return SimFail(run.status().ToString());
     std::fprintf(stderr, "  %-9s replayed in %.2f s\n", run->variant.c_str(), run->sim_seconds);
     report.runs.push_back(std::move(run).value());
   }
   std::fputs(sched::FormatFailureTable(report).c_str(), stdout);
   if (Status s = WriteJsonReport(sched::FailureReportToJson(report), o.json_path); !s.ok())
-    return Fail(s.message());
+    return SimFail(s.message());
   return 0;
 }
 

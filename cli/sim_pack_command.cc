@@ -15,7 +15,7 @@
 namespace gandiva::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: gandiva sim --pack-prediction [options]
+constexpr const char* kPackUsage = R"(usage: gandiva sim --pack-prediction [options]
 Predicts, for every measured pair of job types in the co-location table,
 whether they pack well (their speeds packed, each relative to alone, sum above
 1) from their solo profiles only, learning from the pairs of the other types
@@ -28,11 +28,6 @@ whether they pack well (their speeds packed, each relative to alone, sum above
                         'none' to skip)
 )";
 
-int Fail(const std::string& msg) {
-  std::fprintf(stderr, "gandiva sim: %s\n", msg.c_str());
-  return 2;
-}
-
 }  // namespace
 
 bool IsPackPrediction(const Args& args) {
@@ -41,31 +36,31 @@ bool IsPackPrediction(const Args& args) {
 
 int SimPackCommand(const Args& args) {
   Flags f({"colocation", "data-dir", "neighbours", "json"}, {"pack-prediction", "help"});
-  if (Status s = f.Parse(args); !s.ok()) return Fail(s.message());
+  if (Status s = f.Parse(args); !s.ok()) return SimFail(s.message());
   if (f.Has("help")) {
-    std::fputs(kUsage, stdout);
+    std::fputs(kPackUsage, stdout);
     return 0;
   }
-  if (!f.positionals().empty()) return Fail("unexpected argument '" + f.positionals()[0] + "'");
+  if (!f.positionals().empty()) return SimFail("unexpected argument '" + f.positionals()[0] + "'");
   std::string table = f.Get("colocation");
   if (table.empty()) {
     const char* env = std::getenv("GANDIVA_DATA_DIR");
     const std::string data = f.Get("data-dir", env ? env : "");
     if (data.empty())
-      return Fail("no table: pass --colocation PATH, or --data-dir DIR or GANDIVA_DATA_DIR");
+      return SimFail("no table: pass --colocation PATH, or --data-dir DIR or GANDIVA_DATA_DIR");
     table = data + "/colocation/gavel_simulation_throughputs.json";
   }
   double neighbours = 7;
-  if (Status s = FlagNumber(f, "neighbours", &neighbours, 1); !s.ok()) return Fail(s.message());
+  if (Status s = FlagNumber(f, "neighbours", &neighbours, 1); !s.ok()) return SimFail(s.message());
   auto model = sched::PerfModel::Load(table);
-  if (!model.ok()) return Fail(model.status().ToString());
+  if (!model.ok()) return SimFail(model.status().ToString());
   const int k = static_cast<int>(neighbours);
   auto rows = sched::EvaluatePackPrediction(*model, k);
-  if (!rows.ok()) return Fail(rows.status().ToString());
+  if (!rows.ok()) return SimFail(rows.status().ToString());
   std::fputs(sched::FormatPackPredictionTable(*rows, k).c_str(), stdout);
   const std::string json_path = f.Get("json", "gandiva_sim_pack.json");
   const std::string json = sched::PackPredictionToJson(*rows, k);
-  if (Status s = WriteJsonReport(json, json_path); !s.ok()) return Fail(s.message());
+  if (Status s = WriteJsonReport(json, json_path); !s.ok()) return SimFail(s.message());
   return 0;
 }
 

@@ -12,7 +12,8 @@
 namespace gandiva::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: gandiva sim --alibaba DIR --placement P1,P2,... [options]
+constexpr const char* kPlacementUsage =
+    R"(usage: gandiva sim --alibaba DIR --placement P1,P2,... [options]
 Places the tasks of the Alibaba 2023 GPU-sharing trace on its GPU nodes, one
 after another with none finishing, under each placement policy, and reports
 the GPU capacity allocated when the first task cannot be placed, the unplaced
@@ -33,11 +34,6 @@ GPU demand and the fragmented GPU capacity (docs/simulator.md).
                         stdout, 'none' to skip)
   --threads N           runs in parallel (default 2)
 )";
-
-int Fail(const std::string& msg) {
-  std::fprintf(stderr, "gandiva sim: %s\n", msg.c_str());
-  return 2;
-}
 
 Status ParseSeeds(const std::string& list, std::vector<int>* seeds) {
   seeds->clear();
@@ -94,17 +90,17 @@ bool IsPlacementExperiment(const Args& args) {
 int SimPlacementCommand(const Args& args) {
   for (const auto& a : args)
     if (a == "--help" || a == "-h") {
-      std::fputs(kUsage, stdout);
+      std::fputs(kPlacementUsage, stdout);
       return 0;
     }
   sched::FractionalOptions o;
   std::string json_path = "gandiva_sim_placement.json";
-  if (Status s = ParseArgs(args, &o, &json_path); !s.ok()) return Fail(s.message());
+  if (Status s = ParseArgs(args, &o, &json_path); !s.ok()) return SimFail(s.message());
   auto report = sched::RunFractionalExperiment(o);
-  if (!report.ok()) return Fail(report.status().ToString());
+  if (!report.ok()) return SimFail(report.status().ToString());
   std::fputs(sched::FormatFractionalTable(*report).c_str(), stdout);
   const std::string json = sched::FractionalReportToJson(*report);
-  if (Status s = WriteJsonReport(json, json_path); !s.ok()) return Fail(s.message());
+  if (Status s = WriteJsonReport(json, json_path); !s.ok()) return SimFail(s.message());
   return 0;
 }
 

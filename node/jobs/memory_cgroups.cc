@@ -47,7 +47,7 @@ bool HasWord(const std::string& list, const std::string& word) {
 }
 
 // Writes `value` to a cgroup file; the errno's words on failure, "" on success.
-std::string WriteFile(const std::string& path, const std::string& value) {
+std::string WriteCgroupFile(const std::string& path, const std::string& value) {
   std::ofstream f(path);
   f << value << std::flush;
   return f ? "" : std::strerror(errno ? errno : EIO);
@@ -55,7 +55,7 @@ std::string WriteFile(const std::string& path, const std::string& value) {
 
 std::string EnableMemory(const std::string& dir) {
   if (HasWord(ReadWord(dir + "/cgroup.subtree_control"), "memory")) return "";
-  return WriteFile(dir + "/cgroup.subtree_control", "+memory");
+  return WriteCgroupFile(dir + "/cgroup.subtree_control", "+memory");
 }
 
 // cgroup v2 lets a cgroup other than the root hand controllers to its children
@@ -68,7 +68,7 @@ std::string EnableMemoryMovingSelf(const std::string& own) {
   if (error.empty() || ReadWord(own + "/cgroup.procs") != std::to_string(getpid())) return error;
   const std::string leaf = own + "/gandivad";
   if (mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) return error;
-  if (!WriteFile(leaf + "/cgroup.procs", std::to_string(getpid())).empty()) return error;
+  if (!WriteCgroupFile(leaf + "/cgroup.procs", std::to_string(getpid())).empty()) return error;
   return EnableMemory(own);
 }
 
@@ -116,7 +116,7 @@ StatusOr<std::string> MemoryCgroups::CreateForJob(uint64_t job, uint64_t bytes) 
   const std::string dir = parent_ + "/job-" + std::to_string(job);
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
     return Internal("cannot create " + dir + ": " + std::strerror(errno));
-  if (std::string e = WriteFile(dir + "/memory.max", std::to_string(bytes)); !e.empty()) {
+  if (std::string e = WriteCgroupFile(dir + "/memory.max", std::to_string(bytes)); !e.empty()) {
     Remove(dir);
     return Internal("cannot set " + dir + "/memory.max: " + e);
   }

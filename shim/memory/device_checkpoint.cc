@@ -81,16 +81,16 @@ std::string Describe(const std::vector<SavedAllocation>& saved) {
 }
 
 // Host staging for device->host copies: pinned if the driver allows, else pageable.
-class Staging {
+class CheckpointStaging {
  public:
-  explicit Staging(size_t size) {
+  explicit CheckpointStaging(size_t size) {
     if (Extras().cuMemHostAlloc && Extras().cuMemHostAlloc(&p_, size, 0) == CUDA_SUCCESS) {
       pinned_ = true;
     } else {
       p_ = std::malloc(size);
     }
   }
-  ~Staging() {
+  ~CheckpointStaging() {
     if (pinned_) {
       Extras().cuMemFreeHost(p_);
     } else {
@@ -134,7 +134,7 @@ Status SaveTable(std::map<CUdeviceptr, Allocation>& table, checkpoint::SectionWr
   if (!saved.empty())
     GD_RETURN_IF_ERROR(w.Write(saved.data(), saved.size() * sizeof(SavedAllocation)));
   if (h.data_bytes == 0) return Status::Ok();
-  Staging staging(kChunk);
+  CheckpointStaging staging(kChunk);
   if (!staging.get()) return ResourceExhausted("no host memory for an 8 MiB staging buffer");
   auto dtoh = Real<HookId::cuMemcpyDtoH_v2>::Get();
   for (size_t i = 0; i < order.size(); ++i) {

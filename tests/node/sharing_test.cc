@@ -167,9 +167,9 @@ TEST(PackTest, ANewJobStartingBesideARunningOneMeansNoOneIsAlone) {
 }
 
 // A job's profile ring, written as the job's boundaries would.
-struct FakeJob {
+struct ProfiledJob {
   std::unique_ptr<runtime::ProfileRing> ring = std::make_unique<runtime::ProfileRing>();
-  FakeJob() {
+  ProfiledJob() {
     ring->iterations = 0;
     for (auto& r : ring->ring_ns) r = 0;
   }
@@ -183,7 +183,7 @@ struct FakeJob {
 };
 
 TEST(AloneRateTest, LearnsOnlyFromIterationsRunAloneAfterTheFirstTwo) {
-  FakeJob job;
+  ProfiledJob job;
   AloneRate rate;
   rate.Observe(0, false, *job.ring);
   job.Iterate(50 * kMs, 5);  // beside another job: slow, not alone
@@ -205,7 +205,7 @@ TEST(AloneRateTest, LearnsOnlyFromIterationsRunAloneAfterTheFirstTwo) {
 }
 
 TEST(AloneRateTest, TheMedianIgnoresAnOutlier) {
-  FakeJob job;
+  ProfiledJob job;
   AloneRate rate;
   rate.Observe(0, true, *job.ring);
   job.Iterate(99 * kMs, 2);  // skipped
@@ -216,7 +216,7 @@ TEST(AloneRateTest, TheMedianIgnoresAnOutlier) {
 }
 
 TEST(AloneRateTest, RateIsThroughputOverWallTimeAgainstAlone) {
-  FakeJob job;
+  ProfiledJob job;
   AloneRate rate;
   FakeClock clock(0);
   // Alone: 10 ms iterations, 100 per second.
@@ -246,7 +246,7 @@ TEST(AloneRateTest, RateIsThroughputOverWallTimeAgainstAlone) {
 }
 
 TEST(AloneRateTest, TheTimeBeforeTheFirstIterationIsNotInTheWindow) {
-  FakeJob job;
+  ProfiledJob job;
   AloneRate rate;
   FakeClock clock(0);
   for (int i = 0; i < 50; ++i) {  // 5 s of imports and model building
@@ -263,7 +263,7 @@ TEST(AloneRateTest, TheTimeBeforeTheFirstIterationIsNotInTheWindow) {
 }
 
 TEST(AloneRateTest, NoRateUntilTheAloneTimeAndAWindowAreKnown) {
-  FakeJob job;
+  ProfiledJob job;
   AloneRate rate;
   rate.Observe(0, false, *job.ring);
   job.Iterate(10 * kMs, 100);

@@ -11,7 +11,7 @@ namespace gandiva::sched::live {
 namespace {
 
 // The node's record of its run `id` on `node`, for the test to change.
-Json& NodeRun(ScriptedNodes& nodes, int node, int64_t id) {
+Json& ScriptedRun(ScriptedNodes& nodes, int node, int64_t id) {
   for (Json& j : nodes.jobs_[node])
     if (j["id"] == id) return j;
   ADD_FAILURE() << "no run " << id << " on node " << node;
@@ -61,12 +61,12 @@ TEST_F(LiveFailuresTest, ANewJobValidatesAsAGuestAndQueuesAfterItsIterations) {
   EXPECT_EQ(Stored(1).state, LiveJobState::kValidating);
   EXPECT_TRUE(c->free_gpus().IsFree(node)) << "a guest takes no device from the policy";
 
-  NodeRun(nodes_, node, 1)["iterations"] = 2;
+  ScriptedRun(nodes_, node, 1)["iterations"] = 2;
   c->Refresh();
   EXPECT_EQ(Stored(1).state, LiveJobState::kValidating);
   EXPECT_FALSE(KilledOn(nodes_, node, 1));
 
-  NodeRun(nodes_, node, 1)["iterations"] = 3;
+  ScriptedRun(nodes_, node, 1)["iterations"] = 3;
   c->Refresh();
   EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
   EXPECT_NE(Stored(1).detail.find("validated: 3 iterations"), std::string::npos)
@@ -82,13 +82,13 @@ TEST_F(LiveFailuresTest, ARestartableJobKeepsWhatItsValidationRunDid) {
   const JobId j = AdmitRestartable(*c);
   c->ValidatePending();
   const int node = nodes_.calls.back().node;
-  NodeRun(nodes_, node, 1)["iterations"] = 3;
+  ScriptedRun(nodes_, node, 1)["iterations"] = 3;
   c->Refresh();
   ASSERT_EQ(nodes_.CallsOf(MessageType::kCheckpoint), 1);
   const std::string dir = nodes_.calls.back().fields["dir"];
   EXPECT_EQ(Stored(1).state, LiveJobState::kValidating) << "until its checkpoint is complete";
   EXPECT_FALSE(KilledOn(nodes_, node, 1));
-  NodeRun(nodes_, node, 1)["operation"] = {
+  ScriptedRun(nodes_, node, 1)["operation"] = {
       {"kind", "checkpoint"}, {"target", dir}, {"state", "done"}};
   c->Refresh();
   EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
@@ -106,10 +106,10 @@ TEST_F(LiveFailuresTest, ARunThatReportsNoIterationsPassesAfterTheTimeout) {
   const JobId j = c->Admit(Submitted("train"));
   c->ValidatePending();
   const int node = nodes_.calls.back().node;
-  NodeRun(nodes_, node, 1)["wall_time_s"] = 59.0;
+  ScriptedRun(nodes_, node, 1)["wall_time_s"] = 59.0;
   c->Refresh();
   EXPECT_EQ(Stored(1).state, LiveJobState::kValidating);
-  NodeRun(nodes_, node, 1)["wall_time_s"] = 60.0;
+  ScriptedRun(nodes_, node, 1)["wall_time_s"] = 60.0;
   c->Refresh();
   EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
   EXPECT_EQ(c->TakeArrivals(), std::vector<JobId>{j});
@@ -124,7 +124,7 @@ TEST_F(LiveFailuresTest, AJobThatCrashesInValidationFailsAndThePolicyNeverSeesIt
   nodes_.stderr_of[{node, 1}] =
       "Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n"
       "    import torchvisionn\nModuleNotFoundError: No module named 'torchvisionn'\n";
-  EndRun(NodeRun(nodes_, node, 1), "exited", 1);
+  EndRun(ScriptedRun(nodes_, node, 1), "exited", 1);
   const ClusterEvents events = c->Refresh();
   EXPECT_TRUE(events.finished.empty()) << "the policy never knew it";
   const JobRecord r = Stored(1);
@@ -145,7 +145,7 @@ TEST_F(LiveFailuresTest, ADeviceErrorInValidationIsRetriedAfterItsBackoff) {
   c->ValidatePending();
   const int node = nodes_.calls.back().node;
   nodes_.stderr_of[{node, 1}] = "RuntimeError: CUDA error: uncorrectable ECC error encountered\n";
-  EndRun(NodeRun(nodes_, node, 1), "exited", 1);
+  EndRun(ScriptedRun(nodes_, node, 1), "exited", 1);
   c->Refresh();
   JobRecord r = Stored(1);
   EXPECT_EQ(r.state, LiveJobState::kValidating);
@@ -167,7 +167,7 @@ TEST_F(LiveFailuresTest, AUserErrorOfARunningJobEndsItAtOnce) {
   nodes_.stderr_of[{0, 1}] =
       "Traceback (most recent call last):\n  File \"train.py\", line 40\n"
       "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n";
-  EndRun(NodeRun(nodes_, 0, 1), "exited", 1);
+  EndRun(ScriptedRun(nodes_, 0, 1), "exited", 1);
   EXPECT_EQ(c->Refresh().finished, std::vector<JobId>{j});
   const JobRecord r = Stored(1);
   EXPECT_EQ(r.state, LiveJobState::kFailed);
@@ -184,9 +184,9 @@ TEST_F(LiveFailuresTest, AJobWhoseExitStatusWasLostIsNeverRunTwice) {
   EXPECT_EQ(c->TakeArrivals(), std::vector<JobId>{unknown});
   const GpuId b = 1;
   ASSERT_TRUE(c->Start(unknown, {&b, 1}).ok());
-  EndRun(NodeRun(nodes_, 0, 1), "lost", -1);
-  NodeRun(nodes_, 0, 1)["state"] = "exited";  // it detached cleanly
-  EndRun(NodeRun(nodes_, 1, 1), "lost", -1);  // it did not: it may still run
+  EndRun(ScriptedRun(nodes_, 0, 1), "lost", -1);
+  ScriptedRun(nodes_, 0, 1)["state"] = "exited";  // it detached cleanly
+  EndRun(ScriptedRun(nodes_, 1, 1), "lost", -1);  // it did not: it may still run
   const ClusterEvents events = c->Refresh();
   EXPECT_EQ(events.finished.size(), 2u);
   EXPECT_EQ(Stored(1).state, LiveJobState::kFinished) << Stored(1).detail;
@@ -204,7 +204,7 @@ TEST_F(LiveFailuresTest, APreemptedJobIsRetriedWithGrowingWaitsThenGivenUp) {
   double waits[] = {10, 20, 40};
   for (int retry = 1; retry <= 3; ++retry) {
     const int64_t run = Stored(1).node_job;
-    EndRun(NodeRun(nodes_, 0, run), "killed", 137, 9);
+    EndRun(ScriptedRun(nodes_, 0, run), "killed", 137, 9);
     EXPECT_EQ(c->Refresh().finished, std::vector<JobId>{j}) << "retry " << retry;
     const JobRecord r = Stored(1);
     ASSERT_EQ(r.state, LiveJobState::kQueued) << r.detail;
@@ -218,7 +218,7 @@ TEST_F(LiveFailuresTest, APreemptedJobIsRetriedWithGrowingWaitsThenGivenUp) {
     ASSERT_TRUE(c->Start(j, {&a, 1}).ok());
     EXPECT_EQ(Stored(1).attempt, retry + 1);
   }
-  EndRun(NodeRun(nodes_, 0, Stored(1).node_job), "killed", 137, 9);
+  EndRun(ScriptedRun(nodes_, 0, Stored(1).node_job), "killed", 137, 9);
   EXPECT_EQ(c->Refresh().finished, std::vector<JobId>{j});
   const JobRecord r = Stored(1);
   EXPECT_EQ(r.state, LiveJobState::kFailed);
@@ -231,7 +231,7 @@ TEST_F(LiveFailuresTest, AJobShorterThanItsValidationFinishesInIt) {
   auto c = MakeCluster();
   c->Admit(Submitted("train"));
   c->ValidatePending();
-  EndRun(NodeRun(nodes_, nodes_.calls.back().node, 1), "exited", 0);
+  EndRun(ScriptedRun(nodes_, nodes_.calls.back().node, 1), "exited", 0);
   EXPECT_TRUE(c->Refresh().finished.empty());
   EXPECT_EQ(Stored(1).state, LiveJobState::kFinished);
 }
@@ -254,7 +254,7 @@ TEST_F(LiveFailuresTest, ARestartFollowsAValidationRunOrStartsItAgain) {
   c->ValidatePending();
   ASSERT_EQ(nodes_.CallsOf(MessageType::kLaunch), 1) << "only the lost one is launched again";
   EXPECT_EQ(nodes_.calls.back().fields["name"], "two.s2.a2");
-  NodeRun(nodes_, 0, 5)["iterations"] = 3;
+  ScriptedRun(nodes_, 0, 5)["iterations"] = 3;
   c->Refresh();
   EXPECT_EQ(Stored(1).state, LiveJobState::kQueued);
 }

@@ -45,7 +45,7 @@ Sealed SealWithOpenSsl(const uint8_t* key, const uint8_t* nonce, const std::vect
   return out;
 }
 
-std::vector<uint8_t> Random(std::mt19937_64& rng, size_t n) {
+std::vector<uint8_t> RandomBytes(std::mt19937_64& rng, size_t n) {
   std::vector<uint8_t> v(n);
   for (auto& b : v) b = static_cast<uint8_t>(rng());
   return v;
@@ -53,7 +53,7 @@ std::vector<uint8_t> Random(std::mt19937_64& rng, size_t n) {
 
 // Every length to 1100 bytes, then lengths around the group size up to a few
 // groups, each with a fresh key and nonce and 0..47 bytes of associated data.
-std::vector<size_t> Lengths() {
+std::vector<size_t> MessageLengths() {
   std::vector<size_t> lengths;
   for (size_t n = 0; n <= 1100; ++n) lengths.push_back(n);
   for (size_t groups : {5, 16, 63}) {
@@ -69,9 +69,10 @@ std::vector<size_t> Lengths() {
 TEST(AesGcmVaesTest, SealsAsOpenSslDoes) {
   if (!AesGcmVaesAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 VAES/VPCLMULQDQ";
   std::mt19937_64 rng(20261125);
-  for (size_t n : Lengths()) {
-    const auto key = Random(rng, 32), nonce = Random(rng, 12), aad = Random(rng, n % 48);
-    const auto plain = Random(rng, n);
+  for (size_t n : MessageLengths()) {
+    const auto key = RandomBytes(rng, 32), nonce = RandomBytes(rng, 12),
+               aad = RandomBytes(rng, n % 48);
+    const auto plain = RandomBytes(rng, n);
     const Sealed want = SealWithOpenSsl(key.data(), nonce.data(), aad, plain);
     const AesGcmVaes gcm(key.data());
     std::vector<uint8_t> got(n);
@@ -89,9 +90,9 @@ TEST(AesGcmVaesTest, SealsAsOpenSslDoes) {
 TEST(AesGcmVaesTest, OpensWhatOpenSslSealedAndNothingChanged) {
   if (!AesGcmVaesAvailable()) GTEST_SKIP() << "this CPU has no AVX-512 VAES/VPCLMULQDQ";
   std::mt19937_64 rng(7);
-  for (size_t n : Lengths()) {
-    const auto key = Random(rng, 32), nonce = Random(rng, 12), aad = Random(rng, 16);
-    const auto plain = Random(rng, n);
+  for (size_t n : MessageLengths()) {
+    const auto key = RandomBytes(rng, 32), nonce = RandomBytes(rng, 12), aad = RandomBytes(rng, 16);
+    const auto plain = RandomBytes(rng, n);
     const Sealed sealed = SealWithOpenSsl(key.data(), nonce.data(), aad, plain);
     const AesGcmVaes gcm(key.data());
     std::vector<uint8_t> data = sealed.ciphertext;
@@ -166,7 +167,7 @@ TEST(AesGcmVaesTest, ChunkTagsAgreeBetweenTheTwoImplementations) {
   ChunkTagger fastest(key, SealedCipher::kFastest), openssl(key, SealedCipher::kBaseline);
   for (size_t n :
        {size_t{0}, size_t{1}, size_t{16}, size_t{300}, size_t{4} << 20, (size_t{4} << 20) + 5}) {
-    auto chunk = Random(rng, n);
+    auto chunk = RandomBytes(rng, n);
     auto a = fastest.Of(chunk), b = openssl.Of(chunk);
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ(*a, *b) << "length " << n;

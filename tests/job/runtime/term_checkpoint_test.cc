@@ -23,7 +23,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // What the child reports through an anonymous shared mapping.
-struct Shared {
+struct TermShared {
   std::atomic<uint64_t> steps{0};        // the job's step counter after its last step
   std::atomic<int64_t> restored_at{-1};  // its counter right after the first boundary
 };
@@ -33,8 +33,8 @@ class TermCheckpointTest : public ::testing::Test {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("term_checkpoint_test." + std::to_string(getpid()));
     fs::remove_all(dir_);
-    shared_ = static_cast<Shared*>(
-        mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+    shared_ = static_cast<TermShared*>(mmap(nullptr, sizeof(TermShared), PROT_READ | PROT_WRITE,
+                                            MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   }
   void TearDown() override {
     if (child_ > 0) {
@@ -42,14 +42,14 @@ class TermCheckpointTest : public ::testing::Test {
       waitpid(child_, nullptr, 0);
     }
     if (block_) SharedControlBlock::Remove(block_name_);
-    munmap(shared_, sizeof(Shared));
+    munmap(shared_, sizeof(TermShared));
     fs::remove_all(dir_);
   }
 
   // A training loop whose whole state is a step counter, registered for
   // checkpoints; ~0.2 ms a step. `env` is set before the runtime attaches.
   void StartJob(const std::vector<std::pair<std::string, std::string>>& env) {
-    new (shared_) Shared();
+    new (shared_) TermShared();
     child_ = fork();
     ASSERT_GE(child_, 0);
     if (child_ != 0) return;
@@ -90,7 +90,7 @@ class TermCheckpointTest : public ::testing::Test {
   }
 
   fs::path dir_;
-  Shared* shared_ = nullptr;
+  TermShared* shared_ = nullptr;
   pid_t child_ = -1;
   std::string block_name_;
   std::unique_ptr<SharedControlBlock> block_;
