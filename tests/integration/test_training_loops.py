@@ -24,8 +24,10 @@ def example(result, epochs=EPOCHS):
     return [PYTHON, EXAMPLE, "--epochs", str(epochs), "--result", str(result)]
 
 
-def reference(tmp_path):
-    out = tmp_path / "reference.json"
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The example run once, unmanaged: seeded, so every test's run must match it."""
+    out = tmp_path_factory.mktemp("reference") / "reference.json"
     env = dict(os.environ, PYTHONPATH=os.path.join(BUILD, "python"), OMP_NUM_THREADS="1")
     env.pop("GANDIVA_CONTROL_BLOCK", None)
     subprocess.run(example(out), check=True, env=env, capture_output=True, timeout=300)
@@ -59,8 +61,8 @@ def kill_job_processes(marker):
             pass
 
 
-def test_checkpoint_mid_epoch_then_restore_trains_bitwise_the_same(nodes, tmp_path):
-    ref = reference(tmp_path)
+def test_checkpoint_mid_epoch_then_restore_trains_bitwise_the_same(nodes, tmp_path, reference):
+    ref = reference
     a = nodes["a"]
     first = tmp_path / "first.json"
     run = a.run(*example(first), name="loop")
@@ -85,8 +87,8 @@ def test_checkpoint_mid_epoch_then_restore_trains_bitwise_the_same(nodes, tmp_pa
     same_training(ref, got)
 
 
-def test_migrated_mid_epoch_trains_bitwise_the_same(nodes, tmp_path):
-    ref = reference(tmp_path)
+def test_migrated_mid_epoch_trains_bitwise_the_same(nodes, tmp_path, reference):
+    ref = reference
     a, b = nodes["a"], nodes["b"]
     out = tmp_path / "moved.json"
     run = a.run(*example(out), name="loop")
