@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config
+  ccache                  # the Makefile compiles through it where it is installed
   clang-format git        # make format-check (CI)
   clang-14 libclang-rt-14-dev  # make fuzz: libFuzzer and the sanitizers' runtimes
   libboost-dev            # Boost.Interprocess: the shared-memory control block

@@ -22,8 +22,29 @@
 #         slurmd's slurmstepd), which would have to run under the preloaded ASan
 #         runtime, so a report in Slurm's code would fail our run; the plugin's
 #         rules run under ASan in tests/slurm (pass 1).
-#         Also left out unless GANDIVA_ASAN_FULL=1: integration_migration, about
-#         5 minutes under ASan, which would take CI past 20 minutes on 2 cores.
+#         Pass 2 runs, by default (make test-asan, CI), the suites that reach
+#         code no unit test runs, each in a real process as users run it:
+#           python_package            the _gandiva extension and libgandiva in a
+#                                     Python job (boundary gate, registered state)
+#           integration_replies       every request through a real gandivad: API
+#                                     server, dispatcher, each handler and reply
+#           integration_launch        launched jobs: fork/exec, capped logs, wait,
+#                                     restore from a checkpoint
+#           integration_users         the shared socket: peer credentials, who may
+#                                     act on which job
+#           integration_metrics       the metrics HTTP endpoint
+#           integration_training_loops  checkpoint and migration of PyTorch jobs
+#                                     between two gandivad: migration source,
+#                                     arrival, bulk channel, end to end
+#           integration_scheduler_netns  the scheduler daemon (service, store,
+#                                     reconcile) over CURVE TCP, three nodes, a
+#                                     node's death
+#           integration_gpu_visibility  device visibility of launched jobs
+#         The other suites drive the same code as the unit tests under ASan do,
+#         in more situations and for longer (slicing, packing, restarts, gangs,
+#         the scheduler's policies, migration's failure cases): CI runs them in
+#         make test, and under ASan GANDIVA_ASAN_FULL=1 (make test-asan-full)
+#         runs every one of them, about 20 minutes more on 2 cores.
 #   tsan  TSan, the unit tests of what runs threads against each other: the job
 #         runtime (boundary gate, park, lease), the checkpoint stream (prefault
 #         and transfer threads), gandivad's slicer and devices, and common
@@ -47,16 +68,16 @@ case "$mode" in
   asan)
     asan="halt_on_error=1:log_path=$logs/asan"
     (cd "$build" && ASAN_OPTIONS="$asan:detect_leaks=1" \
-       ctest --output-on-failure --timeout 900 -LE pytest -E '^(shim\.|gpu\.)') || status=1
+       ctest --output-on-failure --timeout 900 -j"${JOBS:-2}" -LE pytest -E '^(shim\.|gpu\.)') || status=1
     # libstdc++ is preloaded too: python3 does not link it, and without it the
     # ASan runtime finds no __cxa_throw to forward to (a CHECK failure at the
     # first C++ exception, e.g. Boost's when a job opens its control block).
-    skip='^(shim\..*|integration_slurm.*|gpu\..*)$'
-    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] || skip='^(shim\..*|integration_slurm.*|gpu\..*|integration_migration)$'
+    select=(-R '^(python_package|integration_(replies|launch|users|metrics|training_loops|scheduler_netns|gpu_visibility))$')
+    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] && select=(-E '^(shim\..*|integration_slurm.*|gpu\..*)$')
     cxx=${CXX:-g++}
     preload="$($cxx -print-file-name=libasan.so) $($cxx -print-file-name=libstdc++.so.6)"
     (cd "$build" && LD_PRELOAD="$preload" ASAN_OPTIONS="$asan:detect_leaks=0" \
-       ctest --output-on-failure --timeout 900 -L pytest -LE preloads_shim -E "$skip") || status=1
+       ctest --output-on-failure --timeout 900 -j"${JOBS:-2}" -L pytest -LE preloads_shim "${select[@]}") || status=1
     ;;
   tsan)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan"
