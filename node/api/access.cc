@@ -5,10 +5,12 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "gandiva/protocol/schema.h"
+#include "jobs/process_identity.h"
 
 namespace gandiva::controller {
 
@@ -101,7 +103,17 @@ Status AccessPolicy::Authorize(
         return Status::Ok();  // the handler refuses the request as malformed
       const int64_t id = body["job"].get<int64_t>();
       const auto owner = id > 0 ? owner_of(static_cast<uint64_t>(id)) : std::nullopt;
-      if (!owner || (*owner >= 0 && *owner == c.uid)) return Status::Ok();
+      if (!owner || (*owner >= 0 && *owner == c.uid)) {
+        // The process a user reports as their job's is one they could signal
+        // themselves: gandivad never kills or freezes another's for them.
+        if (type != MessageType::kJobStarted || !body.contains("pid") ||
+            !body["pid"].is_number_integer())
+          return Status::Ok();  // the handler refuses a malformed request
+        const int64_t pid = body["pid"].get<int64_t>();
+        if (pid <= 0 || pid > std::numeric_limits<int>::max())
+          return InvalidArgument("pid must be a process id, not " + std::to_string(pid));
+        return CheckUserMaySignal(static_cast<int>(pid), c.uid);
+      }
       return PermissionDenied("job " + std::to_string(id) + " belongs to " +
                               (*owner >= 0 ? UserName(*owner) : std::string("gandivad's user")) +
                               "; " + who + " may not " + what + " it");

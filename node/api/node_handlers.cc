@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "gandiva/common/units.h"
 #include "node.h"
@@ -81,7 +82,8 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
 StatusOr<Json> JobStarted(Node& node, const Json& req) {
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
   const int64_t pid = req.at("pid").get<int64_t>();
-  if (pid <= 0) return InvalidArgument("pid must be positive");
+  if (pid <= 0 || pid > std::numeric_limits<int>::max())
+    return InvalidArgument("pid must be a process id, not " + std::to_string(pid));
   if (job.pid != 0) return FailedPrecondition("job " + std::to_string(job.id) + " already started");
   if (req.contains("env")) {
     GD_ASSIGN_OR_RETURN(auto env, protocol::EnvFromRequest(req));

@@ -4,9 +4,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace gandiva::controller {
 
@@ -31,6 +33,41 @@ std::optional<uint64_t> ProcessStartTicks(int pid) {
   const unsigned long long ticks = std::strtoull(field.c_str(), &end, 10);
   if (end == field.c_str() || *end != '\0') return std::nullopt;
   return ticks;
+}
+
+namespace {
+
+// The "Uid:" line of /proc/PID/status: real, effective, saved, filesystem.
+std::optional<std::vector<int64_t>> ProcessUids(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Uid:", 0) != 0) continue;
+    std::istringstream fields(line.substr(4));
+    std::vector<int64_t> uids;
+    for (int64_t uid; fields >> uid;) uids.push_back(uid);
+    if (uids.size() != 4) return std::nullopt;
+    return uids;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Status CheckUserMaySignal(int pid, int64_t uid) {
+  const std::string which = "process " + std::to_string(pid);
+  UniqueFd held = OpenPidfd(pid);
+  if (!held.valid()) return NotFound(which + " is not running");
+  const std::optional<std::vector<int64_t>> uids = ProcessUids(pid);
+  // Still the process the pidfd holds (EPERM: alive, another user's, and
+  // gandivad not root): a pid reused after the pidfd's own ended fails here.
+  const bool alive =
+      syscall(SYS_pidfd_send_signal, held.get(), 0, nullptr, 0) == 0 || errno == EPERM;
+  if (!uids || !alive) return NotFound(which + " is not running");
+  const int64_t real = (*uids)[0], saved = (*uids)[2];
+  if (real == uid || saved == uid) return Status::Ok();
+  return PermissionDenied(which + " is uid " + std::to_string(real) + "'s, not uid " +
+                          std::to_string(uid) + "'s: a job's process must be one its user " +
+                          "could signal itself");
 }
 
 std::string BootId() {

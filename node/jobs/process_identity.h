@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gandiva/common/unique_fd.h"
+#include "gandiva/status.h"
 
 namespace gandiva::controller {
 
@@ -19,6 +20,12 @@ UniqueFd OpenPidfd(int pid);
 std::optional<uint64_t> ProcessStartTicks(int pid);
 // This boot's id (/proc/sys/kernel/random/boot_id); "" if it cannot be read.
 std::string BootId();
+// Ok if user `uid` may signal process `pid` itself, by kill(2)'s rule for a
+// user: the process's real or saved user id is `uid`. Read while a pidfd holds
+// the process, so that a pid freed and reused meanwhile cannot pass; otherwise
+// PermissionDenied naming whose it is, or NotFound. gandivad, as root, takes a
+// pid from a user only if this holds: it acts on no process the user could not.
+Status CheckUserMaySignal(int pid, int64_t uid);
 
 }  // namespace gandiva::controller
 

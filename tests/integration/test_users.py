@@ -157,6 +157,82 @@ def test_each_user_acts_on_their_own_jobs_and_admins_on_all(shared_node):
     assert jobs(node)[job["id"]]["state"] in ("failed", "exited")
 
 
+ATTACK = """
+import json, sys
+from gandiva.client import Client, GandivaError
+c = Client()
+job = c.call("register_job", name="attack", command=["sleep"])["job"]
+out = {"job": job}
+try:
+    c.call("job_started", job=job, pid=int(sys.argv[1]))
+    out["started"] = "ok"
+except GandivaError as e:
+    out["started"] = e.code + ": " + e.message
+try:
+    c.call("kill", job=job, signal=9)
+    out["kill"] = "ok"
+except GandivaError as e:
+    out["kill"] = e.code + ": " + e.message
+print(json.dumps(out))
+"""
+
+
+def test_a_user_cannot_make_root_kill_a_process_they_could_not(shared_node):
+    """A user registers a job and reports a process of root's as its own, then
+    asks for it to be killed: gandivad (root) must refuse the report, and kill
+    nothing. The same user's own process is taken."""
+    from conftest import BUILD
+    node = shared_node
+    env = dict(node["env"], PYTHONPATH=os.path.join(BUILD, "python"))
+    roots = subprocess.Popen(["sleep", "600"])
+    try:
+        r = as_user("gd-bob", "/usr/bin/python3", "-c", ATTACK, str(roots.pid), env=env)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["started"].startswith("permission_denied") and "could signal itself" in out["started"], out
+        assert out["kill"].startswith("failed_precondition") and "no process" in out["kill"], out
+        time.sleep(0.2)
+        assert roots.poll() is None, "root's process was killed for another user"
+        assert node["proc"].poll() is None, "gandivad died"
+        # Alice's own process is hers to report, and to have killed (bob's one
+        # job here is the refused one: --max-jobs-per-user 1).
+        alices = subprocess.Popen(["runuser", "-u", "gd-alice", "--", "sleep", "600"])
+        try:
+            uid = pwd.getpwnam("gd-alice").pw_uid
+            her_sleep = wait_for(lambda: _process_of(uid, b"sleep\x00600\x00", alices.pid), 10,
+                                 "alice's sleep")
+            r = as_user("gd-alice", "/usr/bin/python3", "-c", ATTACK, str(her_sleep), env=env)
+            assert r.returncode == 0, r.stderr
+            out = json.loads(r.stdout)
+            assert out["started"] == "ok" and out["kill"] == "ok", out
+            assert alices.wait(timeout=30) != 0, "alice's own process was not killed"
+        finally:
+            alices.kill()
+    finally:
+        roots.kill()
+        roots.wait()
+
+
+def _process_of(uid, cmdline, started):
+    """The pid of `started`, or of its child, if it runs `cmdline` as `uid`
+    (runuser may fork its command or be it)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read() != cmdline:
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            if os.stat(f"/proc/{pid}").st_uid == uid and started in (pid, parent):
+                return pid
+        except (OSError, IndexError, ValueError):  # gone meanwhile
+            continue
+    return None
+
+
 def test_without_shared_socket_other_users_cannot_connect():
     root = other_users_dir()
     endpoint = f"ipc://{root}/gd.sock"

@@ -3,6 +3,8 @@
 #include "api/access.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace gandiva::controller {
@@ -113,6 +115,57 @@ TEST(AccessTest, AUserRegistersJobsForThemselvesOnly) {
   Call by_root =
       MakeCall(MessageType::kRegisterJob, {{"command", {"x"}}, {"uid", kAlice}}, Local(0));
   EXPECT_TRUE(policy.Authorize(by_root, AliceOwnsJob1).ok()) << "Slurm's plugin, as root";
+}
+
+// A child process that runs as `uid` until killed; -1 if it cannot be made
+// (the test is not root).
+pid_t ChildRunningAs(int64_t uid) {
+  int ready[2];
+  if (geteuid() != 0 || pipe(ready) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(ready[0]);
+    const char ok = setresuid(uid, uid, uid) == 0 ? 1 : 0;
+    if (write(ready[1], &ok, 1) != 1) _exit(1);
+    for (;;) pause();
+  }
+  close(ready[1]);
+  char ok = 0;
+  const bool became = pid > 0 && read(ready[0], &ok, 1) == 1 && ok == 1;
+  close(ready[0]);
+  if (pid > 0 && !became) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    return -1;
+  }
+  return pid;
+}
+
+TEST(AccessTest, AUserReportsOnlyAProcessTheyCouldSignalThemselves) {
+  const pid_t alices = ChildRunningAs(kAlice);
+  if (alices < 0) GTEST_SKIP() << "needs root, to run a process as another user";
+  AccessPolicy policy;
+  auto started = [](pid_t pid, Caller by) {
+    return MakeCall(MessageType::kJobStarted, {{"job", 1}, {"pid", pid}}, by);
+  };
+  Call own = started(alices, Local(kAlice));
+  EXPECT_TRUE(policy.Authorize(own, AliceOwnsJob1).ok());
+  // Root's own process (this test): what the attack on a shared node named.
+  Call roots = started(getpid(), Local(kAlice));
+  const Status refused = policy.Authorize(roots, AliceOwnsJob1);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.message().find("could signal itself"), std::string::npos) << refused.message();
+  // A pid past int's range, which a cast would have made root's.
+  Call wrapped = MakeCall(MessageType::kJobStarted,
+                          {{"job", 1}, {"pid", (int64_t{1} << 32) + getpid()}}, Local(kAlice));
+  EXPECT_EQ(policy.Authorize(wrapped, AliceOwnsJob1).code(), StatusCode::kInvalidArgument);
+  // An admin (Slurm's plugin, as root) reports a task before it drops root.
+  Call by_root = started(getpid(), Local(0));
+  EXPECT_TRUE(policy.Authorize(by_root, AliceOwnsJob1).ok());
+  kill(alices, SIGKILL);
+  waitpid(alices, nullptr, 0);
+  Call gone = started(alices, Local(kAlice));
+  EXPECT_EQ(policy.Authorize(gone, AliceOwnsJob1).code(), StatusCode::kNotFound);
 }
 
 }  // namespace
