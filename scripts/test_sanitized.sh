@@ -2,15 +2,14 @@
 # Runs tests built with sanitizers (make test-asan, make test-tsan); see the
 # Makefile for how each tree is configured. Usage: test_sanitized.sh asan|tsan BUILD_DIR
 #
-#   asan  ASan+UBSan, the whole suite but the tests that LD_PRELOAD the CUDA shim,
-#         in two passes:
+#   asan  ASan+UBSan, in two passes (the tests of each pass two at a time):
 #         1. everything but the pytest suites, with LeakSanitizer on;
-#         2. the pytest suites (label pytest). Their python3 is not instrumented
+#         2. pytest suites (label pytest; which, below). Their python3 is not instrumented
 #            but loads the instrumented _gandiva extension, so the ASan runtime is
 #            preloaded into it (and inherited by what it starts: procps tools
 #            such as pgrep hang under it, so the tests read /proc instead); leak
 #            checking is off in this pass, as CPython and PyTorch free little at exit.
-#         Left out: the tests that run programs under the preloaded CUDA shim
+#         Never run under ASan: the tests that run programs under the preloaded CUDA shim
 #         (shim.*: its integration tests, the stand-in's, memcap_cli; the pytest
 #         suites labelled preloads_shim: integration_swap, integration_scheduler_stop;
 #         the GPU suite, gpu.*). The shim exports
@@ -33,18 +32,23 @@
 #           integration_users         the shared socket: peer credentials, who may
 #                                     act on which job
 #           integration_metrics       the metrics HTTP endpoint
-#           integration_training_loops  checkpoint and migration of PyTorch jobs
-#                                     between two gandivad: migration source,
-#                                     arrival, bulk channel, end to end
+#           integration_migration, its tests marked native_job: migrations of
+#                                     the synthetic C++ job between two gandivad,
+#                                     whole and with damaged streams (migration
+#                                     source, arrival, bulk channel, the job's
+#                                     stream, all instrumented; its PyTorch jobs
+#                                     run many times slower under the preloaded
+#                                     runtime, which intercepts torch's mallocs)
 #           integration_scheduler_netns  the scheduler daemon (service, store,
 #                                     reconcile) over CURVE TCP, three nodes, a
 #                                     node's death
 #           integration_gpu_visibility  device visibility of launched jobs
-#         The other suites drive the same code as the unit tests under ASan do,
-#         in more situations and for longer (slicing, packing, restarts, gangs,
-#         the scheduler's policies, migration's failure cases): CI runs them in
-#         make test, and under ASan GANDIVA_ASAN_FULL=1 (make test-asan-full)
-#         runs every one of them, about 20 minutes more on 2 cores.
+#         The other suites and tests drive code that the unit tests run under
+#         ASan, in more situations and for longer (slicing, packing, restarts,
+#         gangs, the scheduler's policies, PyTorch jobs' checkpoints and moves):
+#         make test runs them all in CI, and GANDIVA_ASAN_FULL=1 (make
+#         test-asan-full) every one of them under ASan, about 25 minutes more
+#         on 2 cores.
 #   tsan  TSan, the unit tests of what runs threads against each other: the job
 #         runtime (boundary gate, park, lease), the checkpoint stream (prefault
 #         and transfer threads), gandivad's slicer and devices, and common
@@ -72,12 +76,19 @@ case "$mode" in
     # libstdc++ is preloaded too: python3 does not link it, and without it the
     # ASan runtime finds no __cxa_throw to forward to (a CHECK failure at the
     # first C++ exception, e.g. Boost's when a job opens its control block).
-    select=(-R '^(python_package|integration_(replies|launch|users|metrics|training_loops|scheduler_netns|gpu_visibility))$')
-    [ "${GANDIVA_ASAN_FULL:-0}" = 1 ] && select=(-E '^(shim\..*|integration_slurm.*|gpu\..*)$')
     cxx=${CXX:-g++}
     preload="$($cxx -print-file-name=libasan.so) $($cxx -print-file-name=libstdc++.so.6)"
-    (cd "$build" && LD_PRELOAD="$preload" ASAN_OPTIONS="$asan:detect_leaks=0" \
-       ctest --output-on-failure --timeout 900 -j"${JOBS:-2}" -L pytest -LE preloads_shim "${select[@]}") || status=1
+    pytests() {
+      (cd "$build" && LD_PRELOAD="$preload" ASAN_OPTIONS="$asan:detect_leaks=0" \
+         ctest --output-on-failure --timeout 900 -j"${JOBS:-2}" -L pytest -LE preloads_shim "$@")
+    }
+    if [ "${GANDIVA_ASAN_FULL:-0}" = 1 ]; then
+      pytests -E '^(shim\..*|integration_slurm.*|gpu\..*)$' || status=1
+    else
+      pytests -R '^(python_package|integration_(replies|launch|users|metrics|scheduler_netns|gpu_visibility))$' ||
+        status=1
+      PYTEST_ADDOPTS="-m native_job" pytests -R '^integration_migration$' || status=1
+    fi
     ;;
   tsan)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan"

@@ -24,6 +24,13 @@ SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
 sys.path.insert(0, os.path.join(BUILD, "python"))
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "native_job: moves only a C++ job (no PyTorch), so a sanitized gandivad, job "
+        "and bulk channel run at a sanitized C++ program's speed; make test-asan runs these "
+        "(scripts/test_sanitized.sh)")
+
+
 def wait_for(predicate, timeout=30, what="condition", log=None):
     """Polls predicate until it returns something true, and returns that; fails
     the test after timeout seconds (with log(), e.g. a daemon's log, if given)."""

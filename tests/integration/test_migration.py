@@ -138,6 +138,7 @@ def test_fine_tuning_on_a_frozen_embedding_sends_only_what_trains(cluster, tmp_p
     assert op["bytes"] < 6 << 20, op
 
 
+@pytest.mark.native_job
 @pytest.mark.parametrize("frozen, layout", [(0.5, "functions"), (0.0, "functions"),
                                             (0.5, "buffer")])
 def test_a_frozen_part_of_the_state_is_not_sent(cluster, tmp_path, frozen, layout):
@@ -229,6 +230,7 @@ def damaged_stream_job(layout, mib):
     return cmd
 
 
+@pytest.mark.native_job
 @pytest.mark.parametrize("fault, says", [
     # A bit flipped before sealing: the frames open, the destination job's
     # CRC32C check of the checkpoint stream catches it.
@@ -254,6 +256,7 @@ def test_a_corrupted_stream_aborts_and_the_job_continues_on_the_source(cluster, 
     assert_job_continues_on_source(a, run, out, ref, same=same_checksum)
 
 
+@pytest.mark.native_job
 @pytest.mark.parametrize("fault", ["corrupt-chunk", "flip-wire-bit"])
 def test_a_damaged_stream_into_a_buffer_section_leaves_the_job_on_its_source(cluster, tmp_path, fault):
     """b's copy receives a gd_register_buffer section straight into the job's
