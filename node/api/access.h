@@ -7,9 +7,10 @@
 // Registering a job is for everyone, for themselves: a caller who is not an
 // admin registers for its own uid only, and reports as its job's process
 // (job_started) only one it could signal itself (kill(2)'s rule), so that
-// gandivad never signals or freezes another user's process for it. What shapes the node or other users'
-// share (slices, share modes, weights, device moves, migrations, launching a
-// command that gandivad runs as its own user) is for admins.
+// gandivad never signals or freezes another user's process for it. What
+// shapes the node or other users' share (slices, share modes, weights, device
+// moves, migrations, launching a command that gandivad runs as its own user)
+// is for admins.
 //
 // Admins: callers on the TCP endpoint (they hold an authorized CURVE key: the
 // scheduler, peers, operators), root, gandivad's own user, members of
