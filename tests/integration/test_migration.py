@@ -167,11 +167,17 @@ def test_a_frozen_part_of_the_state_is_not_sent(cluster, tmp_path, frozen, layou
     assert trained <= op["bytes"] < trained + (1 << 20), (op, moved["restored_at_iteration"])
 
 
+# Each hop's copy imports torch while the job trains on, 150 to 250 iterations
+# on a busy machine: three hops fit twice over (at 900 the job once ended before
+# the third hop's copy was up).
+BACK_AND_FORTH_ITERATIONS = 1500
+
+
 def test_migrate_back_and_forth_several_times(cluster, tmp_path):
-    ref = reference(lambda o: cnn_cmd(o, 900), tmp_path, "cnn")
+    ref = reference(lambda o: cnn_cmd(o, BACK_AND_FORTH_ITERATIONS), tmp_path, "cnn")
     nodes = cluster()
     out = tmp_path / "cnn.json"
-    run = nodes["a"].run(*cnn_cmd(out, 900), name="cnn")
+    run = nodes["a"].run(*cnn_cmd(out, BACK_AND_FORTH_ITERATIONS), name="cnn")
     where, job = nodes["a"], 1
     downtimes = []
     for hop, to in enumerate(["b", "a", "b"]):
