@@ -34,7 +34,7 @@
 #           integration_metrics       the metrics HTTP endpoint
 #           integration_migration, its tests marked native_job: migrations of
 #                                     the synthetic C++ job between two gandivad,
-#                                     whole and with damaged streams (migration
+#                                     whole and with damaged frames (migration
 #                                     source, arrival, bulk channel, the job's
 #                                     stream, all instrumented; its PyTorch jobs
 #                                     run many times slower under the preloaded

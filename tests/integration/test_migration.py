@@ -262,7 +262,6 @@ def test_a_corrupted_stream_aborts_and_the_job_continues_on_the_source(cluster, 
     assert_job_continues_on_source(a, run, out, ref, same=same_checksum)
 
 
-@pytest.mark.native_job
 @pytest.mark.parametrize("fault", ["corrupt-chunk", "flip-wire-bit"])
 def test_a_damaged_stream_into_a_buffer_section_leaves_the_job_on_its_source(cluster, tmp_path, fault):
     """b's copy receives a gd_register_buffer section straight into the job's
