@@ -17,7 +17,8 @@ CI_DEBUG_FLAGS = $(if $(CI_BUILD),-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEB
                  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 # ccache where it is installed (deps installs it; never required), keyed on
 # paths relative to the checkout and not on the build folder, so that another
-# clone of the same commit on this machine (CI's) reuses the objects; depend
+# clone of the same commit on this machine (CI's) reuses build/'s objects (not
+# the unity trees': their batches name sources by absolute path); depend
 # mode takes the headers from the compiler's own dependency list (no second
 # preprocessor run on a miss).
 ifneq ($(shell command -v ccache),)
