@@ -47,8 +47,8 @@
 #         ASan, in more situations and for longer (slicing, packing, restarts,
 #         gangs, the scheduler's policies, PyTorch jobs' checkpoints and moves):
 #         make test runs them all in CI, and GANDIVA_ASAN_FULL=1 (make
-#         test-asan-full) every one of them under ASan, about 25 minutes more
-#         on 2 cores.
+#         test-asan-full) every one of them under ASan (one at a time, they
+#         took 26 minutes on 2 cores; two at a time, perhaps half that).
 #   tsan  TSan, the unit tests of what runs threads against each other: the job
 #         runtime (boundary gate, park, lease), the checkpoint stream (prefault
 #         and transfer threads), gandivad's slicer and devices, and common
