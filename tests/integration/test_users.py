@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from conftest import GANDIVA, GANDIVAD, SYNTHETIC_JOB, wait_for
+from conftest import BUILD, GANDIVA, GANDIVAD, SYNTHETIC_JOB, wait_for
 
 USERS = ("gd-alice", "gd-bob", "gd-carol")
 ADMINS = "gd-admins"
@@ -181,7 +181,6 @@ def test_a_user_cannot_make_root_kill_a_process_they_could_not(shared_node):
     """A user registers a job and reports a process of root's as its own, then
     asks for it to be killed: gandivad (root) must refuse the report, and kill
     nothing. The same user's own process is taken."""
-    from conftest import BUILD
     node = shared_node
     env = dict(node["env"], PYTHONPATH=os.path.join(BUILD, "python"))
     roots = subprocess.Popen(["sleep", "600"])
