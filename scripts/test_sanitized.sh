@@ -29,7 +29,8 @@
 #                                     server, dispatcher, each handler and reply
 #           integration_launch        launched jobs: fork/exec, capped logs, wait,
 #                                     restore from a checkpoint
-#           integration_users         the shared socket: peer credentials, who may
+#           security_*                the adversarial suite (tests/security): real users
+#                                     against a root gandivad; peer credentials, who may
 #                                     act on which job
 #           integration_metrics       the metrics HTTP endpoint
 #           integration_migration, its tests marked native_job: migrations of
@@ -85,7 +86,7 @@ case "$mode" in
     if [ "${GANDIVA_ASAN_FULL:-0}" = 1 ]; then
       pytests -E '^(shim\..*|integration_slurm.*|gpu\..*)$' || status=1
     else
-      pytests -R '^(python_package|integration_(replies|launch|users|metrics|scheduler_netns|gpu_visibility))$' ||
+      pytests -R '^(python_package|integration_(replies|launch|metrics|scheduler_netns|gpu_visibility)|security_.*)$' ||
         status=1
       PYTEST_ADDOPTS="-m native_job" pytests -R '^integration_migration$' || status=1
     fi
