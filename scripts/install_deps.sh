@@ -11,7 +11,7 @@ PACKAGES=(
   libboost-dev            # Boost.Interprocess: the shared-memory control block
   libzmq3-dev cppzmq-dev  # ZeroMQ + cppzmq: controller API and migration streams
   libsodium-dev           # CURVE keys for authenticated TCP endpoints
-  libssl-dev              # libcrypto: random keys, GMAC chunk tags, constant-time compares
+  libssl-dev              # libcrypto: AES-256-GCM bulk frames, GMAC chunk tags, random keys
   nlohmann-json3-dev      # JSON encoding of the API messages
   libsqlite3-dev          # the live scheduler's job store (scheduler/live)
   libgtest-dev libgmock-dev libbenchmark-dev
@@ -19,6 +19,7 @@ PACKAGES=(
   python3-torch libtorch-dev
   libopenblas0-pthread    # Debian's torch is ~25x slower on the reference BLAS
   python3-matplotlib      # simulator plots
+  python3-cryptography    # tests/integration: a migration's source written in Python (AES-256-GCM)
   iproute2                # network namespaces for multi-node tests
   prometheus              # promtool: tests check gandivad's metrics scrape
   slurmctld slurmd slurm-client munge libslurm-dev  # the Slurm plugin (spank.h) and a real Slurm for its tests

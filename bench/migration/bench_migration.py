@@ -28,7 +28,7 @@ timing file, which splits each downtime into its phases:
                   job takes the bulk connection and reads the list of chunks
                   b's warm copy holds already)
   stream          save called -> the stream is in and loading: the source job
-                  writes its state into sealed frames (AEGIS-256X4) on the
+                  writes its state into sealed frames (AES-256-GCM) on the
                   bulk connection, naming the chunks b holds instead of sending
                   them; b's job checks each frame and chunk as it arrives.
                   A load function that reads before it asks its section's

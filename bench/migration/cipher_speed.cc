@@ -1,30 +1,30 @@
-// cipher_speed: the bulk channel's ciphers per GiB, by each code in this build,
-// against a memcpy of the same bytes, all in one process on the same
-// faulted-in memory: sealing and opening 512 KiB frames in place (as the jobs
-// do) with AEGIS-256X4, the frames' cipher, on 512-bit VAES and on 128-bit AES
-// instructions; the same with AES-256-GCM, which sealed them before (our VAES
-// code and OpenSSL's), for the comparison; and GMAC tags of 4 MiB chunks (as a
-// warm copy's pre-copy computes them), VAES and OpenSSL. Each code opens what
-// another sealed, so a disagreement fails the run. A code the CPU lacks is
-// left out. Prints a table; --json prints one object.
+// cipher_speed: the bulk channel's cipher per GiB against a memcpy of the same
+// bytes, all in one process on the same faulted-in memory: sealing and opening
+// 512 KiB frames in place (as the jobs do) with OpenSSL's AES-256-GCM, on one
+// thread and on --threads threads (each with its own context, frames dealt
+// out by number, as a sealer on several cores would); and the candidates for
+// the chunk tags of 4 MiB chunks (as a warm copy's pre-copy computes them):
+// GMAC, which the tags use, against HMAC-SHA-256 and BLAKE2b-512, the keyed
+// hashes that need no nonce. The frames sealed on several threads must open
+// one by one, and each row's tags must be the same on a second pass, or the
+// run fails. Prints a table; --json prints one object.
 //
-// Usage: cipher_speed [--mib N] [--repeat N] [--json]
+// Usage: cipher_speed [--mib N] [--repeat N] [--threads N] [--json]
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
-#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
-#include "aegis256x4.h"
-#include "aes_gcm_vaes.h"
-#include "gandiva/contract/chunk_tag.h"
-#include "gandiva/contract/sealed_frames.h"
+#include "aes_gcm.h"
+#include "gandiva/sealed/chunk_tag.h"
+#include "gandiva/sealed/sealed_frames.h"
 #include "speed_table.h"
 
 namespace {
@@ -42,117 +42,113 @@ void Fail(const char* what) {
   std::exit(1);
 }
 
-// One frame: its header as associated data, its number as the nonce (as
-// sealed_frames.cc lays them out), payload and tag after the header.
-struct FrameCode {
-  std::string name;
-  std::function<void(uint64_t seq, const uint8_t* in, uint8_t* frame, size_t n)> seal;
-  std::function<bool(uint64_t seq, uint8_t* frame, size_t n)> open;
-};
+size_t FrameLength(size_t n, size_t i) { return std::min(kFrame, n - i * kFrame); }
 
-FrameCode Aegis(const BulkKey& key, AegisCode code) {
-  auto aegis = std::make_shared<Aegis256x4>(key.data(), code);
-  auto nonce = [](uint64_t seq) {
-    std::array<uint8_t, Aegis256x4::kNonceBytes> n{};
-    std::memcpy(n.data(), &seq, sizeof seq);
-    return n;
-  };
-  return {std::string("aegis256x4_") + AegisCodeName(code),
-          [=](uint64_t seq, const uint8_t* in, uint8_t* f, size_t n) {
-            aegis->Seal(nonce(seq).data(), f, kHeader, in, f + kHeader, n, f + kHeader + n);
-          },
-          [=](uint64_t seq, uint8_t* f, size_t n) {
-            return aegis->Open(nonce(seq).data(), f, kHeader, f + kHeader, n, f + kHeader + n);
-          }};
-}
-
-std::array<uint8_t, 12> GcmNonce(uint64_t seq) {
-  std::array<uint8_t, 12> n{};
-  std::memcpy(n.data() + 4, &seq, sizeof seq);
-  return n;
-}
-
-FrameCode GcmVaes(const BulkKey& key) {
-  auto gcm = std::make_shared<AesGcmVaes>(key.data());
-  return {"aes256gcm_vaes512",
-          [=](uint64_t seq, const uint8_t* in, uint8_t* f, size_t n) {
-            gcm->Seal(GcmNonce(seq).data(), f, kHeader, in, f + kHeader, n, f + kHeader + n);
-          },
-          [=](uint64_t seq, uint8_t* f, size_t n) {
-            return gcm->Open(GcmNonce(seq).data(), f, kHeader, f + kHeader, n, f + kHeader + n);
-          }};
-}
-
-FrameCode GcmOpenSsl(const BulkKey& key) {
-  std::shared_ptr<EVP_CIPHER_CTX> seal(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
-  std::shared_ptr<EVP_CIPHER_CTX> open(EVP_CIPHER_CTX_new(), EVP_CIPHER_CTX_free);
-  EVP_EncryptInit_ex(seal.get(), EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
-  EVP_DecryptInit_ex(open.get(), EVP_aes_256_gcm(), nullptr, key.data(), nullptr);
-  return {"aes256gcm_openssl",
-          [=](uint64_t seq, const uint8_t* in, uint8_t* f, size_t n) {
-            EVP_CIPHER_CTX* c = seal.get();
-            int len = 0;
-            if (EVP_EncryptInit_ex(c, nullptr, nullptr, nullptr, GcmNonce(seq).data()) != 1 ||
-                EVP_EncryptUpdate(c, nullptr, &len, f, kHeader) != 1 ||
-                EVP_EncryptUpdate(c, f + kHeader, &len, in, static_cast<int>(n)) != 1 ||
-                EVP_EncryptFinal_ex(c, f + kHeader + n, &len) != 1 ||
-                EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, kTag, f + kHeader + n) != 1)
-              Fail("OpenSSL sealing failed");
-          },
-          [=](uint64_t seq, uint8_t* f, size_t n) {
-            EVP_CIPHER_CTX* c = open.get();
-            int len = 0;
-            uint8_t last[16];
-            return EVP_DecryptInit_ex(c, nullptr, nullptr, nullptr, GcmNonce(seq).data()) == 1 &&
-                   EVP_DecryptUpdate(c, nullptr, &len, f, kHeader) == 1 &&
-                   EVP_DecryptUpdate(c, f + kHeader, &len, f + kHeader, static_cast<int>(n)) == 1 &&
-                   EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_SET_TAG, kTag, f + kHeader + n) == 1 &&
-                   EVP_DecryptFinal_ex(c, last, &len) == 1;
-          }};
-}
-
-// Seals the n bytes of src into frames laid end to end in `wire` (each header
-// written first, as the sealer does).
-double SealAll(const FrameCode& code, const uint8_t* src, size_t n, uint8_t* wire) {
-  const double t0 = Now();
-  for (size_t off = 0, i = 0; off < n; off += kFrame, ++i) {
-    const size_t len = std::min(kFrame, n - off);
-    uint8_t* frame = wire + i * kWire;
+// Frames i = first, first + stride, ... of the n bytes of src, sealed into
+// `wire` laid end to end, each with its own number's nonce (sealed_frames.h).
+void SealSome(const BulkKey& key, const uint8_t* src, size_t n, uint8_t* wire, size_t first,
+              size_t stride) {
+  AesGcm gcm(key.data(), AesGcm::Direction::kSeal);
+  const size_t frames = (n + kFrame - 1) / kFrame;
+  for (size_t i = first; i < frames; i += stride) {
+    uint8_t* f = wire + i * kWire;
+    const size_t len = FrameLength(n, i);
     const SealedHeader header{i, static_cast<uint32_t>(len), kSealedData};
-    std::memcpy(frame, &header, sizeof header);
-    code.seal(i, src + off, frame, len);
+    std::memcpy(f, &header, sizeof header);
+    const auto nonce = FrameNonce(i);
+    if (!gcm.Seal(nonce.data(), {f, kHeader}, src + i * kFrame, f + kHeader, len, f + kHeader + len)
+             .ok())
+      Fail("sealing failed");
+  }
+}
+
+double SealOn(int threads, const BulkKey& key, const uint8_t* src, size_t n, uint8_t* wire) {
+  const double t0 = Now();
+  if (threads == 1) {
+    FrameSealer sealer(key);  // the jobs' own sealer
+    for (size_t i = 0; i * kFrame < n; ++i) {
+      const size_t len = FrameLength(n, i);
+      if (!sealer.Seal(kSealedData, {src + i * kFrame, len}, wire + i * kWire).ok())
+        Fail("sealing failed");
+    }
+    return Now() - t0;
+  }
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back(SealSome, std::cref(key), src, n, wire, static_cast<size_t>(t),
+                      static_cast<size_t>(threads));
+  for (auto& th : pool) th.join();
+  return Now() - t0;
+}
+
+// Opens the frames in order with the jobs' opener (into the wire buffer, in place).
+double OpenAll(const BulkKey& key, uint8_t* wire, size_t n) {
+  FrameOpener opener(key);
+  const double t0 = Now();
+  for (size_t i = 0; i * kFrame < n; ++i) {
+    uint8_t* f = wire + i * kWire;
+    if (!opener.Open(f, f + kHeader, f + kHeader + FrameLength(n, i)).ok())
+      Fail("a frame did not open");
   }
   return Now() - t0;
 }
 
-double OpenAll(const FrameCode& code, uint8_t* wire, size_t n) {
-  const double t0 = Now();
-  for (size_t off = 0, i = 0; off < n; off += kFrame, ++i)
-    if (!code.open(i, wire + i * kWire, std::min(kFrame, n - off)))
-      Fail("a frame did not open: two codes disagree");
-  return Now() - t0;
+// A chunk's tag by one of the candidates; GMAC with the tagger the jobs use,
+// keyed once per pass as theirs is.
+using TagFn = void (*)(ChunkTagger& gmac, const BulkKey& key, size_t index, const uint8_t* p,
+                       size_t n, uint8_t* out);
+
+void Gmac(ChunkTagger& gmac, const BulkKey&, size_t index, const uint8_t* p, size_t n,
+          uint8_t* out) {
+  auto tag = gmac.Of({0, index}, {p, n});
+  if (!tag.ok()) Fail("GMAC failed");
+  std::memcpy(out, tag->data(), tag->size());
 }
 
-double TagAll(const BulkKey& key, SealedCipher cipher, const uint8_t* src, size_t n,
+void HmacSha256(ChunkTagger&, const BulkKey& key, size_t, const uint8_t* p, size_t n,
+                uint8_t* out) {
+  unsigned int len = 0;
+  uint8_t md[EVP_MAX_MD_SIZE];
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), p, n, md, &len))
+    Fail("HMAC failed");
+  std::memcpy(out, md, 16);  // truncated to the tag's 128 bits
+}
+
+void Blake2b(ChunkTagger&, const BulkKey&, size_t, const uint8_t* p, size_t n, uint8_t* out) {
+  // The unkeyed hash: keyed BLAKE2b hashes one block more, the same speed.
+  uint8_t md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_Digest(p, n, md, &len, EVP_blake2b512(), nullptr) != 1) Fail("BLAKE2b failed");
+  std::memcpy(out, md, 16);
+}
+
+double TagAll(TagFn fn, const BulkKey& key, const uint8_t* src, size_t n,
               std::vector<ChunkTag>* tags) {
-  ChunkTagger tagger(key, cipher);
-  tags->clear();
+  tags->assign((n + kChunk - 1) / kChunk, ChunkTag{});
   const double t0 = Now();
-  for (size_t off = 0; off < n; off += kChunk) {
-    auto tag = tagger.Of({src + off, std::min(kChunk, n - off)});
-    if (!tag.ok()) Fail("tagging failed");
-    tags->push_back(*tag);
-  }
+  ChunkTagger gmac(key);
+  for (size_t i = 0; i * kChunk < n; ++i)
+    fn(gmac, key, i, src + i * kChunk, std::min(kChunk, n - i * kChunk), (*tags)[i].data());
   return Now() - t0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // --threads N is ours; the rest are the shared speed options.
+  int threads = 2;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+      threads = std::max(2, std::atoi(argv[++i]));
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
   gandiva::bench::SpeedOptions opt;
-  if (!gandiva::bench::ParseSpeedOptions(argc, argv, "cipher_speed", &opt)) return 2;
-  // The VAES codes serve kFastest only where GANDIVA_BULK_CIPHER allows it.
-  unsetenv(kEnvBulkCipher);
+  if (!gandiva::bench::ParseSpeedOptions(static_cast<int>(args.size()), args.data(), "cipher_speed",
+                                         &opt))
+    return 2;
   const size_t n = opt.mib << 20, frames = (n + kFrame - 1) / kFrame;
   uint8_t* src = MapAnonymous(n);
   uint8_t* dst = MapAnonymous(n);
@@ -161,42 +157,31 @@ int main(int argc, char** argv) {
   auto key = NewBulkKey();
   if (!key.ok()) Fail("no key");
 
-  // Two families: each seals, then the next of its family opens (and checks) that.
-  std::vector<std::vector<FrameCode>> families(2);
-  for (AegisCode code : {AegisCode::kVaes512, AegisCode::kAes128})
-    if (AegisCodeRuns(code)) families[0].push_back(Aegis(*key, code));
-  if (AesGcmVaesAvailable()) families[1].push_back(GcmVaes(*key));
-  families[1].push_back(GcmOpenSsl(*key));
-
-  std::vector<SpeedRow> rows(1, SpeedRow{"memcpy", {}});
-  std::vector<std::pair<const FrameCode*, size_t>> codes;  // code, its seal row (open: +1)
-  for (const auto& family : families)
-    for (const FrameCode& code : family) {
-      codes.emplace_back(&code, rows.size());
-      rows.push_back({"seal_" + code.name, {}});
-      rows.push_back({"open_" + code.name, {}});
-    }
-  const size_t gmac_row = rows.size();
-  rows.push_back({"gmac_vaes512", {}});
-  rows.push_back({"gmac_openssl", {}});
-  const SealedCipher taggers[2] = {SealedCipher::kFastest, SealedCipher::kBaseline};
-  std::vector<ChunkTag> tags[2];
+  const std::string many = std::to_string(threads) + "_threads";
+  std::vector<SpeedRow> rows = {{"memcpy", {}},
+                                {"seal_aes256gcm_openssl", {}},
+                                {"open_aes256gcm_openssl", {}},
+                                {"seal_aes256gcm_openssl_" + many, {}},
+                                {"open_after_" + many, {}},
+                                {"tag_gmac_openssl", {}},
+                                {"tag_hmac_sha256", {}},
+                                {"tag_blake2b512", {}}};
+  const TagFn tag_fns[3] = {Gmac, HmacSha256, Blake2b};
+  std::vector<ChunkTag> tags[3], first[3];
 
   for (int r = 0; r < opt.repeat; ++r) {
     const double t0 = Now();
     std::memcpy(dst, src, n);
     rows[0].ms.push_back((Now() - t0) * 1e3);
-    size_t c = 0;
-    for (const auto& family : families)
-      for (size_t k = 0; k < family.size(); ++k, ++c) {
-        const FrameCode& opener = family[(k + 1) % family.size()];
-        const size_t open_row = codes[c - k + (k + 1) % family.size()].second + 1;
-        rows[codes[c].second].ms.push_back(SealAll(family[k], src, n, wire) * 1e3);
-        rows[open_row].ms.push_back(OpenAll(opener, wire, n) * 1e3);
-      }
-    for (int k = 0; k < 2; ++k)
-      rows[gmac_row + k].ms.push_back(TagAll(*key, taggers[k], src, n, &tags[k]) * 1e3);
-    if (tags[0] != tags[1]) Fail("the two codes' chunk tags disagree");
+    rows[1].ms.push_back(SealOn(1, *key, src, n, wire) * 1e3);
+    rows[2].ms.push_back(OpenAll(*key, wire, n) * 1e3);
+    rows[3].ms.push_back(SealOn(threads, *key, src, n, wire) * 1e3);
+    rows[4].ms.push_back(OpenAll(*key, wire, n) * 1e3);
+    for (int k = 0; k < 3; ++k) {
+      rows[5 + k].ms.push_back(TagAll(tag_fns[k], *key, src, n, &tags[k]) * 1e3);
+      if (r == 0) first[k] = tags[k];
+      if (tags[k] != first[k]) Fail("a tag changed between passes");
+    }
   }
   if (std::memcmp(dst, src, n) != 0) Fail("memcpy");
 
@@ -204,7 +189,8 @@ int main(int argc, char** argv) {
   for (const SpeedRow& row : rows) printed.push_back(&row);
   if (opt.json) {
     PrintSpeedJson("\"mib\": " + std::to_string(opt.mib) + ", \"frame_bytes\": " +
-                       std::to_string(kFrame) + ", \"chunk_bytes\": " + std::to_string(kChunk),
+                       std::to_string(kFrame) + ", \"chunk_bytes\": " + std::to_string(kChunk) +
+                       ", \"threads\": " + std::to_string(threads),
                    printed);
   } else {
     PrintSpeedTable(std::to_string(opt.mib) + " MiB: frames of " + std::to_string(kFrame >> 10) +

@@ -15,7 +15,7 @@
 #include "gandiva/common/unique_fd.h"
 #include "gandiva/common/units.h"
 #include "gandiva/contract/environment.h"
-#include "gandiva/contract/sealed_channel.h"
+#include "gandiva/sealed/sealed_channel.h"
 
 namespace gandiva::controller {
 

@@ -1,5 +1,5 @@
 // How two gandivad open the TCP connection that carries one migration's state
-// in sealed frames (gandiva/contract/sealed_channel.h). The destination
+// in sealed frames (gandiva/sealed/sealed_channel.h). The destination
 // listens on a fresh port of the address its API serves TCP on and tells the
 // source the port (migrate_begin's reply); the source connects and sends the
 // hello (frame 0, naming the destination's job). The destination takes the
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "gandiva/common/unique_fd.h"
-#include "gandiva/contract/sealed_channel.h"
+#include "gandiva/sealed/sealed_channel.h"
 #include "gandiva/status.h"
 
 namespace gandiva::controller {

@@ -23,7 +23,7 @@
 #include "gandiva/common/clock.h"
 #include "gandiva/common/futex.h"
 #include "gandiva/contract/control_block.h"
-#include "gandiva/contract/sealed_channel.h"
+#include "gandiva/sealed/sealed_channel.h"
 
 namespace gandiva::controller::testing {
 

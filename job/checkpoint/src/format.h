@@ -60,7 +60,7 @@ static_assert(sizeof(EndPayload) == 32);
 struct SameChunkPayload {
   uint32_t length;  // data bytes of the chunk
   uint32_t crc;     // their CRC32C
-  uint8_t tag[16];  // their tag under the receiver's key (gandiva/contract/chunk_tag.h)
+  uint8_t tag[16];  // their tag under the receiver's key (gandiva/sealed/chunk_tag.h)
 };
 static_assert(sizeof(SameChunkPayload) == 24);
 

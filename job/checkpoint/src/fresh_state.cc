@@ -7,7 +7,7 @@
 
 #include "crc32c.h"
 #include "format.h"
-#include "gandiva/contract/sealed_channel.h"
+#include "gandiva/sealed/sealed_channel.h"
 #include "held_chunks.h"
 
 namespace gandiva::checkpoint {
@@ -73,14 +73,17 @@ StatusOr<std::unique_ptr<FreshState>> FreshState::Capture(
   GD_ASSIGN_OR_RETURN(VerifiedStream parsed, ReadStream(&source, RestoreCheck::kWhileLoading));
   GD_ASSIGN_OR_RETURN(fresh->key_, sealed::NewBulkKey());  // after the chunks were written
   sealed::ChunkTagger tagger(fresh->key_);
+  // A chunk's tag names its place (section in the order of the manifest,
+  // index), so that no GMAC nonce repeats under the key (chunk_tag.h).
   for (const VerifiedSection& s : parsed.sections) {
+    const auto section = static_cast<uint32_t>(fresh->sections_.size());
     std::vector<Chunk> chunks;
     chunks.reserve(s.chunks.size());
     for (size_t i = 0; i < s.chunks.size(); ++i) {
       const std::span<const uint8_t> bytes = s.chunks[i];
       const uint32_t crc =
           s.unchecked.empty() ? Crc32c(bytes.data(), bytes.size()) : s.unchecked[i].crc;
-      GD_ASSIGN_OR_RETURN(sealed::ChunkTag tag, tagger.Of(bytes));
+      GD_ASSIGN_OR_RETURN(sealed::ChunkTag tag, tagger.Of({section, i}, bytes));
       chunks.push_back(Chunk{const_cast<uint8_t*>(bytes.data()),
                              static_cast<uint32_t>(bytes.size()), crc, tag, false, false});
     }
@@ -92,11 +95,13 @@ StatusOr<std::unique_ptr<FreshState>> FreshState::Capture(
   // loads all the same, so a buffer changed after all fails the restore.
   for (const auto& e : entries) {
     if (e->place.empty()) continue;
+    const auto section = static_cast<uint32_t>(fresh->sections_.size());
     std::vector<Chunk> chunks;
     for (size_t off = 0; off < e->place.size(); off += kMaxChunkPayload) {
       const std::span<uint8_t> bytes =
           e->place.subspan(off, std::min<size_t>(kMaxChunkPayload, e->place.size() - off));
-      GD_ASSIGN_OR_RETURN(sealed::ChunkTag tag, tagger.Of(bytes));
+      GD_ASSIGN_OR_RETURN(sealed::ChunkTag tag,
+                          tagger.Of({section, off / kMaxChunkPayload}, bytes));
       chunks.push_back(Chunk{bytes.data(), static_cast<uint32_t>(bytes.size()),
                              Crc32c(bytes.data(), bytes.size()), tag, false, true});
     }

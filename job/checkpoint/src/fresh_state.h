@@ -5,7 +5,7 @@
 // trains: into memory it keeps for the arriving stream, so that memory is
 // faulted in before the downtime (on fresh memory the kernel's page zeroing
 // alone cost as much as the transfer). Each chunk of that fresh stream is
-// tagged under a key drawn then (gandiva/contract/chunk_tag.h), and the list
+// tagged under a key drawn then (gandiva/sealed/chunk_tag.h), and the list
 // (held_chunks.h) is the copy's one reply to the source job on the bulk
 // connection. At the stop, the source sends a "same" frame for every chunk the
 // copy holds already, and the reader takes that chunk where it lies; a chunk
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "gandiva/checkpoint/registry.h"
-#include "gandiva/contract/chunk_tag.h"
+#include "gandiva/sealed/chunk_tag.h"
 #include "gandiva/status.h"
 #include "stream.h"
 

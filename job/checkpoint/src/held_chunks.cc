@@ -83,7 +83,7 @@ StatusOr<HeldChunks> HeldChunks::Parse(std::span<const uint8_t> manifest) {
       if (!in.Get(&c.length) || !in.Get(&c.crc) || !in.Take(c.tag.data(), c.tag.size()))
         return bad("cut short");
     held.chunks_ += list.size();
-    if (!held.sections_.emplace(std::move(name), std::move(list)).second)
+    if (!held.sections_.emplace(std::move(name), Placed{i, std::move(list)}).second)
       return bad("a section appears twice");
   }
   if (!in.AtEnd()) return bad("bytes after the last section");
@@ -93,10 +93,10 @@ StatusOr<HeldChunks> HeldChunks::Parse(std::span<const uint8_t> manifest) {
 std::optional<sealed::ChunkTag> HeldChunks::Holds(const std::string& section, size_t index,
                                                   std::span<const uint8_t> bytes, uint32_t crc) {
   const auto it = sections_.find(section);
-  if (it == sections_.end() || index >= it->second.size()) return std::nullopt;
-  const HeldChunk& held = it->second[index];
+  if (it == sections_.end() || index >= it->second.chunks.size()) return std::nullopt;
+  const HeldChunk& held = it->second.chunks[index];
   if (held.length != bytes.size() || held.crc != crc) return std::nullopt;
-  StatusOr<sealed::ChunkTag> tag = tagger_.Of(bytes);
+  StatusOr<sealed::ChunkTag> tag = tagger_.Of({it->second.position, index}, bytes);
   if (!tag.ok() || *tag != held.tag) return std::nullopt;  // no tag: send the chunk
   bytes_held_ += bytes.size();
   return *tag;

@@ -1,7 +1,7 @@
 // What a migration's destination job holds already, as its source job sees
 // it: the chunks of the destination's own fresh state (fresh_state.h), each
 // by its place (section name, index among the section's chunks), length,
-// CRC32C and tag (gandiva/contract/chunk_tag.h). The source's stream writer
+// CRC32C and tag (gandiva/sealed/chunk_tag.h). The source's stream writer
 // sends a "same" frame instead of a chunk the destination holds, and the
 // chunk's bytes do not cross the wire: frozen layers, embeddings, data a job
 // keeps in memory, anything that is as it was when the job started.
@@ -22,7 +22,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gandiva/contract/chunk_tag.h"
+#include "gandiva/sealed/chunk_tag.h"
 #include "gandiva/status.h"
 
 namespace gandiva::checkpoint {
@@ -58,7 +58,13 @@ class HeldChunks {
  private:
   explicit HeldChunks(const sealed::BulkKey& key) : tagger_(key) {}
   sealed::ChunkTagger tagger_;
-  std::unordered_map<std::string, std::vector<HeldChunk>> sections_;
+  // By name: the section's position in the manifest (its chunks' tags name
+  // it, chunk_tag.h) and its chunks.
+  struct Placed {
+    uint32_t position = 0;
+    std::vector<HeldChunk> chunks;
+  };
+  std::unordered_map<std::string, Placed> sections_;
   size_t chunks_ = 0;
   uint64_t bytes_held_ = 0;
 };

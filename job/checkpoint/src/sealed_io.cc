@@ -1,10 +1,10 @@
 // The checkpoint stream of a migration, written or read by the job itself on
 // the sealed bulk connection its controller hands over (see
-// gandiva/contract/sealed_channel.h): the state crosses no daemon.
+// gandiva/sealed/sealed_channel.h): the state crosses no daemon.
 #include <sys/socket.h>
 
 #include "fresh_state.h"
-#include "gandiva/contract/sealed_channel.h"
+#include "gandiva/sealed/sealed_channel.h"
 #include "held_chunks.h"
 #include "io.h"
 

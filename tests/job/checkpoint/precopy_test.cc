@@ -324,7 +324,7 @@ TEST_F(PrecopyTest, WhereTheChecksumsAgreeTheTagDecides) {
   std::vector<uint8_t> chunk(4096, 7);
   const uint32_t crc = 0x12345678;  // Holds compares the CRC it is given
   sealed::ChunkTagger tagger(*key);
-  const auto right = tagger.Of(chunk);
+  const auto right = tagger.Of({0, 0}, chunk);  // the first chunk of the first section
   ASSERT_TRUE(right.ok());
   sealed::ChunkTag wrong = *right;
   wrong[3] ^= 1;
@@ -337,6 +337,12 @@ TEST_F(PrecopyTest, WhereTheChecksumsAgreeTheTagDecides) {
     EXPECT_FALSE(list->Holds("model", 1, chunk, crc).has_value()) << "no such place";
     EXPECT_FALSE(list->Holds("other", 0, chunk, crc).has_value()) << "no such section";
   }
+  // The tag names the chunk's place: the same bytes held elsewhere do not match it.
+  auto moved = HeldChunks::Parse(EncodeHeldChunks(
+      *key, {HeldSection{"model", {HeldChunk{4096, crc, *right}, HeldChunk{4096, crc, *right}}}}));
+  ASSERT_TRUE(moved.ok()) << moved.status().ToString();
+  EXPECT_TRUE(moved->Holds("model", 0, chunk, crc).has_value());
+  EXPECT_FALSE(moved->Holds("model", 1, chunk, crc).has_value()) << "tagged as chunk 0";
 }
 
 TEST_F(PrecopyTest, AMalformedListIsRefused) {

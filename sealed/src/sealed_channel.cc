@@ -1,6 +1,6 @@
-// Sealed frames on a socket, and the handoff of that socket to a job; see
-// sealed_channel.h.
-#include "gandiva/contract/sealed_channel.h"
+// Sealed frames on a socket: the writer, the reader and the destination's one
+// reply; see sealed_channel.h (the handoff of the socket is in handoff.cc).
+#include "gandiva/sealed/sealed_channel.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -21,34 +21,8 @@ namespace gandiva::sealed {
 namespace {
 
 constexpr int kPollSliceMs = 100;  // how often a wait looks at `cancelled`
-constexpr char kHandoffMagic[8] = {'G', 'D', 'S', 'E', 'A', 'L', '0', '1'};
-
-struct HandoffMessage {
-  char magic[8];
-  uint8_t key[kBulkKeyBytes];
-  uint64_t next_seq;
-  uint32_t flags;
-  uint32_t reserved;
-};
-static_assert(sizeof(HandoffMessage) == 56);
 
 std::string Errno(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
-
-// One handoff message with room for one descriptor.
-struct HandoffEnvelope {
-  HandoffMessage m{};
-  iovec iov{&m, sizeof m};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  HandoffEnvelope() {
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-  }
-  HandoffEnvelope(const HandoffEnvelope&) = delete;
-  HandoffEnvelope& operator=(const HandoffEnvelope&) = delete;
-};
 
 // A reader that waits is woken once this much of what it still needs has
 // arrived (SO_RCVLOWAT), not at every segment. On loopback the sender's core
@@ -137,60 +111,6 @@ StatusOr<bool> WaitFor(int fd, short events, uint64_t deadline_ns, const Cancell
     if (r > 0) return true;
     if (r < 0 && errno != EINTR) return Internal(Errno("poll"));
   }
-}
-
-// ------------------------------------------------------------------ handoff
-
-Status SendHandoff(int unix_fd, int connection, const BulkKey& key, uint64_t next_seq,
-                   uint32_t flags) {
-  HandoffEnvelope e;
-  HandoffMessage& m = e.m;
-  std::memcpy(m.magic, kHandoffMagic, sizeof m.magic);
-  std::memcpy(m.key, key.data(), key.size());
-  m.next_seq = next_seq;
-  m.flags = flags;
-  msghdr& msg = e.msg;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &connection, sizeof(int));
-  ssize_t sent;
-  do {
-    sent = sendmsg(unix_fd, &msg, MSG_NOSIGNAL);
-  } while (sent < 0 && errno == EINTR);
-  if (sent != static_cast<ssize_t>(sizeof m))
-    return Unavailable(Errno("cannot hand the bulk connection to the job"));
-  return Status::Ok();
-}
-
-StatusOr<Handoff> ReceiveHandoff(int unix_fd, int timeout_ms) {
-  const uint64_t deadline = MonotonicNowNs() + static_cast<uint64_t>(timeout_ms) * kMs;
-  GD_ASSIGN_OR_RETURN(bool ready, WaitFor(unix_fd, POLLIN, deadline, nullptr));
-  if (!ready) return DeadlineExceeded("gandivad handed over no bulk connection");
-  HandoffEnvelope e;
-  const HandoffMessage& m = e.m;
-  msghdr& msg = e.msg;
-  ssize_t got;
-  do {
-    got = recvmsg(unix_fd, &msg, MSG_CMSG_CLOEXEC | MSG_WAITALL);
-  } while (got < 0 && errno == EINTR);
-  Handoff h;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-        c->cmsg_len == CMSG_LEN(sizeof(int))) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-      h.connection.Reset(fd);
-    }
-  }
-  if (got != static_cast<ssize_t>(sizeof m) ||
-      std::memcmp(m.magic, kHandoffMagic, sizeof m.magic) != 0 || !h.connection.valid())
-    return DataLoss("gandivad's handoff of the bulk connection is malformed");
-  std::memcpy(h.key.data(), m.key, h.key.size());
-  h.next_seq = m.next_seq;
-  h.flags = m.flags;
-  return h;
 }
 
 // ------------------------------------------------------------------ reply

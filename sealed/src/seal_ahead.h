@@ -8,8 +8,8 @@
 //
 // Thread-safety: Run is called by one thread; the sealer it is given is used
 // by the helper only while Run is under way.
-#ifndef GANDIVA_CONTRACT_SEAL_AHEAD_H_
-#define GANDIVA_CONTRACT_SEAL_AHEAD_H_
+#ifndef GANDIVA_SEALED_SEAL_AHEAD_H_
+#define GANDIVA_SEALED_SEAL_AHEAD_H_
 
 #include <condition_variable>
 #include <cstddef>
@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include "gandiva/contract/sealed_frames.h"
+#include "gandiva/sealed/sealed_frames.h"
 #include "gandiva/status.h"
 
 namespace gandiva::sealed {
@@ -63,4 +63,4 @@ class SealAhead {
 
 }  // namespace gandiva::sealed
 
-#endif  // GANDIVA_CONTRACT_SEAL_AHEAD_H_
+#endif  // GANDIVA_SEALED_SEAL_AHEAD_H_

@@ -11,8 +11,8 @@
 // two jobs (their serialisation, the cipher, the kernel's TCP copy).
 //
 // Thread-safety: a writer or reader is used by one thread.
-#ifndef GANDIVA_CONTRACT_SEALED_CHANNEL_H_
-#define GANDIVA_CONTRACT_SEALED_CHANNEL_H_
+#ifndef GANDIVA_SEALED_SEALED_CHANNEL_H_
+#define GANDIVA_SEALED_SEALED_CHANNEL_H_
 
 #include <cstdint>
 #include <functional>
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "gandiva/common/unique_fd.h"
-#include "gandiva/contract/sealed_frames.h"
+#include "gandiva/sealed/sealed_frames.h"
 #include "gandiva/status.h"
 
 namespace gandiva::sealed {
@@ -147,4 +147,4 @@ class SealedReader {
 
 }  // namespace gandiva::sealed
 
-#endif  // GANDIVA_CONTRACT_SEALED_CHANNEL_H_
+#endif  // GANDIVA_SEALED_SEALED_CHANNEL_H_
