@@ -136,7 +136,7 @@ StatusOr<std::vector<uint8_t>> ReceiveReply(int fd, const BulkKey& key, int time
 // ------------------------------------------------------------------ writer
 
 SealedWriter::SealedWriter(UniqueFd fd, const BulkKey& key, uint64_t first_seq, int timeout_ms)
-    : fd_(std::move(fd)), sealer_(key, first_seq), timeout_ms_(timeout_ms) {}
+    : fd_(std::move(fd)), key_(key), sealer_(key, first_seq), timeout_ms_(timeout_ms) {}
 SealedWriter::~SealedWriter() = default;
 
 Status SealedWriter::WriteFrame(uint32_t flags, std::span<const uint8_t> payload) {
@@ -182,12 +182,13 @@ Status SealedWriter::Write(const void* data, size_t n) {
   const auto* p = static_cast<const uint8_t*>(data);
   // Whole frames of a large write are sealed straight from the caller's bytes:
   // one pass over them instead of a copy and a pass. Two or more are sealed on
-  // a helper thread, one ahead of their sending here.
+  // helper threads (seal_ahead.h), ahead of their sending here.
   if (n >= kFramePayload && !corrupt_) {
     GD_RETURN_IF_ERROR(Flush());
     const size_t frames = n / kFramePayload;
     if (frames >= 2) {
-      if (!ahead_) ahead_ = std::make_unique<SealAhead>(&sealer_);
+      if (!ahead_)
+        ahead_ = std::make_unique<SealAhead>(&sealer_, key_, SealAhead::DefaultSealers());
       Status s;
       const auto send = [this](std::span<uint8_t> frame) {
         return SendSealed(frame, frame.size() - kSealedHeaderBytes - kSealedTagBytes);

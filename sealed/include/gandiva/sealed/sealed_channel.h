@@ -71,7 +71,7 @@ inline constexpr uint64_t kReplySeq = uint64_t{1} << 63;
 Status SendReply(int fd, const BulkKey& key, std::span<const uint8_t> payload, int timeout_ms);
 StatusOr<std::vector<uint8_t>> ReceiveReply(int fd, const BulkKey& key, int timeout_ms);
 
-class SealAhead;  // seals a large write's frames on a helper thread
+class SealAhead;  // seals a large write's frames on helper threads
 
 class SealedWriter {
  public:
@@ -104,6 +104,7 @@ class SealedWriter {
   // apply here.
   Status SendSealed(std::span<uint8_t> frame, size_t payload);
   UniqueFd fd_;
+  BulkKey key_;  // for the sealers of a large write's frames (seal_ahead.h)
   FrameSealer sealer_;
   int timeout_ms_;
   std::vector<uint8_t> frame_;  // header, payload being filled, tag

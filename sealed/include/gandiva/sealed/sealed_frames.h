@@ -75,6 +75,9 @@ class FrameSealer {
   // Internal only if OpenSSL fails.
   Status Seal(uint32_t flags, std::span<const uint8_t> payload, uint8_t* out);
   uint64_t next_seq() const { return seq_; }
+  // Steps over n numbers that other sealers under this key seal (several
+  // threads sealing one stream's frames, seal_ahead.h); numbers only move on.
+  void Skip(uint64_t n) { seq_ += n; }
 
  private:
   std::unique_ptr<AesGcm> gcm_;
