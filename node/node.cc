@@ -40,9 +40,13 @@ Node::Node(NodeOptions options)
       logs_(options_.job_log_cap_bytes),
       heartbeat_(std::chrono::milliseconds(std::max<uint64_t>(10, options_.lease_ms / 4)),
                  [this](uint64_t now) {
-                   jobs_.ForEachLive([now](const Job& j) {
-                     if (j.cb()) runtime::Heartbeat(j.cb(), now);
+                   std::vector<uint64_t> cut_short;
+                   jobs_.ForEachLive([now, &cut_short](const Job& j) {
+                     if (!j.cb()) return;
+                     if (j.block->cut_short()) cut_short.push_back(j.id);
+                     runtime::Heartbeat(j.cb(), now);
                    });
+                   for (uint64_t id : cut_short) EndCutShort(id);
                  }),
       usage_flush_(std::chrono::seconds(1), [this](uint64_t) { FlushUsage(); }),
       migrator_(this, MigratorOptionsFor(options_)),
@@ -69,6 +73,8 @@ void Node::Handle(Call call, Reply reply) {
 
 Status Node::Start() {
   if (devices_.empty()) return InvalidArgument("no devices to schedule");
+  // Jobs' blocks belong to their users, who may cut them short under us.
+  GD_RETURN_IF_ERROR(runtime::SharedControlBlock::GuardAgainstShrinking());
   GD_RETURN_IF_ERROR(OpenStore());
   GD_RETURN_IF_ERROR(monitor_.Start());
   cgroups_ = MemoryCgroups::Probe("gandiva." + options_.node + "." + std::to_string(getpid()));
@@ -305,9 +311,11 @@ StatusOr<Job> Node::Register(NewJob n) {
   job.registered_ns = MonotonicNowNs();
   const std::string block_name =
       "/gandiva." + options_.node + "." + std::to_string(getpid()) + "." + std::to_string(job.id);
-  GD_ASSIGN_OR_RETURN(
-      job.block, runtime::SharedControlBlock::Create(block_name, job.id, options_.lease_ms * kMs,
-                                                     options_.node, n.owner_uid));
+  // A gang's own block is attached by no process: it stays gandivad's, as what
+  // it asks (a transfer's target) is carried out by gandivad (gang.h).
+  GD_ASSIGN_OR_RETURN(job.block, runtime::SharedControlBlock::Create(
+                                     block_name, job.id, options_.lease_ms * kMs, options_.node,
+                                     n.ranks > 1 ? -1 : n.owner_uid));
   runtime::Heartbeat(job.cb(), MonotonicNowNs());
   runtime::RequestSuspend(job.cb());  // it parks at its first boundary, then queues
   job.ranks = n.ranks;
@@ -556,9 +564,23 @@ StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
   return Arrival{job.id, job.SharedCb(), job.stdout_log};
 }
 
+// Its user cut the job's control block short (ftruncate): what we read of it
+// from now on is zeros, and the user may not be trusted to park. The job is
+// killed and ends failed, saying why; every other job goes on.
+void Node::EndCutShort(uint64_t id) {
+  auto job = jobs_.Find(id);
+  if (!job.ok() || job->ended) return;
+  GD_LOG(kWarn, "job %llu (%s): its control block was cut short (by its user); it is killed",
+         static_cast<unsigned long long>(id), job->name.c_str());
+  (void)KillJob(id);
+  EndJob(id, true, 128 + SIGKILL,
+         {protocol::ExitReason::kKilled, SIGKILL,
+          "killed by gandivad: its control block was cut short by its user"});
+}
+
 Status Node::KillJob(uint64_t id) {
   GD_ASSIGN_OR_RETURN(Job job, jobs_.Find(id));
-  if (!job.ended && job.pid > 0) kill(job.pid, SIGKILL);
+  if (!job.ended && job.pid > 0) (void)jobs_.Signal(id, SIGKILL);  // gone already: nothing to do
   Awaken(job);  // its children, if stopped, go on to notice and end
   std::lock_guard lock(mu_);
   if (auto g = gangs_.find(id); g != gangs_.end() && !job.ended) g->second->KillAll();

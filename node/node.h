@@ -154,6 +154,7 @@ class Node final : public JobHost {
   // The same for a process this daemon started (spawned), with its pidfd.
   Status SetSpawnedProcess(uint64_t job, StartedProcess process);
   void EndJob(uint64_t job, bool failed, int exit_code, ProcessEnd end);
+  void EndCutShort(uint64_t job);
   Status AssignDevice(uint64_t job, const std::string& device);
   Status SetWeight(uint64_t job, double weight);
   // Whether the job is held (the device loop's slicer is the one record of it).

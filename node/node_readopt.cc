@@ -131,14 +131,21 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
       why_not = "its control block " + stored.block_name + " is gone";
   }
   runtime::ControlBlock* cb = job.cb();
-  // A job reported to no gandivad yet may have attached already: its block names its process.
-  if (cb && job.pid <= 0) job.pid = cb->pid.load();
+  // A job reported to no gandivad yet may have attached already: its block
+  // names its process. The block is the job's user's, so that pid is taken only
+  // for a process the user could signal (OpenProcessOf), as job_started's is.
+  const bool pid_from_block = cb && job.pid <= 0;
+  if (pid_from_block) job.pid = cb->pid.load();
   if (why_not.empty()) {
     // The pidfd first: once open it pins the process, so the start time read
     // after it is that process's.
-    UniqueFd fd = OpenPidfd(job.pid);
+    StatusOr<UniqueFd> held = OpenProcessOf(job.pid, pid_from_block ? job.owner_uid : -1);
+    UniqueFd fd = held.ok() ? std::move(held).value() : UniqueFd();
     const auto started = ProcessStartTicks(job.pid);
-    if (!fd.valid())
+    if (held.status().code() == StatusCode::kPermissionDenied)
+      why_not = "its block names process " + std::to_string(job.pid) +
+                ", which is not its user's: " + held.status().message();
+    else if (!fd.valid())
       why_not = job.pid > 0 ? "its process " + std::to_string(job.pid) + " ended"
                             : "it never reported a process";
     else if (job.process_start && started != job.process_start)
@@ -154,17 +161,20 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     why_not = "it was a migration's copy whose state had not arrived";
   const bool moved_on = why_not.empty() && job.migrated;
   if (moved_on) {
-    kill(job.pid, SIGKILL);
+    SignalProcess(pidfd, SIGKILL);
+    // As Gang::KillAll: a rank that detached is not signalled, and a rank's
+    // pid (from its user's block) only if the user could signal it.
     for (const std::string& name : RankBlockNames(stored.block_name, job.ranks))
       if (auto rank = runtime::SharedControlBlock::Open(name); rank.ok())
         if (const int pid = (*rank)->get()->pid.load();
             pid > 0 && (*rank)->get()->phase.load() != runtime::kPhaseExited)
-          kill(pid, SIGKILL);  // as Gang::KillAll: a rank that detached is not signalled
+          if (auto held = OpenProcessOf(pid, job.owner_uid); held.ok())
+            SignalProcess(*held, SIGKILL);
     why_not = "it had moved to another node";
   }
   std::unique_ptr<Gang> gang;
   if (why_not.empty() && job.ranks > 1) {
-    auto adopted = Gang::Adopt(job.block, job.ranks, options_.rank_timeout_ms * kMs);
+    auto adopted = Gang::Adopt(job.block, job.ranks, options_.rank_timeout_ms * kMs, job.owner_uid);
     if (adopted.ok())
       gang = std::move(adopted).value();
     else

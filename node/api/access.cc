@@ -34,7 +34,13 @@ Access AccessOf(MessageType type) {
     case MessageType::kKill:
     case MessageType::kCheckpoint:
       return Access::kJobOwner;
-    default:  // launch, set_slice, set_share_mode, set_weight, assign_device, migrations
+    case MessageType::kMigratePrepare:
+    case MessageType::kMigrateBegin:
+    case MessageType::kMigrateCommit:
+    case MessageType::kMigrateStart:
+    case MessageType::kMigrateAbort:
+      return Access::kMigrationPeer;
+    default:  // launch, set_slice, set_share_mode, set_weight, assign_device, migrate
       return Access::kAdmin;
   }
 }
@@ -73,7 +79,8 @@ bool AccessPolicy::InAdminGroup(int64_t uid, int64_t gid) const {
 }
 
 bool AccessPolicy::IsAdmin(const protocol::Caller& c) const {
-  if (c.remote || c.in_process) return true;
+  if (c.remote) return !c.peer_node;
+  if (c.in_process) return true;
   if (c.uid < 0) return false;  // a local caller the kernel did not name: trusted with nothing
   return c.uid == 0 || c.uid == static_cast<int64_t>(geteuid()) || InAdminGroup(c.uid, c.gid);
 }
@@ -84,8 +91,13 @@ Status AccessPolicy::Authorize(
   const Access access = AccessOf(type);
   if (access == Access::kAnyone || IsAdmin(call.caller)) return Status::Ok();
   const protocol::Caller& c = call.caller;
-  const std::string who = UserName(c.uid);
   const std::string what(protocol::WireName(type));
+  if (c.remote) {  // a peer node's key
+    if (access == Access::kMigrationPeer) return Status::Ok();
+    return PermissionDenied("the key of peer node " + c.key_name + " may only migrate jobs to " +
+                            "this node; " + what + " needs an operator's key (--authorized-keys)");
+  }
+  const std::string who = UserName(c.uid);
   Json& body = call.request.body;
   switch (access) {
     case Access::kNewJob:

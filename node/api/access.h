@@ -12,9 +12,12 @@
 // moves, migrations, launching a command that gandivad runs as its own user)
 // is for admins.
 //
-// Admins: callers on the TCP endpoint (they hold an authorized CURVE key: the
-// scheduler, peers, operators), root, gandivad's own user, members of
-// --admin-group, and calls made inside gandivad itself.
+// Admins: callers on the TCP endpoint with an operator's CURVE key
+// (--authorized-keys: the scheduler, admins' CLIs), root, gandivad's own user,
+// members of --admin-group, and calls made inside gandivad itself. A peer
+// node's key (--peer-keys) may read and carry out the destination's part of
+// a migration (migrate_prepare .. migrate_abort), nothing else: one node's
+// key is not root on the others.
 #ifndef GANDIVA_NODE_API_ACCESS_H_
 #define GANDIVA_NODE_API_ACCESS_H_
 
@@ -29,7 +32,7 @@
 
 namespace gandiva::controller {
 
-enum class Access { kAnyone, kNewJob, kJobOwner, kAdmin };
+enum class Access { kAnyone, kNewJob, kJobOwner, kMigrationPeer, kAdmin };
 
 // What a message needs; a type this table does not name needs an admin.
 Access AccessOf(protocol::MessageType type);

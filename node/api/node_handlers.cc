@@ -132,7 +132,7 @@ StatusOr<Json> Kill(Node& node, const Json& req) {
   const int sig = req.value("signal", SIGTERM);
   if (sig <= 0 || sig >= 65) return InvalidArgument("bad signal " + std::to_string(sig));
   node.Awaken(job);  // a job stopped while parked acts on the signal
-  if (::kill(job.pid, sig) != 0) return NotFound("process " + std::to_string(job.pid) + " is gone");
+  GD_RETURN_IF_ERROR(node.jobs().Signal(job.id, sig));
   return Json::object();
 }
 

@@ -1,6 +1,7 @@
 // The gang's thread: the leader's requests carried out on every rank; see gang.h.
 #include "jobs/gang.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <unistd.h>
@@ -76,11 +77,13 @@ StatusOr<std::unique_ptr<Gang>> Gang::Create(std::shared_ptr<runtime::SharedCont
   }
   cb->gang_rank = runtime::kGangLeader;
   cb->gang_size = ranks;
-  return std::unique_ptr<Gang>(new Gang(std::move(leader), std::move(blocks), register_timeout_ns));
+  return std::unique_ptr<Gang>(
+      new Gang(std::move(leader), std::move(blocks), register_timeout_ns, owner_uid));
 }
 
 StatusOr<std::unique_ptr<Gang>> Gang::Adopt(std::shared_ptr<runtime::SharedControlBlock> leader,
-                                            uint32_t ranks, uint64_t register_timeout_ns) {
+                                            uint32_t ranks, uint64_t register_timeout_ns,
+                                            int64_t owner_uid) {
   std::vector<std::unique_ptr<runtime::SharedControlBlock>> blocks;
   for (uint32_t k = 0; k < ranks; ++k) {
     const std::string name = leader->name() + runtime::kRankBlockSuffix + std::to_string(k);
@@ -90,7 +93,8 @@ StatusOr<std::unique_ptr<Gang>> Gang::Adopt(std::shared_ptr<runtime::SharedContr
     blocks.push_back(std::move(block).value());
   }
   // Ranks that ended meanwhile show as gone when the thread first looks: the gang fails.
-  std::unique_ptr<Gang> gang(new Gang(std::move(leader), std::move(blocks), register_timeout_ns));
+  std::unique_ptr<Gang> gang(
+      new Gang(std::move(leader), std::move(blocks), register_timeout_ns, owner_uid));
   // The ranks may be running (released, or resumed on their lease): the next
   // suspend is a new one, parking them all at one iteration.
   gang->resumed_ = true;
@@ -98,15 +102,18 @@ StatusOr<std::unique_ptr<Gang>> Gang::Adopt(std::shared_ptr<runtime::SharedContr
 }
 
 Gang::Gang(std::shared_ptr<runtime::SharedControlBlock> leader,
-           std::vector<std::unique_ptr<runtime::SharedControlBlock>> ranks, uint64_t timeout_ns)
+           std::vector<std::unique_ptr<runtime::SharedControlBlock>> ranks, uint64_t timeout_ns,
+           int64_t owner_uid)
     : leader_block_(std::move(leader)),
       leader_(leader_block_->get()),
       ranks_(std::move(ranks)),
       register_timeout_ns_(timeout_ns),
       register_deadline_ns_(MonotonicNowNs() + timeout_ns),
+      owner_uid_(owner_uid),
       pidfds_(ranks_.size()),
       gone_(ranks_.size(), false),
-      pids_(ranks_.size(), 0) {}
+      pids_(ranks_.size(), 0),
+      kill_fds_(ranks_.size()) {}
 
 Gang::~Gang() {
   stopping_.store(true);
@@ -147,13 +154,18 @@ void Gang::Join() {
   if (transfer_.joinable()) transfer_.join();
 }
 
+void Gang::SetLauncher(int pid) {
+  UniqueFd fd = OpenPidfd(pid);
+  std::lock_guard lock(mu_);
+  launcher_ = std::move(fd);
+}
+
 void Gang::KillAll() {
   killed_.store(true);
-  for (size_t k = 0; k < ranks_.size(); ++k) {
-    const int pid = rank(k)->pid.load();
-    if (pid > 0 && rank(k)->phase.load() != runtime::kPhaseExited) kill(pid, SIGKILL);
-  }
-  if (const int launcher = launcher_.load(); launcher > 0) kill(launcher, SIGTERM);
+  std::lock_guard lock(mu_);
+  for (size_t k = 0; k < ranks_.size(); ++k)
+    if (rank(k)->phase.load() != runtime::kPhaseExited) SignalProcess(kill_fds_[k], SIGKILL);
+  SignalProcess(launcher_, SIGTERM);
 }
 
 std::string Gang::error() const {
@@ -210,17 +222,34 @@ void Gang::WatchRanks() {
   for (size_t k = 0; k < ranks_.size(); ++k) {
     ControlBlock* r = rank(k);
     if (gone_[k]) continue;
+    if (ranks_[k]->cut_short()) {  // by its user: nothing in it can be trusted again
+      gone_[k] = true;
+      Fail("rank " + std::to_string(k) + "'s control block was cut short by its user");
+      continue;
+    }
     if (!pidfds_[k].valid()) {
       const int pid = r->pid.load(std::memory_order_acquire);
       if (pid <= 0) continue;  // not registered yet
       pids_[k] = pid;
-      pidfds_[k] = OpenPidfd(pid);
-      if (!pidfds_[k].valid()) {  // gone already
+      // The rank's block is its user's: the pid in it is taken only for a
+      // process that user could signal, and held by a pidfd from here on.
+      StatusOr<UniqueFd> held = OpenProcessOf(pid, owner_uid_);
+      if (held.status().code() == StatusCode::kPermissionDenied) {
+        gone_[k] = true;
+        Fail("rank " + std::to_string(k) + " reported pid " + std::to_string(pid) +
+             ", which is not its user's: " + held.status().message());
+        continue;
+      }
+      if (!held.ok()) {  // gone already
         gone_[k] = true;
         if (r->phase.load() != runtime::kPhaseExited)
           Fail("rank " + std::to_string(k) + " (pid " + std::to_string(pid) + ") died");
         continue;
       }
+      pidfds_[k] = std::move(held).value();
+      UniqueFd copy(fcntl(pidfds_[k].get(), F_DUPFD_CLOEXEC, 0));
+      std::lock_guard lock(mu_);
+      kill_fds_[k] = std::move(copy);
     }
     pollfd p{pidfds_[k].get(), POLLIN, 0};
     if (poll(&p, 1, 0) != 1) continue;
@@ -328,7 +357,7 @@ void Gang::StartTransfer(uint32_t kind) {
   std::vector<ControlBlock*> ranks;
   for (auto& r : ranks_) ranks.push_back(r->get());
   transfer_ = std::thread([this, kind, target, ranks] {
-    transfer_status_ = GangTransfer(kind, target, ranks, stopping_, &transfer_bytes_);
+    transfer_status_ = GangTransfer(kind, target, ranks, owner_uid_, stopping_, &transfer_bytes_);
     transfer_done_.store(true);
     FutexWakeAll(&leader_->request);
   });

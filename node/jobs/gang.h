@@ -41,20 +41,26 @@ namespace gandiva::controller {
 class Gang {
  public:
   // Creates the ranks' blocks beside `leader` and marks it a gang's leader.
+  // owner_uid (>= 0: a job of another user than gandivad's): the ranks' blocks
+  // are that user's, the leader's stays gandivad's (no process attaches to it,
+  // and what it asks is what root does), and a pid a rank reports is taken only
+  // if that user could signal the process itself.
   static StatusOr<std::unique_ptr<Gang>> Create(std::shared_ptr<runtime::SharedControlBlock> leader,
                                                 uint32_t ranks, uint64_t register_timeout_ns,
                                                 int64_t owner_uid = -1);
   // Takes back a gang that a gandivad before this one ran (node_readopt.cc): the
   // ranks' blocks beside `leader`, opened again. NotFound if one is gone.
   static StatusOr<std::unique_ptr<Gang>> Adopt(std::shared_ptr<runtime::SharedControlBlock> leader,
-                                               uint32_t ranks, uint64_t register_timeout_ns);
+                                               uint32_t ranks, uint64_t register_timeout_ns,
+                                               int64_t owner_uid = -1);
   ~Gang();
   Gang(const Gang&) = delete;
   Gang& operator=(const Gang&) = delete;
 
   void Start();
-  // The process that launched the ranks (torchrun): signalled when the gang fails.
-  void SetLauncher(int pid) { launcher_.store(pid); }
+  // The process that launched the ranks (torchrun): signalled when the gang
+  // fails. Its pid was checked by the caller (the job's reported process).
+  void SetLauncher(int pid);
   // The job ended: the thread stops, the ranks' names are removed, and any rank
   // still alive is killed (a failed or migrated gang must not run on). Does not wait.
   void Finish();
@@ -65,7 +71,8 @@ class Gang {
   void ReleaseUntilAdopted();
   // Waits for the thread (after Finish or ReleaseForever).
   void Join();
-  // Kills every rank process (SIGKILL) and the launcher (SIGTERM).
+  // Kills every rank process (SIGKILL) and the launcher (SIGTERM), through the
+  // pidfds taken when each registered: never a pid read from a rank's block now.
   void KillAll();
 
   uint32_t size() const { return static_cast<uint32_t>(ranks_.size()); }
@@ -77,7 +84,8 @@ class Gang {
 
  private:
   Gang(std::shared_ptr<runtime::SharedControlBlock> leader,
-       std::vector<std::unique_ptr<runtime::SharedControlBlock>> ranks, uint64_t timeout_ns);
+       std::vector<std::unique_ptr<runtime::SharedControlBlock>> ranks, uint64_t timeout_ns,
+       int64_t owner_uid);
   void Loop();
   void Forward();     // heartbeat, controller_gone, exit_if_orphaned: leader -> ranks
   void WatchRanks();  // registrations, deaths, the registration deadline
@@ -96,10 +104,10 @@ class Gang {
   std::vector<std::unique_ptr<runtime::SharedControlBlock>> ranks_;
   const uint64_t register_timeout_ns_;
   const uint64_t register_deadline_ns_;
-  std::vector<UniqueFd> pidfds_;  // per rank, once registered
+  const int64_t owner_uid_;
+  std::vector<UniqueFd> pidfds_;  // per rank, once registered (the gang thread's)
   std::vector<bool> gone_;        // per rank: its process ended
   std::vector<int> pids_;
-  std::atomic<int> launcher_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> killed_{false};
   std::atomic<bool> release_{false};
@@ -117,8 +125,10 @@ class Gang {
   uint64_t transfer_bytes_ = 0;
   uint64_t transfer_started_ns_ = 0;
 
-  mutable std::mutex mu_;  // guards error_
+  mutable std::mutex mu_;  // guards error_, kill_fds_, launcher_
   std::string error_;
+  std::vector<UniqueFd> kill_fds_;  // per rank: a copy of pidfds_[k], for KillAll
+  UniqueFd launcher_;
 };
 
 }  // namespace gandiva::controller

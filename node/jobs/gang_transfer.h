@@ -26,8 +26,12 @@ namespace gandiva::controller {
 
 // kind: runtime::kRequestCheckpoint or kRequestRestore. Waits for every rank
 // (giving up when `stopping` is set). *bytes: the state moved, all ranks together.
+// The files gandivad itself makes or reads for the gang (the checkpoint's
+// folders and manifest, the parts of a migration's container) are made and
+// opened as owner_uid (as_user.h; < 0: gandivad's own user), never through a
+// link, and copied through a fixed buffer.
 Status GangTransfer(uint32_t kind, const std::string& target,
-                    const std::vector<runtime::ControlBlock*>& ranks,
+                    const std::vector<runtime::ControlBlock*>& ranks, int64_t owner_uid,
                     const std::atomic<bool>& stopping, uint64_t* bytes);
 
 // The container's header, for tests and tools.

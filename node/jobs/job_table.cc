@@ -102,6 +102,18 @@ Status JobTable::SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned) 
   return Status::Ok();
 }
 
+Status JobTable::Signal(uint64_t id, int sig) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.job.ended)
+    return FailedPrecondition("job " + std::to_string(id) + " has ended");
+  if (it->second.job.pid <= 0 || !it->second.pidfd.valid())
+    return FailedPrecondition("job " + std::to_string(id) + " has no process yet");
+  if (!SignalProcess(it->second.pidfd, sig))
+    return NotFound("process " + std::to_string(it->second.job.pid) + " is gone");
+  return Status::Ok();
+}
+
 Status JobTable::SetExitCode(uint64_t id, int exit_code, ProcessEnd end) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);

@@ -58,6 +58,10 @@ class JobTable {
   Status UpdateLive(uint64_t id, const std::function<Status(Job&)>& update);
   // The job's process is `pid`, watched through `pidfd`, which the table owns from now on.
   Status SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned);
+  // Sends `sig` to the job's process through its pidfd, never by pid (a pid
+  // freed and reused meanwhile is another process). FailedPrecondition if the
+  // job has no process yet or has ended, NotFound if its process is gone.
+  Status Signal(uint64_t id, int sig) const;
   // `gandiva run` reports how the process exited (also after the monitor ended the job).
   Status SetExitCode(uint64_t id, int exit_code, ProcessEnd end = {});
 

@@ -9,10 +9,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "gandiva/common/log.h"
+#include "jobs/process_identity.h"
 
 namespace gandiva::controller {
 
@@ -64,24 +66,28 @@ Status ProcessFreezer::Freeze(uint64_t job, int32_t pid) {
   if (!guardian_) return FailedPrecondition("freezing parked jobs is off");
   if (pid <= 0) return InvalidArgument("no process to stop");
   if (frozen_.count(job)) return Status::Ok();
+  const std::optional<int64_t> user = ProcessRealUid(pid);
+  if (!user) return NotFound("process " + std::to_string(pid) + " is gone");
   // Stop the root first, so that it forks no more while its tree is read; then
   // each child as it is found (a child forked meanwhile is found by the walk).
-  std::vector<int32_t> stopped;
+  std::vector<Stopped> stopped;
   std::vector<int32_t> queue{pid};
   std::set<int32_t> seen{pid};
   for (size_t i = 0; i < queue.size(); ++i) {
     const int32_t p = queue[i];
     if (stopped_count_ + stopped.size() >= FreezerGuardian::kCapacity) break;
+    StatusOr<UniqueFd> held = OpenProcessOf(p, *user);
+    if (!held.ok()) continue;  // gone meanwhile, or not the job's user's to stop
     if (!guardian_->WillStop({p})) {
-      for (int32_t s : stopped) kill(s, SIGCONT);
+      for (const Stopped& s : stopped) SignalProcess(s.pidfd, SIGCONT);
       GuardianLost();
       return Internal("the freezer guardian is gone");
     }
-    if (kill(p, SIGSTOP) != 0) {
+    if (!SignalProcess(*held, SIGSTOP)) {
       guardian_->Continued({p});
       continue;  // gone meanwhile
     }
-    stopped.push_back(p);
+    stopped.push_back({p, std::move(held).value()});
     for (int32_t c : ChildrenOf(p))
       if (seen.insert(c).second) queue.push_back(c);
   }
@@ -100,8 +106,12 @@ void ProcessFreezer::Thaw(uint64_t job) {
 void ProcessFreezer::ThawLocked(uint64_t job) {
   auto it = frozen_.find(job);
   if (it == frozen_.end()) return;
-  for (int32_t p : it->second) kill(p, SIGCONT);  // a pid gone meanwhile: ESRCH, nothing to do
-  const bool told = guardian_ && guardian_->Continued(it->second);
+  std::vector<int32_t> pids;
+  for (const Stopped& s : it->second) {
+    SignalProcess(s.pidfd, SIGCONT);  // gone meanwhile: nothing to do
+    pids.push_back(s.pid);
+  }
+  const bool told = guardian_ && guardian_->Continued(pids);
   stopped_count_ -= it->second.size();
   frozen_.erase(it);
   if (guardian_ && !told) GuardianLost();

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "gandiva/common/unique_fd.h"
 #include "gandiva/status.h"
 #include "jobs/freezer_guardian.h"
 
@@ -43,7 +44,11 @@ class ProcessFreezer {
 
   bool enabled() const { return guardian_ != nullptr; }
   // Stops `pid` and its descendants (a job frozen already: no-op). The guardian
-  // hears of each pid before it is stopped.
+  // hears of each pid before it is stopped. A descendant that the user of
+  // `pid` could not signal (a setuid program that took another user's real
+  // uid) is left alone, with its own descendants: gandivad, as root, stops no
+  // process the job's user could not. Each is signalled through a pidfd, so a
+  // pid reused meanwhile is never stopped or continued.
   Status Freeze(uint64_t job, int32_t pid);
   // Continues everything Freeze stopped for the job (not frozen: no-op).
   void Thaw(uint64_t job);
@@ -60,7 +65,11 @@ class ProcessFreezer {
 
   mutable std::mutex mu_;
   std::unique_ptr<FreezerGuardian> guardian_;
-  std::map<uint64_t, std::vector<int32_t>> frozen_;  // job -> pids stopped
+  struct Stopped {
+    int32_t pid;
+    UniqueFd pidfd;
+  };
+  std::map<uint64_t, std::vector<Stopped>> frozen_;  // job -> processes stopped
   size_t stopped_count_ = 0;
   uint64_t freezes_ = 0;
 };

@@ -53,10 +53,17 @@ std::optional<std::vector<int64_t>> ProcessUids(int pid) {
 
 }  // namespace
 
-Status CheckUserMaySignal(int pid, int64_t uid) {
+std::optional<int64_t> ProcessRealUid(int pid) {
+  const std::optional<std::vector<int64_t>> uids = ProcessUids(pid);
+  if (!uids) return std::nullopt;
+  return (*uids)[0];
+}
+
+StatusOr<UniqueFd> OpenProcessOf(int pid, int64_t uid) {
   const std::string which = "process " + std::to_string(pid);
   UniqueFd held = OpenPidfd(pid);
   if (!held.valid()) return NotFound(which + " is not running");
+  if (uid < 0) return held;
   const std::optional<std::vector<int64_t>> uids = ProcessUids(pid);
   // Still the process the pidfd holds (EPERM: alive, another user's, and
   // gandivad not root): a pid reused after the pidfd's own ended fails here.
@@ -64,10 +71,16 @@ Status CheckUserMaySignal(int pid, int64_t uid) {
       syscall(SYS_pidfd_send_signal, held.get(), 0, nullptr, 0) == 0 || errno == EPERM;
   if (!uids || !alive) return NotFound(which + " is not running");
   const int64_t real = (*uids)[0], saved = (*uids)[2];
-  if (real == uid || saved == uid) return Status::Ok();
+  if (real == uid || saved == uid) return held;
   return PermissionDenied(which + " is uid " + std::to_string(real) + "'s, not uid " +
                           std::to_string(uid) + "'s: a job's process must be one its user " +
                           "could signal itself");
+}
+
+Status CheckUserMaySignal(int pid, int64_t uid) { return OpenProcessOf(pid, uid).status(); }
+
+bool SignalProcess(const UniqueFd& pidfd, int sig) {
+  return pidfd.valid() && syscall(SYS_pidfd_send_signal, pidfd.get(), sig, nullptr, 0) == 0;
 }
 
 std::string BootId() {

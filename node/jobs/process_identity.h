@@ -18,6 +18,8 @@ namespace gandiva::controller {
 UniqueFd OpenPidfd(int pid);
 // When process `pid` started, in clock ticks after boot; nullopt if there is none.
 std::optional<uint64_t> ProcessStartTicks(int pid);
+// The real user id of process `pid`; nullopt if there is none.
+std::optional<int64_t> ProcessRealUid(int pid);
 // This boot's id (/proc/sys/kernel/random/boot_id); "" if it cannot be read.
 std::string BootId();
 // Ok if user `uid` may signal process `pid` itself, by kill(2)'s rule for a
@@ -26,6 +28,13 @@ std::string BootId();
 // PermissionDenied naming whose it is, or NotFound. gandivad, as root, takes a
 // pid from a user only if this holds: it acts on no process the user could not.
 Status CheckUserMaySignal(int pid, int64_t uid);
+// The same check, keeping the pidfd it held: signals sent through it reach
+// that process or none. uid < 0 (a job of gandivad's own user) checks nothing
+// but that the process runs.
+StatusOr<UniqueFd> OpenProcessOf(int pid, int64_t uid);
+// Sends `sig` through a pidfd (never by pid, which may have been reused);
+// false if the process is gone (or the pidfd is invalid).
+bool SignalProcess(const UniqueFd& pidfd, int sig);
 
 }  // namespace gandiva::controller
 

@@ -119,14 +119,20 @@ Status ForEachKeyFileLine(
   return Status::Ok();
 }
 
-StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file) {
-  std::set<std::string> keys;
+StatusOr<AuthorizedKeys> ReadAuthorizedKeys(const std::string& file) {
+  AuthorizedKeys keys;
   GD_RETURN_IF_ERROR(ForEachKeyFileLine(
       file, "authorized keys", [&](const std::string& text, const std::string& where) {
         const std::string line = Trim(text);
         if (line.empty()) return Status::Ok();
-        if (!IsZ85Key(line)) return InvalidArgument(where + ": not a Z85 public key");
-        keys.insert(line);
+        const size_t space = line.find_first_of(" \t");
+        const std::string key = line.substr(0, space);
+        if (!IsZ85Key(key)) return InvalidArgument(where + ": not a Z85 public key");
+        std::string name = space == std::string::npos ? "" : Trim(line.substr(space));
+        if (name.empty()) name = "key " + key.substr(0, 8);
+        if (name.size() > 64)
+          return InvalidArgument(where + ": a key's name is at most 64 characters");
+        keys[key] = name;
         return Status::Ok();
       }));
   return keys;

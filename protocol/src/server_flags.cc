@@ -11,10 +11,18 @@ Status ApplyServerTcpFlags(const Flags& flags, ApiServerOptions* api) {
   if (flags.Has("authorized-keys")) {
     GD_ASSIGN_OR_RETURN(api->authorized_keys, ReadAuthorizedKeys(flags.Get("authorized-keys")));
   }
+  if (flags.Has("peer-keys")) {
+    GD_ASSIGN_OR_RETURN(api->peer_keys, ReadAuthorizedKeys(flags.Get("peer-keys")));
+  }
+  for (const auto& [key, name] : api->peer_keys)
+    if (api->authorized_keys.count(key))
+      return InvalidArgument("key " + key.substr(0, 8) + "… (" + name +
+                             ") is in both --authorized-keys and --peer-keys: a key has one role");
   if (!flags.Has("tcp")) return Status::Ok();
-  if (!flags.Has("key") || !flags.Has("authorized-keys"))
+  if (!flags.Has("key") || (!flags.Has("authorized-keys") && !flags.Has("peer-keys")))
     return InvalidArgument(
-        "--tcp needs --key and --authorized-keys: TCP clients must authenticate");
+        "--tcp needs --key and --authorized-keys (operators) or --peer-keys (other nodes): "
+        "TCP clients must authenticate");
   api->tcp_endpoint = flags.Get("tcp");
   if (api->tcp_endpoint.rfind("tcp://", 0) != 0)
     return InvalidArgument("--tcp must be tcp://HOST:PORT, got \"" + api->tcp_endpoint + "\"");

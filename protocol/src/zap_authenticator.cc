@@ -8,8 +8,12 @@
 
 namespace gandiva::protocol {
 
-ZapAuthenticator::ZapAuthenticator(zmq::context_t& ctx, std::set<std::string> authorized_z85)
-    : sock_(ctx, zmq::socket_type::rep), authorized_(std::move(authorized_z85)) {
+ZapAuthenticator::ZapAuthenticator(zmq::context_t& ctx,
+                                   std::map<std::string, std::string> operators,
+                                   std::map<std::string, std::string> peers)
+    : sock_(ctx, zmq::socket_type::rep),
+      operators_(std::move(operators)),
+      peers_(std::move(peers)) {
   sock_.set(zmq::sockopt::linger, 0);
   sock_.bind("inproc://zeromq.zap.01");
   thread_ = std::thread([this] { Serve(); });
@@ -40,8 +44,12 @@ void ZapAuthenticator::Serve() {
       if (mechanism == "CURVE" && frames.size() > 6 && frames[6].size() == 32) {
         char z85[41];
         zmq_z85_encode(z85, static_cast<const uint8_t*>(frames[6].data()), 32);
-        ok = authorized_.count(z85) != 0;
         user = z85;
+        if (auto op = operators_.find(z85); op != operators_.end())
+          user = "operator:" + op->second;
+        else if (auto peer = peers_.find(z85); peer != peers_.end())
+          user = "peer:" + peer->second;
+        ok = user != z85;
       } else if (mechanism == "NULL") {
         ok = true;  // only the local Unix socket runs without CURVE
       }

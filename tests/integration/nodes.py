@@ -46,12 +46,17 @@ class Node:
         self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint, OMP_NUM_THREADS="1",
                         PYTHONPATH=os.path.join(BUILD, "python"))
 
-    def start(self, authorized, peers):
+    def start(self, authorized, peers, peer_keys=()):
+        """authorized: operators' public keys; peer_keys: other nodes' (--peer-keys),
+        which may only migrate jobs here."""
         (self.dir / "authorized").write_text("\n".join(authorized) + "\n")
         (self.dir / "peers").write_text("".join(f"{n} {ep} {pub}\n" for n, ep, pub in peers))
         cmd = [GANDIVAD, "--node", self.name, "--devices", "cpu:1", "--endpoint", self.endpoint,
                "--tcp", self.tcp, "--key", str(self.key), "--authorized-keys", str(self.dir / "authorized"),
                "--peers", str(self.dir / "peers"), "--peer-timeout-ms", "3000", *self.extra]
+        if peer_keys:
+            (self.dir / "peer-keys").write_text("".join(f"{k} peer-{i}\n" for i, k in enumerate(peer_keys)))
+            cmd += ["--peer-keys", str(self.dir / "peer-keys")]
         if self.netns:
             cmd = ["ip", "netns", "exec", self.netns, *cmd]
         self.log = open(self.dir / "gandivad.log", "w")

@@ -84,11 +84,12 @@ TEST(AccessTest, ReadingIsForEveryoneAndTheNodeForAdmins) {
   }
 }
 
-TEST(AccessTest, RootTheDaemonsUserRemoteAndInProcessCallersAreAdmins) {
+TEST(AccessTest, RootTheDaemonsUserOperatorsAndInProcessCallersAreAdmins) {
   AccessPolicy policy;
-  Caller remote;
+  Caller remote;  // an operator's key (--authorized-keys)
   remote.in_process = false;
   remote.remote = true;
+  remote.key_name = "ops";
   for (const Caller& c : {Local(0), Local(geteuid()), remote, Caller{}}) {
     EXPECT_TRUE(policy.IsAdmin(c));
     Call call = MakeCall(MessageType::kSetSlice, Json::object(), c);
@@ -99,6 +100,33 @@ TEST(AccessTest, RootTheDaemonsUserRemoteAndInProcessCallersAreAdmins) {
   // The admin group: by the caller's primary group here.
   AccessPolicy with_group(static_cast<gid_t>(kBob));
   EXPECT_TRUE(with_group.IsAdmin(Local(kBob)));
+}
+
+// One node's key is not root on its peers: it may carry out the destination's
+// side of a migration, and read; nothing else.
+TEST(AccessTest, APeerNodesKeyMayOnlyMigrateHere) {
+  AccessPolicy policy;
+  Caller peer;
+  peer.in_process = false;
+  peer.remote = true;
+  peer.peer_node = true;
+  peer.key_name = "node-b";
+  EXPECT_FALSE(policy.IsAdmin(peer));
+  for (MessageType t : {MessageType::kMigratePrepare, MessageType::kMigrateBegin,
+                        MessageType::kMigrateCommit, MessageType::kMigrateStart,
+                        MessageType::kMigrateAbort, MessageType::kListJobs, MessageType::kHello}) {
+    Call call = MakeCall(t, {{"job", 1}}, peer);
+    EXPECT_TRUE(policy.Authorize(call, AliceOwnsJob1).ok()) << protocol::WireName(t);
+  }
+  for (MessageType t : {MessageType::kLaunch, MessageType::kKill, MessageType::kRegisterJob,
+                        MessageType::kJobStarted, MessageType::kMigrate, MessageType::kSetSlice,
+                        MessageType::kCheckpoint, MessageType::kReadLog}) {
+    Call call = MakeCall(t, {{"job", 1}, {"command", {"x"}}}, peer);
+    const Status s = policy.Authorize(call, AliceOwnsJob1);
+    EXPECT_EQ(s.code(), StatusCode::kPermissionDenied) << protocol::WireName(t);
+    EXPECT_NE(s.message().find("peer node node-b may only migrate"), std::string::npos)
+        << s.message();
+  }
 }
 
 TEST(AccessTest, AUserRegistersJobsForThemselvesOnly) {

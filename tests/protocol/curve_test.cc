@@ -25,6 +25,18 @@ TEST(CurveTest, ReadsAuthorizedKeysSkippingCommentsAndBlankLines) {
   ASSERT_TRUE(keys.ok()) << keys.status().message();
   EXPECT_EQ(keys->size(), 1u);
   EXPECT_TRUE(keys->count(kKey));
+  EXPECT_EQ(keys->at(kKey), "key rq:rM>}U") << "unnamed: named by its first characters";
+  std::remove(path.c_str());
+}
+
+TEST(CurveTest, AKeyMayBeNamed) {
+  const std::string path = TempPath("named");
+  std::ofstream(path) << kKey << "   alice's laptop \n";
+  auto keys = ReadAuthorizedKeys(path);
+  ASSERT_TRUE(keys.ok()) << keys.status().message();
+  EXPECT_EQ(keys->at(kKey), "alice's laptop");
+  std::ofstream(path) << kKey << " " << std::string(65, 'n') << "\n";
+  EXPECT_EQ(ReadAuthorizedKeys(path).status().code(), StatusCode::kInvalidArgument);
   std::remove(path.c_str());
 }
 

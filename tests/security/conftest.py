@@ -15,6 +15,8 @@ BUILD = os.environ.get("GANDIVA_BUILD_DIR", os.path.join(os.path.dirname(__file_
 GANDIVA = os.path.join(BUILD, "cli", "gandiva")
 GANDIVAD = os.path.join(BUILD, "node", "gandivad")
 SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
+# The attacker's tool for their own control block (hostile_block.cc).
+HOSTILE_BLOCK = os.path.join(BUILD, "tests", "security", "hostile_block")
 
 sys.path.insert(0, os.path.join(BUILD, "python"))
 
@@ -94,7 +96,14 @@ def shared_node():
     env = dict(os.environ, GANDIVA_ENDPOINT=endpoint, OMP_NUM_THREADS="1")
     wait_for(lambda: subprocess.run([GANDIVA, "ps"], env=env, capture_output=True).returncode == 0,
              20, "gandivad up")
-    yield {"root": root, "work": work, "env": env, "proc": proc}
+    node = {"root": root, "work": work, "env": env, "proc": proc}
+    yield node
+    # No job outlives its test: each one still live is killed through gandivad
+    # (which could not be, if the test killed gandivad: then its jobs fail open).
+    if proc.poll() is None:
+        for job in jobs(node, "root").values():
+            if job["state"] not in ("exited", "failed", "migrated"):
+                cli(node, "root", "kill", str(job["id"]), "--signal", "9")
     proc.terminate()
     proc.wait(timeout=20)
     log.close()

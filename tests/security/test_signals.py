@@ -8,7 +8,7 @@ import pwd
 import subprocess
 import time
 
-from conftest import BUILD, as_user, process_of, wait_for
+from conftest import BUILD, GANDIVA, HOSTILE_BLOCK, SYNTHETIC_JOB, as_user, cli, jobs, process_of, wait_for
 
 ATTACK = """
 import json, sys
@@ -60,6 +60,36 @@ def test_a_user_cannot_make_root_kill_a_process_they_could_not(shared_node):
             assert alices.wait(timeout=30) != 0, "alice's own process was not killed"
         finally:
             alices.kill()
+    finally:
+        roots.kill()
+        roots.wait()
+
+
+def test_a_gang_rank_cannot_name_another_users_process(shared_node):
+    """A rank's control block is its user's: alice writes the pid of root's
+    process into rank 0's block, as if it were her rank. gandivad must not take
+    it: the gang fails at once, saying why, and when her job ends nothing of
+    root's is killed (before, ending the gang SIGKILLed every rank's pid as
+    read from the blocks)."""
+    node = shared_node
+    roots = subprocess.Popen(["sleep", "600"])
+    try:
+        # Rank 0 is only the forged pid; rank 1 is a real job of hers.
+        attack = (f'{HOSTILE_BLOCK} write-pid "$GANDIVA_CONTROL_BLOCK.r0" {roots.pid} && '
+                  f'LOCAL_RANK=1 exec {SYNTHETIC_JOB} --mib 1 --iterations 100000 --iteration-ms 5')
+        run = subprocess.Popen(["runuser", "-u", "gd-alice", "--", GANDIVA, "run", "--ranks", "2",
+                                "--name", "forged", "--", "sh", "-c", attack],
+                               env=node["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+        job = wait_for(lambda: next((j for j in jobs(node).values() if j["name"] == "forged"
+                                     and j["state"] in ("failed", "exited")), None), 60,
+                       "the forged gang to end")
+        assert "not its user's" in job["gang_error"], job
+        assert run.wait(timeout=60) != 0
+        time.sleep(0.2)
+        assert roots.poll() is None, "root's process was killed for alice's gang"
+        assert node["proc"].poll() is None, "gandivad died"
+        assert cli(node, "gd-bob", "ps").returncode == 0, "gandivad stopped serving"
     finally:
         roots.kill()
         roots.wait()

@@ -78,6 +78,10 @@ TransferState WaitForTransfer(ControlBlock* cb, uint64_t timeout_ns,
   }
 }
 
+std::string TransferError(const ControlBlock* cb) {
+  return std::string(cb->transfer_error, strnlen(cb->transfer_error, kTransferErrorSize));
+}
+
 void Heartbeat(ControlBlock* cb, uint64_t now_ns) {
   cb->heartbeat_ns.store(now_ns, std::memory_order_release);
 }

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "shrink_guard.h"
+
 namespace gandiva::runtime {
 
 namespace bip = boost::interprocess;
@@ -20,9 +22,14 @@ struct SharedControlBlock::Mapping {
 SharedControlBlock::SharedControlBlock(std::string name, std::unique_ptr<Mapping> mapping)
     : name_(std::move(name)), mapping_(std::move(mapping)) {
   cb_ = static_cast<ControlBlock*>(mapping_->region.get_address());
+  guard_slot_ = shrink_guard::Register(mapping_->region.get_address(), mapping_->region.get_size());
 }
 
-SharedControlBlock::~SharedControlBlock() = default;
+SharedControlBlock::~SharedControlBlock() { shrink_guard::Unregister(guard_slot_); }
+
+Status SharedControlBlock::GuardAgainstShrinking() { return shrink_guard::Install(); }
+
+bool SharedControlBlock::cut_short() const { return shrink_guard::WasCut(guard_slot_); }
 
 StatusOr<std::unique_ptr<SharedControlBlock>> SharedControlBlock::Create(const std::string& name,
                                                                          uint64_t job_id,

@@ -31,10 +31,14 @@
 namespace gandiva::protocol {
 
 struct ApiServerOptions {
-  std::string local_endpoint;             // ipc://...
-  std::string tcp_endpoint;               // tcp://host:port, or empty
-  CurveKeyPair server_keys;               // required with tcp_endpoint
-  std::set<std::string> authorized_keys;  // client public keys the TCP endpoint accepts
+  std::string local_endpoint;  // ipc://...
+  std::string tcp_endpoint;    // tcp://host:port, or empty
+  CurveKeyPair server_keys;    // required with tcp_endpoint
+  // The client keys the TCP endpoint accepts, by role: an operator's (the
+  // scheduler's, an admin's CLI) may do everything; a peer node's may only
+  // migrate jobs to this one (Caller::peer_node).
+  AuthorizedKeys authorized_keys;
+  AuthorizedKeys peer_keys;
   bool shared_local = false;  // the local socket open to every user (0666), not owner-only
 };
 

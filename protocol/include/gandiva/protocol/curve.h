@@ -5,11 +5,15 @@
 // Files (Z85 text, as `gandiva keygen` writes them):
 //   NAME.key   "public <z85>\nsecret <z85>\n"   (mode 0600)
 //   NAME.pub   "<z85>\n"
-//   authorized keys: one Z85 public key per line; '#' starts a comment.
+//   authorized keys (--authorized-keys: operators; --peer-keys: other nodes):
+//              one Z85 public key per line, optionally followed by a name
+//              ("<z85> alice", "<z85> node-b") that logs and errors show;
+//              '#' starts a comment.
 #ifndef GANDIVA_PROTOCOL_CURVE_H_
 #define GANDIVA_PROTOCOL_CURVE_H_
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 
@@ -39,7 +43,9 @@ StatusOr<std::string> ReadCurvePublicKey(const std::string& key_or_file);
 // server's public key (or a file holding it), as --key and --server-key give them.
 StatusOr<CurveClientKeys> ReadCurveClientKeys(const std::string& key_file,
                                               const std::string& server_key_or_file);
-StatusOr<std::set<std::string>> ReadAuthorizedKeys(const std::string& file);
+// Public key (Z85) -> its name (the line's second word, or "key <first 8>").
+using AuthorizedKeys = std::map<std::string, std::string>;
+StatusOr<AuthorizedKeys> ReadAuthorizedKeys(const std::string& file);
 // Calls `fn(line, where)` for each line of a file that lists keys (authorized keys,
 // peers) and is not a comment; `where` is "FILE:N" for error messages. NotFound
 // (naming `what`) when the file cannot be read; stops at the first error of `fn`.

@@ -30,7 +30,11 @@ namespace gandiva::protocol {
 struct Caller {
   bool in_process = true;  // made inside the daemon itself (its metrics page, tests)
   bool remote = false;     // the CURVE-authenticated TCP endpoint
-  int64_t uid = -1;        // local: the connecting process's user; -1: not known
+  // remote: the key is a peer node's (--peer-keys), which may only migrate
+  // jobs here, not an operator's (--authorized-keys); key_name names it.
+  bool peer_node = false;
+  std::string key_name;
+  int64_t uid = -1;  // local: the connecting process's user; -1: not known
   int64_t gid = -1;
   int64_t pid = -1;
 };

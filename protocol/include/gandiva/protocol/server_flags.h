@@ -1,7 +1,9 @@
 // The flags by which a daemon (gandivad, gandiva scheduler) serves its API on
 // a CURVE TCP endpoint beside its Unix socket: --tcp ADDR, --key FILE (its
-// own key pair), --authorized-keys FILE (the client keys it accepts). One
-// reading of them, so both daemons refuse the same mistakes the same way.
+// own key pair), --authorized-keys FILE (operators' keys: the scheduler, admins'
+// CLIs), --peer-keys FILE (other nodes' keys, which may only migrate jobs to
+// this one). One reading of them, so both daemons refuse the same mistakes the
+// same way.
 #ifndef GANDIVA_PROTOCOL_SERVER_FLAGS_H_
 #define GANDIVA_PROTOCOL_SERVER_FLAGS_H_
 
@@ -11,10 +13,10 @@
 
 namespace gandiva::protocol {
 
-// Fills api's tcp_endpoint, server_keys and authorized_keys from the flags.
-// invalid_argument for --tcp without --key and --authorized-keys (a TCP
-// endpoint never serves unauthenticated clients) or an address that is not
-// tcp://; the key files' own errors otherwise.
+// Fills api's tcp_endpoint, server_keys, authorized_keys and peer_keys from
+// the flags. invalid_argument for --tcp without --key and a keys file (a TCP
+// endpoint never serves unauthenticated clients), a key in both files, or an
+// address that is not tcp://; the key files' own errors otherwise.
 Status ApplyServerTcpFlags(const Flags& flags, ApiServerOptions* api);
 
 }  // namespace gandiva::protocol

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace gandiva::runtime {
 
@@ -177,6 +178,10 @@ bool RequestTransfer(ControlBlock* cb, Request kind, const char* target);
 // it saw (the caller tells that from a timeout by asking it again).
 TransferState WaitForTransfer(ControlBlock* cb, uint64_t timeout_ns,
                               const std::function<bool()>& give_up = nullptr);
+// Why the last transfer failed, as the job wrote it: read up to the field's
+// end whether or not the job ended it with a NUL (the job's user may write
+// anything there).
+std::string TransferError(const ControlBlock* cb);
 // Refreshes the lease that keeps parked jobs parked.
 void Heartbeat(ControlBlock* cb, uint64_t now_ns);
 // The controller is going away: every parked job resumes now and never parks again.

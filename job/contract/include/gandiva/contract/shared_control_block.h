@@ -34,6 +34,14 @@ class SharedControlBlock {
   ControlBlock* get() const { return cb_; }
   const std::string& name() const { return name_; }
 
+  // For a controller whose blocks belong to other users (gandivad as root):
+  // from now on a block whose file its owner cuts short (ftruncate) reads as
+  // zeros where it faulted, instead of ending this process with SIGBUS, and
+  // cut_short() says so; the controller then trusts nothing of it again.
+  // Installs a process-wide SIGBUS handler that passes other faults on.
+  static Status GuardAgainstShrinking();
+  bool cut_short() const;
+
  private:
   struct Mapping;
   SharedControlBlock(std::string name, std::unique_ptr<Mapping> mapping);
@@ -41,6 +49,7 @@ class SharedControlBlock {
   std::string name_;
   std::unique_ptr<Mapping> mapping_;
   ControlBlock* cb_ = nullptr;
+  int guard_slot_ = -1;  // shrink_guard.h
 };
 
 }  // namespace gandiva::runtime
