@@ -10,6 +10,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -20,6 +22,7 @@
 #include "devices/devices.h"
 #include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
+#include "gandiva/common/private_files.h"
 #include "gandiva/protocol/api_server.h"
 #include "gandiva/protocol/client.h"
 #include "gandiva/protocol/server_flags.h"
@@ -72,6 +75,31 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
   if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
     return InvalidArgument("--slice-ms must be 50..250");
+// Transfer sockets are bound in the state directory, and a Unix socket path
+// holds at most 108 bytes: their names need the rest.
+constexpr size_t kMaxStateDirBytes = 70;
+
+// A short state directory for a deep one: in this user's runtime directory
+// ($XDG_RUNTIME_DIR, else /run for root), named after the endpoint so that the
+// same endpoint finds its job table there again at each start. Never /tmp:
+// another user could make that name first and have root write into it.
+StatusOr<std::string> ShortStateDir(const std::string& deep, const std::string& endpoint) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : endpoint) h = (h ^ c) * 0x100000001b3ull;
+  char name[32];
+  std::snprintf(name, sizeof(name), "gandivad-%016llx", static_cast<unsigned long long>(h));
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  std::string base = runtime && *runtime ? runtime : geteuid() == 0 ? "/run/gandiva" : "";
+  const std::string why = "--state-dir " + deep + " is " + std::to_string(deep.size()) +
+                          " bytes long; the sockets made in it need one of at most " +
+                          std::to_string(kMaxStateDirBytes);
+  if (base.empty() || base[0] != '/' || base.size() + 1 + std::strlen(name) > kMaxStateDirBytes)
+    return InvalidArgument(why + ", and there is no short runtime directory ($XDG_RUNTIME_DIR) " +
+                           "to use instead: give a shorter --state-dir");
+  GD_LOG(kInfo, "%s: using %s/%s instead", why.c_str(), base.c_str(), name);
+  return base + "/" + name;
+}
+
   GD_ASSIGN_OR_RETURN(long long lease, flags.GetInt("lease-ms", 3000));
   if (lease < 100 || lease > 600000) return InvalidArgument("--lease-ms must be 100..600000");
   opts->slice_ms = static_cast<uint64_t>(slice);
@@ -139,20 +167,23 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   if (log_cap_kib < 1 || log_cap_kib > (1ll << 30))
     return InvalidArgument("--job-log-cap-kib must be 1..1073741824");
   opts->job_log_cap_bytes = static_cast<uint64_t>(log_cap_kib) << 10;
-  // Unix socket paths are short (108 bytes): fall back to /tmp for a deep directory.
   std::string state_dir =
       flags.Get("state-dir", std::filesystem::path(opts->endpoint.substr(6)).parent_path());
-  if (state_dir.size() > 70) {
-    // The same endpoint gets the same directory each start: its job table is there.
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (unsigned char c : opts->endpoint) h = (h ^ c) * 0x100000001b3ull;
-    char name[48];
-    std::snprintf(name, sizeof(name), "/tmp/gandivad-%016llx", static_cast<unsigned long long>(h));
-    state_dir = name;
-  }
   std::error_code ec;
-  std::filesystem::create_directories(state_dir, ec);
-  chmod(state_dir.c_str(), 0700);
+  state_dir = std::filesystem::absolute(state_dir, ec).lexically_normal().string();
+  if (state_dir.size() > 1 && state_dir.back() == '/') state_dir.pop_back();
+  if (state_dir.size() > kMaxStateDirBytes) {
+    GD_ASSIGN_OR_RETURN(state_dir, ShortStateDir(state_dir, opts->endpoint));
+  }
+  // Root writes job logs and binds transfer sockets there: a directory another
+  // user owns or may write to is refused, not chmod'ed (they would keep it). It
+  // is the shared socket's directory too by default, which users must reach.
+  const bool holds_shared_socket =
+      api->shared_local &&
+      std::filesystem::path(opts->endpoint.substr(6)).parent_path() == state_dir;
+  auto checked = OpenPrivateDir(state_dir, holds_shared_socket ? 0755 : 0700, geteuid());
+  if (!checked.ok())
+    return Status(checked.status().code(), "--state-dir: " + checked.status().message());
   opts->state_dir = state_dir;
   return Status::Ok();
 }

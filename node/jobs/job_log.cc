@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "gandiva/common/log.h"
+#include "gandiva/common/private_files.h"
 #include "gandiva/common/unique_fd.h"
 
 namespace gandiva::controller {
@@ -19,18 +20,21 @@ namespace {
 
 constexpr auto kCapPeriod = std::chrono::milliseconds(250);
 
+// A link in place of a log is not followed: it counts as empty.
 uint64_t FileSize(const std::string& path) {
   struct stat st {};
-  return stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  return lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size)
+                                                              : 0;
 }
 
 Status Errno(const std::string& what) { return Internal(what + ": " + std::strerror(errno)); }
 
 // Copies `from`, from byte `start` up to the size it has when the copy catches
 // up with it, into a new file `to`; the bytes copied.
+// `to` is made afresh (a leftover removed first), never written through a link.
 StatusOr<uint64_t> CopyTail(int from, off_t start, const std::string& to) {
-  UniqueFd out(open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (!out.valid()) return Errno("cannot create " + to);
+  unlink(to.c_str());
+  GD_ASSIGN_OR_RETURN(UniqueFd out, CreateFileNoFollow(to, O_WRONLY, 0600));
   off_t at = start;
   for (;;) {
     const ssize_t n = sendfile(out.get(), from, &at, 1 << 20);
@@ -81,8 +85,7 @@ std::string ToValidUtf8(std::string_view bytes, bool hold_tail, size_t* used) {
 Status CappedLog::Cap() {
   const uint64_t size = FileSize(path_);
   if (cap_ == 0 || size <= cap_) return Status::Ok();
-  UniqueFd fd(open(path_.c_str(), O_RDWR | O_CLOEXEC));
-  if (!fd.valid()) return Errno("cannot open " + path_);
+  GD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularNoFollow(path_, O_RDWR));
   const std::string tmp = path_ + ".1.tmp";
   const uint64_t start = size - cap_;  // the newest cap bytes move to FILE.1
   GD_ASSIGN_OR_RETURN(uint64_t copied, CopyTail(fd.get(), static_cast<off_t>(start), tmp));
@@ -114,8 +117,7 @@ StatusOr<LogRead> CappedLog::Read(uint64_t offset, size_t max_bytes) const {
   for (const Segment& seg : segments) {
     const uint64_t at = r.offset + got;
     if (got == raw.size() || at < seg.first || at >= seg.end) continue;
-    UniqueFd fd(open(seg.path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd.valid()) return Errno("cannot read " + seg.path);
+    GD_ASSIGN_OR_RETURN(UniqueFd fd, OpenRegularNoFollow(seg.path, O_RDONLY));
     const size_t want = std::min<uint64_t>(raw.size() - got, seg.end - at);
     const ssize_t n = pread(fd.get(), raw.data() + got, want, static_cast<off_t>(at - seg.first));
     if (n < 0) return Errno("cannot read " + seg.path);

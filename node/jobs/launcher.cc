@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "gandiva/common/private_files.h"
 #include "jobs/process_identity.h"
 
 namespace gandiva::controller {
@@ -21,9 +22,11 @@ namespace {
 
 constexpr const char* kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 
+// A new file, never an existing one nor a link's target: the caller removed
+// an earlier daemon's file of that name, so something there now was planted.
 StatusOr<UniqueFd> OpenLog(const std::string& path) {
-  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
-  if (!fd.valid()) return Internal("cannot open log " + path + ": " + std::strerror(errno));
+  auto fd = CreateFileNoFollow(path, O_WRONLY | O_APPEND, 0600);
+  if (!fd.ok()) return Internal("cannot open log: " + fd.status().message());
   return fd;
 }
 

@@ -22,7 +22,7 @@ struct LaunchSpec {
   std::vector<std::string> argv;           // argv[0]: a path, or a name looked up in env's PATH
   std::string cwd;                         // absolute; "" keeps gandivad's
   std::map<std::string, std::string> env;  // the whole environment
-  std::string stdout_path;                 // appended to, created 0600
+  std::string stdout_path;                 // created 0600: must not exist (nor be a link)
   std::string stderr_path;                 // may be stdout_path
   std::string cgroup_dir;                  // "": none; else it joins this cgroup once started
 };

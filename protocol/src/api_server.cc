@@ -13,6 +13,7 @@
 #include <zmq.hpp>
 
 #include "gandiva/common/log.h"
+#include "gandiva/common/private_files.h"
 #include "gandiva/common/unique_fd.h"
 #include "gandiva/protocol/client.h"
 #include "zap_authenticator.h"
@@ -75,6 +76,25 @@ namespace {
 // spare. A peer that declares a larger frame is disconnected before ZeroMQ
 // allocates for it (a mangled length would otherwise ask malloc for exabytes).
 constexpr int64_t kMaxMessageBytes = 16 << 20;
+
+// The socket's directory: made if missing (owner-only, or open to every user's
+// search for --shared-socket); if it exists, it must be ours (or root's) and
+// writable by no one else, or another user could swap the socket clients trust
+// (and stand in for gandivad). An existing directory is never chmod'ed.
+Status CheckSocketDir(const std::filesystem::path& dir, bool shared) {
+  auto opened = OpenPrivateDir(dir.string(), shared ? 0755 : 0700, geteuid());
+  if (!opened.ok())
+    return Status(opened.status().code(),
+                  "the API socket's directory: " + opened.status().message());
+  struct stat st {};
+  if (shared && (fstat(opened->get(), &st) != 0 || (st.st_mode & S_IXOTH) == 0))
+    return FailedPrecondition("--shared-socket: other users cannot reach the socket in " +
+                              dir.string() +
+                              " (not searchable by them), and gandivad does not change "
+                              "the mode of a directory it did not make: make it 0755, or "
+                              "choose an endpoint in a new directory");
+  return Status::Ok();
+}
 }  // namespace
 
 Status ApiServer::Bind() {
@@ -82,10 +102,9 @@ Status ApiServer::Bind() {
   if (ep.rfind("ipc://", 0) != 0)
     return InvalidArgument("the local endpoint must be ipc://, not " + ep);
   try {
-    const std::filesystem::path path = ep.substr(6);
     std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-    chmod(path.parent_path().c_str(), 0700);
+    const std::filesystem::path path = std::filesystem::absolute(ep.substr(6), ec);
+    GD_RETURN_IF_ERROR(CheckSocketDir(path.parent_path(), options_.shared_local));
     if (std::filesystem::exists(path)) {
       ApiClient probe(ep, 500);
       if (probe.Call(protocol::MessageType::kHello).ok())
@@ -99,7 +118,6 @@ Status ApiServer::Bind() {
     // Shared: every local user may connect, and acts only on their own jobs (the
     // daemon checks each call against the caller's uid).
     chmod(path.c_str(), options_.shared_local ? 0666 : 0600);
-    if (options_.shared_local) chmod(path.parent_path().c_str(), 0755);
     impl_->ipc_path = path;
     GD_LOG(kInfo, "API listening on %s (%s)", ep.c_str(),
            options_.shared_local ? "every local user, each on their own jobs" : "owner only");

@@ -14,10 +14,15 @@ namespace gandiva {
 
 namespace {
 
+// In this user's runtime directory, which only they (or root) may write to.
+// Never /tmp: another user could make /tmp/gandiva-<uid> first and serve a
+// gandivad of their own there (handing its environment to the jobs, or to
+// Slurm's steps through the plugin).
 std::string LocalSocket(const char* file) {
   if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x && *x)
     return std::string("ipc://") + x + "/gandiva/" + file;
-  return "ipc:///tmp/gandiva-" + std::to_string(getuid()) + "/" + file;
+  if (geteuid() == 0) return std::string("ipc:///run/gandiva/") + file;
+  return "ipc:///run/user/" + std::to_string(geteuid()) + "/gandiva/" + file;
 }
 
 }  // namespace

@@ -130,6 +130,8 @@ TEST_F(JobLogTest, LauncherStartsAProcessOrSaysWhyNot) {
   const std::string plain = (dir_ / "not-executable").string();
   std::ofstream(plain) << "echo hi\n";
   spec.argv = {plain};
+  fs::remove(path_);  // as gandivad does before each start: the files are made afresh
+  fs::remove(path_ + ".err");
   auto denied = StartProcess(spec);
   ASSERT_FALSE(denied.ok());
   EXPECT_EQ(ExitCodeOfStartError(denied.status()), 126);
@@ -138,6 +140,46 @@ TEST_F(JobLogTest, LauncherStartsAProcessOrSaysWhyNot) {
   spec.env = {{"PATH", dir_.string()}};  // the job's PATH, not gandivad's, finds commands
   spec.argv = {"sh"};
   EXPECT_EQ(StartProcess(spec).status().code(), StatusCode::kNotFound);
+}
+
+// A log file is made afresh: one in place already (a planted file or link,
+// gandivad having removed its own) is refused, and its target not written.
+TEST_F(JobLogTest, TheLauncherNeverOpensAnExistingLogNorALink) {
+  const std::string victim = (dir_ / "victim").string();
+  std::ofstream(victim) << "precious";
+  fs::create_symlink(victim, path_);
+  LaunchSpec spec{{"sh", "-c", "echo out"}, dir_.string(), {{"PATH", "/usr/bin:/bin"}}, path_,
+                  path_, ""};
+  auto started = StartProcess(spec);
+  ASSERT_FALSE(started.ok());
+  EXPECT_NE(started.status().message().find("exists already"), std::string::npos)
+      << started.status().message();
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+}
+
+// A link where the rotation writes FILE.1's new copy: replaced, not followed;
+// a link in place of FILE itself is neither rotated nor read through.
+TEST_F(JobLogTest, RotationAndReadsNeverFollowALink) {
+  const std::string victim = (dir_ / "victim").string();
+  std::ofstream(victim) << "precious";
+  fs::create_symlink(victim, path_ + ".1.tmp");
+  CappedLog log(path_, 10);
+  Append("0123456789abcdefghij");
+  ASSERT_TRUE(log.Cap().ok());
+  EXPECT_FALSE(fs::is_symlink(path_ + ".1"));
+  EXPECT_EQ(fs::file_size(path_ + ".1"), 10u);
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+
+  const std::string linked = (dir_ / "job-2.stdout").string();
+  fs::create_symlink(victim, linked);
+  CappedLog other(linked, 3);
+  EXPECT_TRUE(other.Cap().ok());  // a link reads as empty: nothing to rotate
+  EXPECT_FALSE(fs::exists(linked + ".1"));
+  auto r = other.Read(0, 100);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->data, "");
 }
 
 }  // namespace

@@ -14,7 +14,9 @@
 namespace gandiva {
 
 // The local endpoint when none is given: $GANDIVA_ENDPOINT, else
-// ipc://$XDG_RUNTIME_DIR/gandiva/gandivad.sock, else ipc:///tmp/gandiva-<uid>/gandivad.sock.
+// ipc://$XDG_RUNTIME_DIR/gandiva/gandivad.sock, else for root
+// ipc:///run/gandiva/gandivad.sock, else ipc:///run/user/<uid>/gandiva/gandivad.sock
+// (systemd's runtime directory of the user). Never under /tmp.
 std::string DefaultEndpoint();
 // The cluster scheduler's, likewise: $GANDIVA_SCHEDULER, else scheduler.sock in
 // the same directory.
