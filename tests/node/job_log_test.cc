@@ -148,8 +148,8 @@ TEST_F(JobLogTest, TheLauncherNeverOpensAnExistingLogNorALink) {
   const std::string victim = (dir_ / "victim").string();
   std::ofstream(victim) << "precious";
   fs::create_symlink(victim, path_);
-  LaunchSpec spec{{"sh", "-c", "echo out"}, dir_.string(), {{"PATH", "/usr/bin:/bin"}}, path_,
-                  path_, ""};
+  LaunchSpec spec{
+      {"sh", "-c", "echo out"}, dir_.string(), {{"PATH", "/usr/bin:/bin"}}, path_, path_, ""};
   auto started = StartProcess(spec);
   ASSERT_FALSE(started.ok());
   EXPECT_NE(started.status().message().find("exists already"), std::string::npos)

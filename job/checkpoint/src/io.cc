@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "fresh_state.h"
+#include "gandiva/common/private_files.h"
 #include "gandiva/common/unique_fd.h"
 
 namespace gandiva::checkpoint {
@@ -54,6 +55,9 @@ Status WriteVAll(int fd, const struct iovec* in, int count, bool socket, const s
   return Status::Ok();
 }
 
+// Makes the missing directories of `dir` owner-only: a checkpoint is restored
+// through code that trusts what it reads (the Python package unpickles it), so
+// no one else may read or replace it. Existing ones are left as they are.
 Status MakeDirs(const std::string& dir) {
   if (dir.empty()) return Status::Ok();
   std::string partial;
@@ -62,47 +66,78 @@ Status MakeDirs(const std::string& dir) {
     pos = dir.find('/', pos + 1);
     partial = dir.substr(0, pos);
     if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST)
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
       return Unavailable(Errno("cannot create directory " + partial));
   }
+  return Status::Ok();
+}
+
+// The directory a checkpoint goes into, opened and checked: ours (or root's)
+// and writable by no one else, who could otherwise swap the checkpoint for one
+// of their own between its save and its restore.
+StatusOr<UniqueFd> OpenCheckpointDir(const std::string& dir) {
+  const std::string shown = dir.empty() ? "." : dir;
+  UniqueFd fd(::open(shown.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOTDIR) return FailedPrecondition(shown + " is not a directory");
+    return Unavailable(Errno("cannot open directory " + shown));
+  }
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    return FailedPrecondition(dir + " is not a directory");
+  if (::fstat(fd.get(), &st) != 0) return Unavailable(Errno("stat " + shown));
+  Status trusted = CheckDirStat(st, shown, ::geteuid(), /*leaf=*/true);
+  if (!trusted.ok())
+    return Status(trusted.code(), "will not write a checkpoint there: " + trusted.message());
+  return fd;
+}
+
+// A checkpoint's CRCs catch damage, not a forgery: what a restore loads (and
+// the Python package unpickles) must come from a file only this user (or
+// root) could have written.
+Status CheckRestorable(const struct stat& st, const std::string& path) {
+  if (!S_ISREG(st.st_mode)) return FailedPrecondition(path + " is not a regular file");
+  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+    return PermissionDenied("will not restore " + path + ": it belongs to uid " +
+                            std::to_string(st.st_uid) +
+                            ", not to this user or root, who wrote what it would load");
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return PermissionDenied("will not restore " + path +
+                            ": users other than its owner may write it, so anyone could have "
+                            "written what it would load");
   return Status::Ok();
 }
 
 class FileSink : public Sink {
  public:
-  FileSink(UniqueFd fd, std::string tmp, std::string path, std::string dir, bool durable)
+  FileSink(UniqueFd fd, UniqueFd dir_fd, std::string tmp_name, std::string name, std::string path,
+           bool durable)
       : fd_(std::move(fd)),
-        tmp_(std::move(tmp)),
+        dir_fd_(std::move(dir_fd)),
+        tmp_name_(std::move(tmp_name)),
+        name_(std::move(name)),
         path_(std::move(path)),
-        dir_(std::move(dir)),
         durable_(durable) {}
   ~FileSink() override {
-    if (!committed_) ::unlink(tmp_.c_str());
+    if (!committed_) ::unlinkat(dir_fd_.get(), tmp_name_.c_str(), 0);
   }
   Status WriteV(const struct iovec* iov, int count) override {
-    return WriteVAll(fd_.get(), iov, count, false, tmp_);
+    return WriteVAll(fd_.get(), iov, count, false, tmp_name_);
   }
   Status Commit() override {
-    if (durable_ && ::fsync(fd_.get()) != 0) return Unavailable(Errno("fsync " + tmp_));
-    if (::close(fd_.Release()) != 0) return Unavailable(Errno("close " + tmp_));
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-      return Unavailable(Errno("rename " + tmp_ + " to " + path_));
+    if (durable_ && ::fsync(fd_.get()) != 0) return Unavailable(Errno("fsync " + tmp_name_));
+    if (::close(fd_.Release()) != 0) return Unavailable(Errno("close " + tmp_name_));
+    // In the directory that was checked, whatever has been renamed since.
+    if (::renameat(dir_fd_.get(), tmp_name_.c_str(), dir_fd_.get(), name_.c_str()) != 0)
+      return Unavailable(Errno("rename " + tmp_name_ + " to " + path_));
     committed_ = true;
-    if (durable_) {
-      // The rename itself is durable only once the directory is synced.
-      UniqueFd dir(::open(dir_.empty() ? "." : dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-      if (dir.get() >= 0) ::fsync(dir.get());
-    }
+    // The rename itself is durable only once the directory is synced.
+    if (durable_) ::fsync(dir_fd_.get());
     return Status::Ok();
   }
   std::string Describe() const override { return "file " + path_; }
 
  private:
-  UniqueFd fd_;
-  std::string tmp_, path_, dir_;
+  UniqueFd fd_, dir_fd_;
+  std::string tmp_name_, name_, path_;
   bool durable_;
   bool committed_ = false;
 };
@@ -194,15 +229,22 @@ Status WriteAll(int fd, const void* data, size_t n, bool socket) {
 StatusOr<std::unique_ptr<Sink>> OpenFileSink(const std::string& path, bool durable) {
   if (path.empty()) return InvalidArgument("empty checkpoint path");
   const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
+  const std::string dir = slash == std::string::npos ? ""
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty()) return InvalidArgument("checkpoint path " + path + " names a directory");
   GD_RETURN_IF_ERROR(MakeDirs(dir));
-  // A dot name the reader never mistakes for a checkpoint, unique per process.
-  const std::string tmp =
-      (dir.empty() ? "" : dir + "/") + "." + base + ".tmp." + std::to_string(::getpid());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return Unavailable(Errno("cannot create " + tmp));
-  return std::unique_ptr<Sink>(new FileSink(std::move(fd), tmp, path, dir, durable));
+  GD_ASSIGN_OR_RETURN(UniqueFd dir_fd, OpenCheckpointDir(dir));
+  // A dot name the reader never mistakes for a checkpoint, unique per process;
+  // one a killed save of an earlier process with this pid left is replaced, and
+  // nothing is written through a link in its place.
+  const std::string tmp_name = "." + base + ".tmp." + std::to_string(::getpid());
+  ::unlinkat(dir_fd.get(), tmp_name.c_str(), 0);
+  GD_ASSIGN_OR_RETURN(UniqueFd fd, CreateFileAt(dir_fd.get(), tmp_name, O_WRONLY, 0600,
+                                                (dir.empty() ? "" : dir + "/") + tmp_name));
+  return std::unique_ptr<Sink>(
+      new FileSink(std::move(fd), std::move(dir_fd), tmp_name, base, path, durable));
 }
 
 StatusOr<std::unique_ptr<Sink>> ConnectSocketSink(const std::string& socket_path) {
@@ -221,6 +263,7 @@ StatusOr<std::unique_ptr<Source>> OpenFileSource(const std::string& path) {
   }
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Unavailable(Errno("stat " + path));
+  GD_RETURN_IF_ERROR(CheckRestorable(st, path));
   const size_t size = static_cast<size_t>(st.st_size);
   if (size == 0) return std::unique_ptr<Source>(new MappedFileSource(nullptr, 0, path));
   // Mapped: verification and loading read the page cache in place instead of

@@ -10,8 +10,10 @@
 // SIGKILL during the write leaves the previous checkpoint whole), and ends the
 // process by SIGTERM, as the signal would have.
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -51,7 +53,16 @@ void JobRuntime::InstallTermCheckpoint() {
   }
   std::error_code ec;
   const auto abs = std::filesystem::absolute(dir, ec);
-  std::filesystem::create_directories(abs, ec);
+  // What is missing is made owner-only, as the save would (a checkpoint is the
+  // user's alone); existing directories are left as they are.
+  std::filesystem::path made;
+  for (const auto& part : abs) {
+    made /= part;
+    if (::mkdir(made.c_str(), 0700) != 0 && errno != EEXIST) {
+      ec = std::error_code(errno, std::generic_category());
+      break;
+    }
+  }
   if (ec || access(abs.c_str(), W_OK) != 0) {
     GD_LOG(kError, "%s=%s: not a writable directory (%s); SIGTERM will not checkpoint",
            checkpoint::kEnvCheckpointOnTerm, dir, ec ? ec.message().c_str() : std::strerror(errno));

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -139,6 +140,53 @@ class StateTransferTest : public ::testing::Test {
   fs::path dir_;
   std::vector<std::unique_ptr<Blob>> blobs_;
 };
+
+mode_t ModeOf(const fs::path& path) {
+  struct stat st {};
+  EXPECT_EQ(::lstat(path.c_str(), &st), 0) << path;
+  return st.st_mode & 07777;
+}
+
+// A checkpoint is its user's alone: 0600 in directories made 0700, never
+// into a directory others may write (they could swap it before the restore),
+// never through a link at its temporary name; and a restore loads only a
+// file no one else could have written.
+TEST_F(StateTransferTest, AFileCheckpointIsItsUsersAlone) {
+  Add("model", 4096, 1);
+  const fs::path made = dir_ / "made" / "run1";
+  ASSERT_EQ(gd_checkpoint(made.c_str()), 0);
+  EXPECT_EQ(ModeOf(made / kCheckpointFileName), 0600u);
+  EXPECT_EQ(ModeOf(made), 0700u);
+  EXPECT_EQ(ModeOf(dir_ / "made"), 0700u);
+
+  const fs::path shared = dir_ / "shared";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms::all | fs::perms::sticky_bit);
+  uint64_t saved = 0;
+  const Status refused = SaveState("file:" + (shared / kCheckpointFileName).string(), 0, &saved);
+  EXPECT_EQ(refused.code(), StatusCode::kPermissionDenied) << refused.ToString();
+  EXPECT_NE(refused.message().find("will not write a checkpoint there"), std::string::npos)
+      << refused.message();
+  EXPECT_TRUE(fs::is_empty(shared));
+
+  const fs::path victim = dir_ / "victim";
+  std::ofstream(victim) << "precious";
+  const fs::path mine = dir_ / "mine";
+  fs::create_directories(mine);
+  fs::create_symlink(victim, mine / ("." + std::string(kCheckpointFileName) + ".tmp." +
+                                     std::to_string(::getpid())));
+  ASSERT_EQ(gd_checkpoint(mine.c_str()), 0);
+  std::ifstream in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "precious");
+
+  uint64_t bytes = 0;
+  fs::permissions(made / kCheckpointFileName, fs::perms::others_write, fs::perm_options::add);
+  const Status writable = RestoreState("file:" + (made / kCheckpointFileName).string(), &bytes);
+  EXPECT_EQ(writable.code(), StatusCode::kPermissionDenied) << writable.ToString();
+  EXPECT_NE(writable.message().find("will not restore"), std::string::npos) << writable.message();
+  fs::permissions(made / kCheckpointFileName, fs::perms::others_write, fs::perm_options::remove);
+  EXPECT_TRUE(RestoreState("file:" + (made / kCheckpointFileName).string(), &bytes).ok());
+}
 
 TEST_F(StateTransferTest, RegistryRejectsDuplicatesAndUnknownNames) {
   Add("a", 10, 1);
