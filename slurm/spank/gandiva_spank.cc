@@ -35,6 +35,7 @@ extern "C" {
 #include <slurm/spank.h>
 }
 
+#include "as_user.h"
 #include "gandiva/contract/environment.h"
 #include "node_session.h"
 #include "step_options.h"
@@ -81,7 +82,8 @@ int OnGandivaOption(int, const char* optarg, int remote) {
 int OnCheckpointOption(int, const char* optarg, int remote) {
   g_checkpoint_dir = optarg ? optarg : "";
   // Checked where the user submits, as the user; slurmstepd runs as root here,
-  // so on the node the job's runtime checks it again as the job's user.
+  // so on the node the job's runtime checks it again as the job's user (and
+  // the plugin looks into it as that user, SetUpCheckpoint).
   if (!remote) {
     if (Status s = CheckCheckpointDir(g_checkpoint_dir); !s.ok()) {
       slurm_error("--gandiva-checkpoint: %s", s.message().c_str());
@@ -173,7 +175,22 @@ void SetUpCheckpoint(spank_t sp, int ranks) {
   SetJobEnv(sp, checkpoint::kEnvCheckpointOnTerm, g_checkpoint_dir);
   uint32_t restarts = 0;
   spank_get_item(sp, S_SLURM_RESTART_COUNT, &restarts);
+  // The directory is the user's to name: look into it as the user, never as
+  // slurmstepd's root (which could read or remove what the user may not).
+  uid_t uid = 0;
+  gid_t gid = 0;
+  StatusOr<std::unique_ptr<FilesAsUser>> as_user =
+      spank_get_item(sp, S_JOB_UID, &uid) == ESPANK_SUCCESS &&
+              spank_get_item(sp, S_JOB_GID, &gid) == ESPANK_SUCCESS
+          ? FilesAsUser::Enter(uid, gid)
+          : StatusOr<std::unique_ptr<FilesAsUser>>(Internal("Slurm did not say the job's user"));
+  if (!as_user.ok()) {
+    g_notes.push_back("gandiva: " + as_user.status().message() + ": not looking into " +
+                      g_checkpoint_dir + " for a checkpoint to restore");
+    return;
+  }
   const RestorePlan plan = PlanRestore(g_checkpoint_dir, restarts);
+  as_user->reset();  // root again
   if (plan.restore) SetJobEnv(sp, checkpoint::kEnvRestore, g_checkpoint_dir);
   if (!plan.message.empty()) g_notes.push_back(plan.message);
 }
