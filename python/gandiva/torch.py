@@ -42,6 +42,7 @@ import collections
 import functools
 import io
 import os
+import pickle
 import random
 import struct
 import sys
@@ -165,12 +166,62 @@ def _describe(obj):
     return type(obj).__module__ + "." + type(obj).__qualname__
 
 
+_warned_unpickling = False
+
+
+def _say_it_unpickles(why):
+    """Unpickling runs whatever code the checkpoint names: say so, once per
+    process, on stderr and as a RuntimeWarning. The C++ side restores only a
+    file this user (or root) owns and no one else may write; its CRCs catch
+    damage, not a forgery."""
+    global _warned_unpickling
+    if _warned_unpickling:
+        return
+    _warned_unpickling = True
+    message = ("gandiva.torch: restoring this checkpoint unpickles it (" + why + "): "
+               "it runs whatever code the file names, so restore only checkpoints you wrote")
+    print(message, file=sys.stderr, flush=True)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
 def _torch_load(buf):
-    try:  # torch >= 2.6 loads weights only by default; this state has more
-        return torch.load(buf, map_location="cpu", weights_only=False)
-    except TypeError:
+    """The state, loaded with weights_only where this torch has it and the state
+    allows (tensors, ints, strings, lists, tuples, dicts); else unpickled in
+    full, saying so. torch < 2.0 cannot load floats weights-only (an
+    optimizer's lr), objects in `extra` need pickle anyway."""
+    try:
+        return torch.load(buf, map_location="cpu", weights_only=True)
+    except TypeError:  # no weights_only in this torch
         buf.seek(0)
+        _say_it_unpickles("this torch has no weights_only loading")
         return torch.load(buf, map_location="cpu")
+    except pickle.UnpicklingError as e:
+        buf.seek(0)
+        why = str(e).rsplit("WeightsUnpickler error:", 1)[-1].strip() or "not weights only"
+        if why == "Unsupported operand 71":  # pickle's BINFLOAT
+            why = "floats, which this torch's weights_only cannot load (before torch 2.0)"
+        _say_it_unpickles("it holds more than weights_only loads: " + why)
+        return torch.load(buf, map_location="cpu", weights_only=False)
+
+
+def _numpy_state_to_save(state):
+    """numpy's RNG state ("MT19937", keys, pos, has_gauss, cached_gaussian) in
+    what weights_only loads: the keys as an int64 tensor (not a numpy array),
+    the cached gaussian as a float64 tensor (torch < 2.0 loads no float)."""
+    kind, keys, pos, has_gauss, cached = state
+    return (kind, torch.from_numpy(keys.astype("int64")), pos, has_gauss,
+            torch.tensor(cached, dtype=torch.float64))
+
+
+def _numpy_state_to_set(state, numpy):
+    """The state numpy.random.set_state takes, from either form (checkpoints
+    saved before held numpy's own)."""
+    kind, keys, pos, has_gauss, cached = state
+    if isinstance(keys, torch.Tensor):
+        keys = keys.numpy().astype(numpy.uint32)
+    if isinstance(cached, torch.Tensor):
+        cached = cached.item()
+    return (kind, keys, pos, has_gauss, cached)
 
 
 class TrainingState:
@@ -215,7 +266,7 @@ class TrainingState:
             d["optimizer"] = self.optimizer.state_dict()
         numpy = sys.modules.get("numpy")
         if numpy is not None:
-            d["numpy_random"] = numpy.random.get_state()
+            d["numpy_random"] = _numpy_state_to_save(numpy.random.get_state())
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             d["cuda_rng"] = torch.cuda.get_rng_state_all()
         return d
@@ -244,7 +295,7 @@ class TrainingState:
             g.set_state(s)
         if "numpy_random" in d:
             import numpy  # saved with numpy imported: restore it the same way
-            numpy.random.set_state(d["numpy_random"])
+            numpy.random.set_state(_numpy_state_to_set(d["numpy_random"], numpy))
         if "cuda_rng" in d and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(d["cuda_rng"])
         self.iteration = d["iteration"]

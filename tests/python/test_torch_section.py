@@ -117,3 +117,55 @@ def test_a_damaged_section_is_refused():
     too_long = data[:8] + (len(data)).to_bytes(8, "little") + data[16:]
     with pytest.raises(ValueError, match="model takes"):
         st2._load(too_long)
+
+
+class Opaque:
+    """Something weights_only cannot load: only a full unpickling brings it back."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return isinstance(other, Opaque) and other.value == self.value
+
+
+def unpickling_notes(monkeypatch):
+    notes = []
+    monkeypatch.setattr(gandiva.torch, "_warned_unpickling", False)
+    original = gandiva.torch._say_it_unpickles
+    monkeypatch.setattr(gandiva.torch, "_say_it_unpickles",
+                        lambda why: (notes.append(why), original(why)))
+    return notes
+
+
+def test_a_state_of_tensors_and_ints_loads_weights_only_with_numpys_rng(monkeypatch):
+    numpy = pytest.importorskip("numpy")
+    notes = unpickling_notes(monkeypatch)
+    numpy.random.seed(5)
+    numpy.random.standard_normal()  # a cached gaussian too
+    numpy.random.standard_normal()
+    expected = numpy.random.get_state()
+    src = Mixed(8)
+    st = gandiva.torch.TrainingState("t", src, None, [], {"steps": [1, 2, 3]})
+    data = section(st)
+    numpy.random.seed(6)
+    dst = Mixed(9)
+    st2 = gandiva.torch.TrainingState("t", dst, None, [], {})
+    st2._load(data)
+    assert notes == [], "loaded weights_only: nothing unpickled"
+    same_model(src, dst)
+    got = numpy.random.get_state()
+    assert got[0] == expected[0] and (got[1] == expected[1]).all() and got[2:] == expected[2:]
+    assert st2.extra == {"steps": [1, 2, 3]}
+
+
+def test_a_state_weights_only_cannot_load_is_unpickled_saying_so(monkeypatch, capsys):
+    notes = unpickling_notes(monkeypatch)
+    st, _ = state_of(Mixed(10), thing=Opaque(42))
+    data = section(st)
+    st2, _ = state_of(Mixed(11))
+    with pytest.warns(RuntimeWarning, match="unpickles it"):
+        st2._load(data)
+    assert st2.extra == {"thing": Opaque(42)}
+    assert len(notes) == 1 and "weights_only" in notes[0], notes
+    assert "restore only checkpoints you wrote" in capsys.readouterr().err
