@@ -90,7 +90,8 @@ Status Node::StartJobProcess(const Job& job, std::map<std::string, std::string> 
   env[runtime::kEnvJobId] = std::to_string(job.id);
   env[runtime::kEnvEndpoint] = options_.endpoint;
   const std::string logs = options_.state_dir + "/job-" + std::to_string(job.id);
-  LaunchSpec spec{job.command, job.cwd, env, logs + ".stdout", logs + ".stderr", cgroup_dir};
+  LaunchSpec spec{job.command,      job.cwd,    env,          logs + ".stdout",
+                  logs + ".stderr", cgroup_dir, job.owner_uid};
   GD_RETURN_IF_ERROR(jobs_.UpdateLive(job.id, [&](Job& j) {
     j.env = env;  // as it really runs: a migration starts it so again
     j.stdout_log = spec.stdout_path;

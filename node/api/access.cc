@@ -25,6 +25,7 @@ Access AccessOf(MessageType type) {
     case MessageType::kListSwitches:
       return Access::kAnyone;
     case MessageType::kRegisterJob:
+    case MessageType::kLaunch:  // run as the caller (launcher.h), never as gandivad's user
       return Access::kNewJob;
     case MessageType::kReadLog:
     case MessageType::kJobStarted:
@@ -108,7 +109,7 @@ Status AccessPolicy::Authorize(
       }
       if (body["uid"].is_number_integer() && body["uid"].get<int64_t>() == c.uid)
         return Status::Ok();
-      return PermissionDenied(who + " may register jobs for itself only, not for uid " +
+      return PermissionDenied(who + " may " + what + " jobs for itself only, not for uid " +
                               body["uid"].dump());
     case Access::kJobOwner: {
       if (!body.contains("job") || !body["job"].is_number_integer())

@@ -4,13 +4,13 @@
 // Reading (hello, list_jobs, list_devices, list_switches) is for everyone. A job
 // is acted on (suspend, resume, kill, checkpoint, its output, its start and
 // exit reports) by its owner, the uid it was registered for, and by admins.
-// Registering a job is for everyone, for themselves: a caller who is not an
-// admin registers for its own uid only, and reports as its job's process
-// (job_started) only one it could signal itself (kill(2)'s rule), so that
-// gandivad never signals or freezes another user's process for it. What
-// shapes the node or other users' share (slices, share modes, weights, device
-// moves, migrations, launching a command that gandivad runs as its own user)
-// is for admins.
+// Registering or launching a job is for everyone, for themselves: a caller who
+// is not an admin registers (and a launched job runs) as its own uid only, and
+// reports as its job's process (job_started) only one it could signal itself
+// (kill(2)'s rule), so that gandivad never signals or freezes another user's
+// process for it, nor runs a command as anyone but its caller. What shapes the
+// node or other users' share (slices, share modes, weights, device moves,
+// migrations) is for admins.
 //
 // Admins: callers on the TCP endpoint with an operator's CURVE key
 // (--authorized-keys: the scheduler, admins' CLIs), root, gandivad's own user,

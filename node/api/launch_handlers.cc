@@ -22,6 +22,10 @@ StatusOr<Json> Launch(Node& node, const Json& req) {
   if (req.contains("env") && l.job.env.empty())
     return InvalidArgument("env must not be empty: leave it out to use gandivad's");
   l.user = req.value("user", "");
+  // Filled in for a caller who is not an admin (access.h): their own.
+  l.job.owner_uid = req.value("uid", int64_t{-1});
+  if (req.contains("uid") && (l.job.owner_uid < 0 || l.job.owner_uid > 0xfffffffe))
+    return InvalidArgument("uid must be a user id, not " + req["uid"].dump());
   l.restore = req.value("restore", "");
   const int64_t limit = req.value("memory_limit_bytes", int64_t{0});
   if (limit < 0) return InvalidArgument("memory_limit_bytes must be positive");

@@ -17,13 +17,11 @@ namespace gandiva::controller {
 
 namespace {
 
-struct Credentials {
-  uid_t uid;
-  gid_t gid;
-  std::vector<gid_t> groups;
-};
+using Credentials = UserCredentials;
 
-StatusOr<Credentials> CredentialsOf(int64_t uid) {
+}  // namespace
+
+StatusOr<UserCredentials> CredentialsOf(int64_t uid) {
   passwd pw{};
   passwd* found = nullptr;
   std::vector<char> buf(16384);
@@ -39,6 +37,8 @@ StatusOr<Credentials> CredentialsOf(int64_t uid) {
   c.groups.resize(n);
   return c;
 }
+
+namespace {
 
 // What the child reports: 0 or an errno, and for an open the descriptor.
 struct Outcome {

@@ -20,11 +20,21 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gandiva/common/unique_fd.h"
 #include "gandiva/status.h"
 
 namespace gandiva::controller {
+
+// Who user `uid` is to the kernel: its uid, primary gid and groups, from the
+// user database. NotFound for a uid that is no user here.
+struct UserCredentials {
+  uid_t uid;
+  gid_t gid;
+  std::vector<gid_t> groups;
+};
+StatusOr<UserCredentials> CredentialsOf(int64_t uid);
 
 // open(2) of `path` as user `uid` (flags get O_CLOEXEC). The error is the
 // one the user would have got ("permission denied" for a file not theirs).

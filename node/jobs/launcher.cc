@@ -1,8 +1,10 @@
-// posix_spawn, so a multi-threaded daemon never runs code between fork and exec;
-// see launcher.h.
+// posix_spawn, so a multi-threaded daemon never runs code between fork and exec,
+// or fork and exec with nothing but system calls between them for a job of
+// another user; see launcher.h.
 #include "jobs/launcher.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -14,6 +16,7 @@
 #include <fstream>
 
 #include "gandiva/common/private_files.h"
+#include "jobs/as_user.h"
 #include "jobs/process_identity.h"
 
 namespace gandiva::controller {
@@ -67,6 +70,63 @@ int Spawn(const std::string& path, const LaunchSpec& spec, int out, int err, pid
   return rc;
 }
 
+// The same for a job of another user: fork, become the user, exec. Only
+// system calls run in the child, on memory made before the fork; exec's
+// errno comes back through a close-on-exec pipe (nothing read: it ran).
+int SpawnAsUser(const std::string& path, const LaunchSpec& spec, const UserCredentials& who,
+                int out, int err, pid_t* pid) {
+  std::vector<char*> argv, envp;
+  std::vector<std::string> env_strings;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return errno;
+  const pid_t child = fork();
+  if (child < 0) {
+    const int e = errno;
+    close(report[0]);
+    close(report[1]);
+    return e;
+  }
+  if (child == 0) {
+    sigset_t none;
+    sigemptyset(&none);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; ++s) sigaction(s, &dfl, nullptr);  // SIGKILL/SIGSTOP: EINVAL
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    setpgid(0, 0);  // its own process group, as posix_spawn's jobs
+    int e = 0;
+    const int null = open("/dev/null", O_RDONLY);
+    if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
+        setgroups(who.groups.size(), who.groups.data()) != 0 ||
+        setresgid(who.gid, who.gid, who.gid) != 0 || setresuid(who.uid, who.uid, who.uid) != 0 ||
+        (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0)) {
+      e = errno;
+    } else {
+      execve(path.c_str(), argv.data(), envp.data());
+      e = errno;
+    }
+    (void)!write(report[1], &e, sizeof(e));
+    _exit(127);
+  }
+  close(report[1]);
+  int e = 0;
+  ssize_t n;
+  while ((n = read(report[0], &e, sizeof(e))) < 0 && errno == EINTR) {
+  }
+  close(report[0]);
+  if (n == static_cast<ssize_t>(sizeof(e))) {  // it never ran: reap it, report why
+    waitpid(child, nullptr, 0);
+    return e != 0 ? e : EIO;
+  }
+  *pid = child;
+  return 0;
+}
+
 // Moves the started process into its cgroup (cgroup v2: write the pid to cgroup.procs).
 Status JoinCgroup(const std::string& dir, int pid) {
   std::ofstream procs(dir + "/cgroup.procs");
@@ -112,8 +172,15 @@ StatusOr<StartedProcess> StartProcess(const LaunchSpec& spec) {
   }
   const int err = err_file.valid() ? err_file.get() : out.get();
   pid_t pid = 0;
-  if (const int rc = Spawn(path, spec, out.get(), err, &pid); rc != 0)
+  if (spec.uid >= 0 && static_cast<uid_t>(spec.uid) != geteuid()) {
+    GD_ASSIGN_OR_RETURN(UserCredentials who, CredentialsOf(spec.uid));
+    // Its output files are gandivad's (in its state directory); the job
+    // writes them through the descriptors it is given.
+    if (const int rc = SpawnAsUser(path, spec, who, out.get(), err, &pid); rc != 0)
+      return StartError(spec.argv[0], rc);
+  } else if (const int rc = Spawn(path, spec, out.get(), err, &pid); rc != 0) {
     return StartError(spec.argv[0], rc);
+  }
   // Our child, not reaped yet: its pid cannot be reused, so the pidfd is its.
   StartedProcess started{pid, OpenPidfd(pid)};
   Status joined = spec.cgroup_dir.empty() ? Status::Ok() : JoinCgroup(spec.cgroup_dir, pid);

@@ -5,7 +5,12 @@
 //
 // A command that cannot start is reported here, with its errno, and no process
 // is left behind: posix_spawn (glibc >= 2.24) reports exec's errno back to the
-// parent, and a command name is looked up in the job's own PATH first.
+// parent, and a command name is looked up in the job's own PATH first. A job
+// of another user (spec.uid) is started by fork and exec instead, as
+// posix_spawn cannot change credentials: the child takes the user's groups,
+// gid and uid before its chdir and exec, runs only system calls on memory
+// prepared before the fork, and reports exec's errno the same way (a
+// close-on-exec pipe).
 #ifndef GANDIVA_NODE_JOBS_LAUNCHER_H_
 #define GANDIVA_NODE_JOBS_LAUNCHER_H_
 
@@ -25,6 +30,9 @@ struct LaunchSpec {
   std::string stdout_path;                 // created 0600: must not exist (nor be a link)
   std::string stderr_path;                 // may be stdout_path
   std::string cgroup_dir;                  // "": none; else it joins this cgroup once started
+  // The user it runs as (uid, gid and groups from the user database), and
+  // whose permissions reach its cwd and command; -1: gandivad's own.
+  int64_t uid = -1;
 };
 
 struct StartedProcess {

@@ -76,9 +76,9 @@ TEST(AccessTest, ReadingIsForEveryoneAndTheNodeForAdmins) {
     Call call = MakeCall(t, Json::object(), Local(kBob));
     EXPECT_TRUE(policy.Authorize(call, AliceOwnsJob1).ok());
   }
-  for (MessageType t : {MessageType::kSetSlice, MessageType::kSetShareMode, MessageType::kLaunch,
-                        MessageType::kSetWeight, MessageType::kAssignDevice, MessageType::kMigrate,
-                        MessageType::kMigrateBegin}) {
+  for (MessageType t :
+       {MessageType::kSetSlice, MessageType::kSetShareMode, MessageType::kSetWeight,
+        MessageType::kAssignDevice, MessageType::kMigrate, MessageType::kMigrateBegin}) {
     Call call = MakeCall(t, {{"job", 1}}, Local(kAlice));
     EXPECT_EQ(policy.Authorize(call, AliceOwnsJob1).code(), StatusCode::kPermissionDenied);
   }
@@ -127,6 +127,20 @@ TEST(AccessTest, APeerNodesKeyMayOnlyMigrateHere) {
     EXPECT_NE(s.message().find("peer node node-b may only migrate"), std::string::npos)
         << s.message();
   }
+}
+
+// A launched job runs as the user it is launched for: a user launches for
+// themselves only, never as gandivad's user (root) or another.
+TEST(AccessTest, AUserLaunchesJobsAsThemselvesOnly) {
+  AccessPolicy policy;
+  Call plain = MakeCall(MessageType::kLaunch, {{"command", {"x"}}, {"cwd", "/"}}, Local(kAlice));
+  ASSERT_TRUE(policy.Authorize(plain, AliceOwnsJob1).ok());
+  EXPECT_EQ(plain.body().at("uid"), kAlice) << "the caller's uid is filled in";
+  Call as_root =
+      MakeCall(MessageType::kLaunch, {{"command", {"x"}}, {"cwd", "/"}, {"uid", 0}}, Local(kAlice));
+  const Status s = policy.Authorize(as_root, AliceOwnsJob1);
+  EXPECT_EQ(s.code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(s.message().find("may launch jobs for itself only"), std::string::npos) << s.message();
 }
 
 TEST(AccessTest, AUserRegistersJobsForThemselvesOnly) {

@@ -11,7 +11,7 @@ import pwd
 import shutil
 import subprocess
 
-from conftest import GANDIVA, GANDIVAD, SYNTHETIC_JOB, as_user, cli, jobs, other_users_dir, wait_for
+from conftest import BUILD, GANDIVA, GANDIVAD, SYNTHETIC_JOB, as_user, cli, jobs, other_users_dir, wait_for
 
 
 def test_each_user_acts_on_their_own_jobs_and_admins_on_all(shared_node):
@@ -87,3 +87,35 @@ def test_without_shared_socket_other_users_cannot_connect():
         proc.terminate()
         proc.wait(timeout=20)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_users_launched_job_runs_as_that_user_never_as_root(shared_node):
+    """`gandiva run --detach` (launch) from a user: before, launch was refused to
+    users, and every launched job ran as gandivad's user (root here). Now a user
+    launches for themselves only, and the job runs as them: its processes, its
+    control block and what it writes are theirs."""
+    node = shared_node
+    out = os.path.join(node["work"], "whoami")
+    r = as_user("gd-alice", GANDIVA, "run", "--detach", "--name", "mine", "--", "sh", "-c",
+                f"id -u > {out}; id -G >> {out}", env=node["env"], cwd=node["work"])
+    assert r.returncode == 0, r.stderr
+    wait_for(lambda: os.path.exists(out) and os.path.getsize(out) > 0, 30, "the job's output")
+    alice = pwd.getpwnam("gd-alice")
+    with open(out) as f:
+        uid, groups = f.read().split("\n")[:2]
+    assert int(uid) == alice.pw_uid, "the launched job did not run as alice"
+    assert os.stat(out).st_uid == alice.pw_uid
+    assert "0" not in groups.split(), "the job kept root's groups"
+    job = wait_for(lambda: next((j for j in jobs(node).values() if j["name"] == "mine"
+                                 and j["state"] == "exited"), None), 30, "the job ended")
+    assert job["exit_code"] == 0, job
+    # Another's uid, or root's, may not be asked for.
+    env = dict(node["env"], PYTHONPATH=os.path.join(BUILD, "python"))
+    r = as_user("gd-alice", "/usr/bin/python3", "-c",
+                "from gandiva.client import Client, GandivaError\n"
+                "try:\n"
+                "    Client().call('launch', command=['id'], cwd='/', uid=0)\n"
+                "    print('ran')\n"
+                "except GandivaError as e:\n"
+                "    print(e.code, e.message)\n", env=env)
+    assert r.stdout.startswith("permission_denied") and "for itself only" in r.stdout, r.stdout
