@@ -103,7 +103,7 @@ test-tsan: deps
 # libFuzzer harnesses (fuzz/README.md), in their own clang tree: every file with
 # libFuzzer's coverage hooks, ASan and UBSan; only the harnesses' targets are built.
 FUZZERS = fuzz_api_request fuzz_checkpoint_stream fuzz_trace_csv fuzz_key_files fuzz_sealed_frames \
-          fuzz_handoff
+          fuzz_handoff fuzz_control_block
 FUZZ_SECONDS ?= 60
 FUZZ_CFLAGS = -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 fuzz-build: deps
