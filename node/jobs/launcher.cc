@@ -38,15 +38,22 @@ Status StartError(const std::string& command, int error) {
   return error == ENOENT ? NotFound(std::move(m)) : FailedPrecondition(std::move(m));
 }
 
+// exec's argv and envp (null-terminated), made before any fork.
+struct ExecArgs {
+  explicit ExecArgs(const LaunchSpec& spec) {
+    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv, envp;
+};
+
 // Runs `path` with the file actions and attributes a job needs; the errno on failure.
 int Spawn(const std::string& path, const LaunchSpec& spec, int out, int err, pid_t* pid) {
-  std::vector<char*> argv, envp;
-  std::vector<std::string> env_strings;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  ExecArgs args(spec);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -64,7 +71,8 @@ int Spawn(const std::string& path, const LaunchSpec& spec, int out, int err, pid
   posix_spawnattr_setsigmask(&attr, &none);  // the daemon blocks SIGTERM; the job must not
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawnattr_setpgroup(&attr, 0);  // its own process group: a terminal's ^C is not its
-  const int rc = posix_spawn(pid, path.c_str(), &actions, &attr, argv.data(), envp.data());
+  const int rc =
+      posix_spawn(pid, path.c_str(), &actions, &attr, args.argv.data(), args.envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   return rc;
@@ -75,13 +83,7 @@ int Spawn(const std::string& path, const LaunchSpec& spec, int out, int err, pid
 // errno comes back through a close-on-exec pipe (nothing read: it ran).
 int SpawnAsUser(const std::string& path, const LaunchSpec& spec, const UserCredentials& who,
                 int out, int err, pid_t* pid) {
-  std::vector<char*> argv, envp;
-  std::vector<std::string> env_strings;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
+  ExecArgs args(spec);
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return errno;
   const pid_t child = fork();
@@ -107,7 +109,7 @@ int SpawnAsUser(const std::string& path, const LaunchSpec& spec, const UserCrede
         (!spec.cwd.empty() && chdir(spec.cwd.c_str()) != 0)) {
       e = errno;
     } else {
-      execve(path.c_str(), argv.data(), envp.data());
+      execve(path.c_str(), args.argv.data(), args.envp.data());
       e = errno;
     }
     (void)!write(report[1], &e, sizeof(e));
