@@ -57,6 +57,9 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --job-log-cap-kib N  cap of each output file of a job gandivad launched (default 65536);
                      past it the file moves to FILE.1 and starts over: the newest output stays
   --peer-timeout-ms N  a peer silent this long during a migration has failed (default 20000)
+  --warm-copy-timeout-ms N  a job migrating here whose state has not loaded is dropped (its copy
+                     killed, its devices freed) when its source sends no step this long
+                     (default 600000; the job trains on at its source)
   --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
                      (default 60000)
   --max-jobs N       live jobs at once on this node; more are refused (default 256)
@@ -162,6 +165,10 @@ StatusOr<std::string> ShortStateDir(const std::string& deep, const std::string& 
   if (peer_timeout < 100 || peer_timeout > 600000)
     return InvalidArgument("--peer-timeout-ms must be 100..600000");
   opts->peer_timeout_ms = static_cast<int>(peer_timeout);
+  GD_ASSIGN_OR_RETURN(long long warm_copy, flags.GetInt("warm-copy-timeout-ms", 600000));
+  if (warm_copy < 100 || warm_copy > 86400000)
+    return InvalidArgument("--warm-copy-timeout-ms must be 100..86400000");
+  opts->timeouts.arrival_silence_ns = static_cast<uint64_t>(warm_copy) * kMs;
   GD_ASSIGN_OR_RETURN(long long log_cap_kib,
                       flags.GetInt("job-log-cap-kib", kDefaultLogCapBytes >> 10));
   if (log_cap_kib < 1 || log_cap_kib > (1ll << 30))
@@ -315,6 +322,7 @@ int RunDaemon(const std::vector<std::string>& args) {
                "state-dir",
                "fault",
                "peer-timeout-ms",
+               "warm-copy-timeout-ms",
                "device-memory-mib",
                "job-log-cap-kib",
                "rank-timeout-ms",

@@ -117,10 +117,9 @@ StatusOr<Json> Resume(Node& node, const Json& req) {
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
   if (!node.JobHeld(job))
     return FailedPrecondition("job " + std::to_string(job.id) + " is not suspended");
-  if (auto op = node.migrator().OperationOf(job.id); op && op->state == OperationState::kRunning)
-    return FailedPrecondition("job " + std::to_string(job.id) + " is in a " +
-                              std::string(protocol::ToString(op->kind)) +
-                              "; it resumes when that ends");
+  // Neither a job being checkpointed or migrated nor a migration's copy not
+  // yet handed over (a scheduler restarted mid-migration may ask).
+  GD_RETURN_IF_ERROR(node.migrator().MayResume(job.id));
   node.SetUserHeld(job.id, false);
   return Json{{"state", job.State()}};
 }

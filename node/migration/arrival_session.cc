@@ -77,12 +77,18 @@ Status ArrivalSession::Expect(State state, const char* why) const {
 }
 
 void ArrivalSession::Loop() {
+  last_step_ns_ = MonotonicNowNs();
   for (;;) {
     std::optional<Step> step;
     {
       std::unique_lock lock(mu_);
-      wake_.wait_for(lock, std::chrono::seconds(1),
-                     [this] { return !queue_.empty() || cancelled_; });
+      // A stream being received is watched closely: a rejected one is closed
+      // within milliseconds, while its source's job may still be writing.
+      const auto period = state_ == State::kReceiving && connection_.valid()
+                              ? std::chrono::milliseconds(10)
+                              : std::chrono::milliseconds(1000);
+      wake_.wait_for(lock, period,
+                     [this] { return !queue_.empty() || cancelled_ || state_ == State::kFailed; });
       if (cancelled_ || state_ == State::kRunning || state_ == State::kFailed) break;
       if (!queue_.empty()) {
         step.emplace(std::move(queue_.front()));
@@ -92,8 +98,9 @@ void ArrivalSession::Loop() {
     if (step) {
       step->reply(RunStep(step->call));
       if (bulk_) received_ = Receive();  // the source sends right after Begin's reply
-    } else if (job_ != 0 && !host_->LiveJob(static_cast<int64_t>(job_)).ok()) {
-      SetState(State::kFailed);  // the copy died, or was killed by an abort
+      last_step_ns_ = MonotonicNowNs();
+    } else {
+      Watch();
     }
   }
   std::deque<Step> left;
@@ -105,8 +112,64 @@ void ArrivalSession::Loop() {
   }
   for (Step& s : left) s.reply(FailedPrecondition("the migration of this job has ended"));
   incoming_.Reset();
-  if (connection_.valid()) shutdown(connection_.get(), SHUT_RDWR);
+  CloseConnection();
+}
+
+void ArrivalSession::Watch() {
+  if (job_ == 0) return;
+  if (!host_->LiveJob(static_cast<int64_t>(job_)).ok()) {
+    SetState(State::kFailed);  // the copy died, or was killed by an abort
+    return;
+  }
+  const State now = state();
+  if (now == State::kReceiving && connection_.valid() &&
+      cb_->transfer_state.load(std::memory_order_acquire) == runtime::kTransferFailed) {
+    // The copy loads nothing more; its reason waits for migrate_commit.
+    const std::string why = runtime::TransferError(cb_.get());
+    GD_LOG(kWarn, "job %llu rejected the arriving stream (%s); its bulk connection is closed",
+           (unsigned long long)job_, why.c_str());
+    CloseConnection();
+    return;
+  }
+  const uint64_t silent_ns = MonotonicNowNs() - last_step_ns_;
+  if (now < State::kLoaded && silent_ns > timeouts_.arrival_silence_ns) {
+    GD_LOG(kWarn,
+           "job %llu: its source (%s) sent no step of the migration for %llu ms and its state has "
+           "not loaded: the copy is dropped",
+           (unsigned long long)job_, migrated_from_.c_str(), (unsigned long long)(silent_ns / kMs));
+    CloseConnection();
+    (void)host_->KillJob(job_);  // gone already is fine
+    SetState(State::kFailed);
+  }
+}
+
+void ArrivalSession::CloseConnection() {
+  if (!connection_.valid()) return;
+  shutdown(connection_.get(), SHUT_RDWR);  // a job still reading stops at once
+  // Closed with linger 0 the connection is reset, not ended in order: the
+  // source's job fails its next write rather than fill the send buffer first.
+  const struct linger reset = {1, 0};
+  (void)setsockopt(connection_.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   connection_.Reset();
+}
+
+Status ArrivalSession::MayResume() const {
+  std::lock_guard lock(mu_);
+  switch (state_) {
+    case State::kRunning:
+      return Status::Ok();
+    case State::kLoaded:
+      return FailedPrecondition(
+          "holds its arrived state, but its source has not handed the job over (migrate_start): "
+          "released now, the job could train on both nodes");
+    case State::kFailed:
+    case State::kAborted:
+      return FailedPrecondition("is a migration's copy whose migration failed: it holds no state");
+    default:
+      return FailedPrecondition(
+          "is arriving by migration and its state has not loaded: released now, it would train "
+          "from scratch");
+  }
 }
 
 StatusOr<Json> ArrivalSession::RunStep(const Call& call) {
@@ -143,6 +206,7 @@ StatusOr<Json> ArrivalSession::Prepare(const Json& req) {
   }
   job_ = arrival->job;
   cb_ = arrival->cb;
+  migrated_from_ = job.migrated_from;
   SetState(State::kWarm);
   return Json{{"job", job_}, {"log", arrival->log}};
 }

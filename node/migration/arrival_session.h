@@ -12,6 +12,16 @@
 // on the session's own thread and each request's reply goes out when its step
 // is done, so the API thread never waits for the job or the stream.
 //
+// Between steps the session watches two things. While receiving, a copy that
+// rejects the stream (a frame that fails authentication or its checksum, a load
+// that fails) has the bulk connection closed at once: the source's job, which
+// may still be writing a large state, sees it break instead of waiting out its
+// deadline, and its gandivad learns the copy's reason from migrate_commit. And
+// a copy whose state has not loaded is dropped (killed, its devices freed) when
+// its source sends no step for MigrationTimeouts::arrival_silence_ns: a source
+// that died or hangs would otherwise hold it here forever. A loaded copy is
+// never dropped so: its source may have ended its job, and it is the job now.
+//
 // Thread-safety: Post and Cancel from any thread; mu_ guards the queue and the
 // state; the steps (and the socket to the job) belong to the session thread.
 // The session calls the JobHost only without mu_ held.
@@ -59,6 +69,10 @@ class ArrivalSession {
   // Queues one step (a migrate_prepare, _begin, _commit or _start
   // request); `reply` is completed when it has run.
   void Post(Call call, Reply reply);
+  // Why the copy may not be released by a `resume` (OK once migrate_start ran
+  // or the session ended): until then the job trains at its source, or its
+  // state is not here.
+  Status MayResume() const;
   // The source gave up: steps not yet run fail, the session ends.
   void Cancel();
   State state() const;
@@ -80,6 +94,11 @@ class ArrivalSession {
   StatusOr<Json> Start();
   // Whether the source gave up (Cancel).
   bool Cancelled() const;
+  // Between steps: closes the bulk connection of a copy that rejected the
+  // stream, drops a copy whose source went silent, notices one that died.
+  void Watch();
+  // Closes the bulk connection so that its peer sees it break (a reset).
+  void CloseConnection();
   // Whether the session is in `state`; FailedPrecondition with `why` if not.
   Status Expect(State state, const char* why) const;
   void SetState(State state);
@@ -96,12 +115,14 @@ class ArrivalSession {
   bool finished_ = false;
   // Session thread only.
   uint64_t job_ = 0;
+  std::string migrated_from_;  // "node/job", for the log
   std::shared_ptr<runtime::ControlBlock> cb_;
   UniqueFd incoming_;  // the Unix connection on which the job takes the bulk connection
   std::unique_ptr<BulkListener> bulk_;  // open from Begin until the source connects
   UniqueFd connection_;                 // the bulk connection, also the job's
   BulkKey bulk_key_{};
-  Status received_;  // how the stream's reception ended
+  Status received_;            // how the stream's reception ended
+  uint64_t last_step_ns_ = 0;  // when the source's latest step ran
   std::thread thread_;
 };
 

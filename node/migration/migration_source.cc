@@ -146,10 +146,23 @@ StatusOr<MigrationSource::State> MigrationSource::Stream() {
   if (written != runtime::kTransferDone && written != runtime::kTransferFailed)
     return *ctx_.stopping ? Unavailable("the controller is stopping")
                           : DeadlineExceeded("the job did not finish writing its state");
-  if (written != runtime::kTransferDone)
-    return Internal("the job could not write its state: " + std::string(cb->transfer_error));
+  if (written != runtime::kTransferDone) return WriteFailed();
   ctx_.update([bytes = cb->transfer_bytes.load()](Operation& op) { op.bytes = bytes; });
   return State::kRestoring;
+}
+
+// The job's write failed. Most often the destination's copy rejected a frame
+// and closed the connection, so the job here saw only the break: the reason
+// that matters is the copy's, which migrate_commit reports at once now that
+// neither end of the stream is open.
+Status MigrationSource::WriteFailed() {
+  const std::string here = runtime::TransferError(source_.cb.get());
+  ctx_.peer->EndBulk();
+  StatusOr<uint64_t> there = ctx_.peer->Commit(remote_job_);
+  if (there.ok()) return Internal("the job could not write its state: " + here);
+  return Status(
+      there.status().code(),
+      there.status().message() + " (and so the job here could not write its state: " + here + ")");
 }
 
 // 4. The destination verifies every chunk and loads the state into the warm job.

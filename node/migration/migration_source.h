@@ -59,6 +59,8 @@ class MigrationSource {
   StatusOr<State> Warm();
   StatusOr<State> Park();
   StatusOr<State> Stream();
+  // Why the source job's write failed, asking the destination first.
+  Status WriteFailed();
   StatusOr<State> Restore();
   StatusOr<State> Switch();
   // A failure in `state`: the peer drops its copy, the source trains on.

@@ -54,6 +54,26 @@ bool Migrator::Busy(uint64_t job) const {
   return op && op->state == OperationState::kRunning;
 }
 
+Status Migrator::MayResume(uint64_t job) const {
+  const std::string name = "job " + std::to_string(job);
+  if (auto op = OperationOf(job); op && op->state == OperationState::kRunning)
+    return FailedPrecondition(name + " is in a " + std::string(protocol::ToString(op->kind)) +
+                              "; it resumes when that ends");
+  if (auto session = FindArrival(job)) {
+    Status may = session->MayResume();
+    return may.ok() ? may : FailedPrecondition(name + " " + may.message());
+  }
+  // A copy this migrator does not know (before migrate_prepare replied, or
+  // after this gandivad restarted) still says so in its control block until it
+  // is handed over.
+  auto live = host_->LiveJob(static_cast<int64_t>(job));
+  if (live.ok() && live->cb && live->cb->exit_if_orphaned.load(std::memory_order_acquire) != 0)
+    return FailedPrecondition(name +
+                              " is a migration's copy that was never handed over: it holds no "
+                              "state of its own to train on");
+  return Status::Ok();
+}
+
 Status Migrator::BeginOperation(uint64_t job, OperationKind kind, OperationStep step,
                                 std::string target) {
   std::lock_guard lock(mu_);

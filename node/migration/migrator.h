@@ -47,6 +47,10 @@ struct MigrationTimeouts {
   int receive_write_ms = 30'000;           // destination: the job takes a chunk
   uint64_t load_ns = 120'000 * kMs;        // destination: the job loads the state
   uint64_t start_ns = 2'000 * kMs;         // destination: the job runs
+  // Destination: a copy whose state has not loaded is dropped when its source
+  // sends no step this long. Longer than a source may legitimately pause
+  // between two steps (warm_ns + park_ns, before migrate_begin).
+  uint64_t arrival_silence_ns = 600'000 * kMs;
 };
 
 struct MigratorOptions {
@@ -78,6 +82,9 @@ class Migrator {
   std::optional<Operation> OperationOf(uint64_t job) const;
   // Whether a checkpoint or migration of the job is running.
   bool Busy(uint64_t job) const;
+  // Why `resume` may not release the job (OK if it may): a checkpoint or
+  // migration of it is running, or it is a migration's copy not handed over.
+  Status MayResume(uint64_t job) const;
 
   StatusOr<Json> Checkpoint(const Json& req);
   StatusOr<Json> Migrate(const Json& req);

@@ -56,6 +56,10 @@ class LinkPeer final : public Peer {
     return sealed::SendHandoff(job_socket, bulk_->fd(), key_, bulk_->next_seq(), test_flags);
   }
 
+  void EndBulk() override {
+    if (bulk_) shutdown(bulk_->fd(), SHUT_RDWR);  // the job's end is the same connection
+  }
+
   StatusOr<uint64_t> Commit(uint64_t job) override {
     auto committed = link_.Call(MessageType::kMigrateCommit, {{"job", job}});
     if (!committed.ok()) return Named(committed.status());
@@ -67,7 +71,7 @@ class LinkPeer final : public Peer {
   }
 
   Status Abort(uint64_t job) override {
-    if (bulk_) shutdown(bulk_->fd(), SHUT_RDWR);  // the job's end is the same connection
+    EndBulk();
     PeerLink fresh(info_.endpoint, keys_, 3000);
     return fresh.Call(MessageType::kMigrateAbort, {{"job", job}}).status();
   }

@@ -38,6 +38,10 @@ class Peer {
   // connection of its "sealed:" transfer); the job then writes its state into
   // it. test_flags: sealed::kHandoff* (fault tests), else 0.
   virtual Status HandOver(int job_socket, uint32_t test_flags) = 0;
+  // Shuts the bulk connection down once the source job stopped writing into it
+  // (it failed): the peer's job sees the stream end at once, not after its
+  // read deadline, and migrate_commit answers with its reason.
+  virtual void EndBulk() = 0;
   // migrate_commit: the job verified and loaded the stream; returns the bytes it loaded.
   virtual StatusOr<uint64_t> Commit(uint64_t job) = 0;
   virtual Status Start(uint64_t job) = 0;
@@ -73,6 +77,7 @@ class FaultInjectionPeer final : public Peer {
   StatusOr<JobState> JobStateOf(uint64_t job) override { return base_->JobStateOf(job); }
   Status Begin(uint64_t job) override { return base_->Begin(job); }
   Status HandOver(int job_socket, uint32_t test_flags) override;
+  void EndBulk() override { base_->EndBulk(); }
   StatusOr<uint64_t> Commit(uint64_t job) override { return base_->Commit(job); }
   Status Start(uint64_t job) override { return base_->Start(job); }
   Status Abort(uint64_t job) override { return base_->Abort(job); }

@@ -209,16 +209,18 @@ def same_checksum(a, b):
 def migrate_with_fault(cluster, cmd, out, name, fault, after_iterations):
     """Runs the job on a, whose gandivad damages the stream (--fault), asks to
     move it to b once it has trained a while, and waits for b to drop its
-    copy. Returns a, the run and the failed `gandiva migrate`."""
+    copy. Returns a, the run, the failed `gandiva migrate` and the seconds it took."""
     nodes = cluster(extra={"a": ["--fault", fault]})
     a, b = nodes["a"], nodes["b"]
     run = a.run(*cmd(out), name=name)
     wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > after_iterations, what="training on a")
+    asked = time.monotonic()
     r = migrate(a, 1, "b", check=False)
+    took = time.monotonic() - asked
     assert r.returncode == 1, r.stdout
     # The destination's copy is gone; the source never stopped for good.
     wait_for(lambda: all(j["state"] in ("exited", "failed") for j in b.jobs()), what="b to drop its copy")
-    return a, run, r
+    return a, run, r, took
 
 
 def damaged_stream_job(layout, mib):
@@ -236,14 +238,20 @@ def damaged_stream_job(layout, mib):
     return cmd
 
 
-@pytest.mark.native_job
-@pytest.mark.parametrize("fault, says", [
+# What the failed migration says of each damage, as the destination found it.
+DAMAGE_SAYS = {
     # A bit flipped before sealing: the frames open, the destination job's
     # CRC32C check of the checkpoint stream catches it.
-    ("corrupt-chunk", ("checksum", "corrupt")),
+    "corrupt-chunk": ("checksum", "corrupt"),
     # A bit flipped after sealing, as a device on the path could: the frame
     # fails authentication and the destination job loads nothing.
-    ("flip-wire-bit", ("failed authentication",)),
+    "flip-wire-bit": ("failed authentication",),
+}
+
+
+@pytest.mark.native_job
+@pytest.mark.parametrize("fault, says", [
+    *DAMAGE_SAYS.items(),
     # The bulk connection cut after the first frame, as a network could: the
     # destination job sees the stream end before its last frame.
     ("cut-bulk", ("bulk connection",)),
@@ -257,20 +265,29 @@ def test_a_corrupted_stream_aborts_and_the_job_continues_on_the_source(cluster, 
     cmd = damaged_stream_job("functions", 1)
     ref = reference(cmd, tmp_path, "synthetic")
     out = tmp_path / "synthetic.json"
-    a, run, r = migrate_with_fault(cluster, cmd, out, "synthetic", fault, 300)
+    a, run, r, _ = migrate_with_fault(cluster, cmd, out, "synthetic", fault, 300)
     assert any(word in r.stderr for word in says), r.stderr
     assert_job_continues_on_source(a, run, out, ref, same=same_checksum)
 
 
-@pytest.mark.parametrize("fault", ["corrupt-chunk", "flip-wire-bit"])
-def test_a_damaged_stream_into_a_buffer_section_leaves_the_job_on_its_source(cluster, tmp_path, fault):
+@pytest.mark.native_job
+@pytest.mark.parametrize("fault", DAMAGE_SAYS)
+def test_a_damaged_stream_into_a_buffer_section_fails_at_once_and_leaves_the_job_on_its_source(
+        cluster, tmp_path, fault):
     """b's copy receives a gd_register_buffer section straight into the job's
     buffer: a damaged stream fails there after some chunks landed, b's copy
-    is discarded, never released to train, and the job trains on at a."""
+    is discarded, never released to train, and the job trains on at a.
+    32 MiB is more than the sockets hold, so a's job is still writing when b
+    rejects the frame: b closes the bulk connection at once, and the migration
+    fails with b's reason within seconds, not after a's 30 s write deadline."""
     cmd = damaged_stream_job("buffer", 32)
     ref = reference(cmd, tmp_path, "synthetic")
     out = tmp_path / "synthetic.json"
-    a, run, _ = migrate_with_fault(cluster, cmd, out, "synthetic", fault, 300)
+    a, run, r, took = migrate_with_fault(cluster, cmd, out, "synthetic", fault, 300)
+    assert any(word in r.stderr for word in DAMAGE_SAYS[fault]), r.stderr
+    # The whole `gandiva migrate`: the copy's start, the park, the stream and
+    # the abort. 10 s leaves room for a loaded machine and a sanitized build.
+    assert took < 10, f"the damage was reported after {took:.1f} s: {r.stderr}"
     assert_job_continues_on_source(a, run, out, ref, same=same_checksum)
 
 

@@ -167,6 +167,9 @@ class FakePeer : public Peer {
   ~FakePeer() override {
     if (reader_.joinable()) reader_.join();
   }
+  void EndBulk() override {
+    if (source_end_.valid()) shutdown(source_end_.get(), SHUT_RDWR);
+  }
   StatusOr<uint64_t> Commit(uint64_t) override {
     GD_RETURN_IF_ERROR(Fails(PeerStep::kCommit));
     if (reader_.joinable()) reader_.join();
@@ -236,7 +239,7 @@ class MigratorTest : public ::testing::Test {
     o.state_dir = dir_;
     o.peers["b"] = PeerInfo{"b", "tcp://127.0.0.1:1", "key"};
     o.has_key = true;
-    o.timeouts = ShortTimeouts();
+    o.timeouts = timeouts_;
     o.connect = [this, fail_at, fault](const PeerInfo&) -> std::unique_ptr<Peer> {
       auto peer = std::make_unique<FakePeer>(record_, fail_at);
       if (fault == PeerFault::kNone) return peer;
@@ -266,6 +269,7 @@ class MigratorTest : public ::testing::Test {
   }
 
   std::string dir_;
+  MigrationTimeouts timeouts_ = ShortTimeouts();
   FakeHost host_;
   std::shared_ptr<PeerRecord> record_ = std::make_shared<PeerRecord>();
 };
@@ -494,6 +498,80 @@ TEST_F(ArrivalTest, ATamperedStreamFailsTheCommitWithTheReason) {
   EXPECT_NE(committed.status().message().find("could not load the state"), std::string::npos)
       << committed.status().ToString();
   EXPECT_TRUE(host_.at(2).held) << "the copy stays parked until its source aborts it";
+}
+
+TEST_F(ArrivalTest, ARejectedStreamIsClosedAtOnceSoItsWriterStops) {
+  Prepare();
+  const BulkKey key = *sealed::NewBulkKey();
+  auto begun =
+      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
+  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+  auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
+  ASSERT_TRUE(sender.ok()) << sender.status().ToString();
+  (*sender)->TamperWithNextFrame();
+  // Far more than the sockets hold: were the connection left open, the writer
+  // would block until its 30 s deadline.
+  const std::string chunk(4 << 20, 'x');
+  const uint64_t t0 = MonotonicNowNs();
+  Status wrote = Status::Ok();
+  for (int i = 0; i < 64 && wrote.ok(); ++i) wrote = (*sender)->Write(chunk.data(), chunk.size());
+  EXPECT_FALSE(wrote.ok()) << "256 MiB went into a rejected stream";
+  EXPECT_LT((MonotonicNowNs() - t0) / kMs, 10'000u) << wrote.ToString();
+  auto committed = Call(MessageType::kMigrateCommit, {{"job", 2}});
+  EXPECT_EQ(committed.status().code(), StatusCode::kDataLoss) << committed.status().ToString();
+}
+
+TEST_F(ArrivalTest, ACopyIsNotResumedBeforeItIsHandedOver) {
+  Prepare();
+  Status early = migrator_->MayResume(2);
+  EXPECT_EQ(early.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(early.message().find("state has not loaded"), std::string::npos) << early.ToString();
+  const BulkKey key = *sealed::NewBulkKey();
+  auto begun =
+      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
+  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+  EXPECT_FALSE(migrator_->MayResume(2).ok()) << "resumed while its state streams in";
+  {
+    auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
+    ASSERT_TRUE(sender.ok()) << sender.status().ToString();
+    const std::string state = Pattern(kStateBytes);
+    ASSERT_TRUE((*sender)->Write(state.data(), state.size()).ok());
+    ASSERT_TRUE((*sender)->Finish().ok());
+  }
+  ASSERT_TRUE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
+  Status loaded = migrator_->MayResume(2);
+  EXPECT_NE(loaded.message().find("both nodes"), std::string::npos) << loaded.ToString();
+  ASSERT_TRUE(Call(MessageType::kMigrateStart, {{"job", 2}}).ok());
+  EXPECT_TRUE(migrator_->MayResume(2).ok());
+}
+
+TEST_F(ArrivalTest, ACopyWhoseSourceWentSilentIsDropped) {
+  timeouts_.arrival_silence_ns = 300 * kMs;
+  Prepare();  // and then nothing more from the source
+  const uint64_t deadline = MonotonicNowNs() + 10'000 * kMs;
+  while (!host_.at(2).killed && MonotonicNowNs() < deadline) usleep(10'000);
+  EXPECT_TRUE(host_.at(2).killed) << "the copy is held forever";
+  EXPECT_FALSE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
+}
+
+TEST_F(ArrivalTest, ALoadedCopyIsKeptHoweverLongItsSourceIsSilent) {
+  timeouts_.arrival_silence_ns = 300 * kMs;
+  Prepare();
+  const BulkKey key = *sealed::NewBulkKey();
+  auto begun =
+      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
+  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+  {
+    auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
+    ASSERT_TRUE(sender.ok()) << sender.status().ToString();
+    const std::string state = Pattern(kStateBytes);
+    ASSERT_TRUE((*sender)->Write(state.data(), state.size()).ok());
+    ASSERT_TRUE((*sender)->Finish().ok());
+  }
+  ASSERT_TRUE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
+  usleep(1'500'000);  // the source may have ended its job: this copy is the job now
+  EXPECT_FALSE(host_.at(2).killed);
+  EXPECT_TRUE(Call(MessageType::kMigrateStart, {{"job", 2}}).ok());
 }
 
 TEST_F(ArrivalTest, BadKeysAndUnknownJobsGetClearErrors) {
