@@ -49,9 +49,12 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --freeze-parked on|off  stop a parked job's processes (SIGSTOP) until it runs again (default on)
   --endpoint EP      local API endpoint (default $GANDIVA_ENDPOINT or an owner-only Unix socket)
   --tcp EP           also serve on TCP, e.g. tcp://0.0.0.0:7070; CURVE-authenticated:
-                     needs --key and --authorized-keys
+                     needs --key and --authorized-keys or --peer-keys
   --key FILE         this node's key pair (`gandiva keygen`): serves TCP, authenticates to peers
-  --authorized-keys FILE  public keys (one per line) of clients and peers the TCP endpoint accepts
+  --authorized-keys FILE  operators' public keys (lines "KEY [NAME]": the scheduler, admins'
+                     CLIs): they may do everything here
+  --peer-keys FILE   other nodes' public keys (lines "KEY [NAME]"): they may only migrate
+                     jobs to this node
   --peers FILE       nodes jobs may migrate to: lines "NAME tcp://HOST:PORT PUBLIC_KEY_OR_FILE"
   --state-dir DIR    transfer sockets and logs of jobs started here (default: the endpoint's dir)
   --job-log-cap-kib N  cap of each output file of a job gandivad launched (default 65536);
@@ -63,7 +66,8 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
                      (default 60000)
   --max-jobs N       live jobs at once on this node; more are refused (default 256)
-  --max-jobs-per-user N  live jobs of one user at once (jobs registered for a uid); default: no limit
+  --max-jobs-per-user N  live jobs of one user at once (jobs registered for a uid);
+                     default 64, 0: no limit
   --shared-socket    the local socket serves every user of the node, each acting on their
                      own jobs only (run gandivad as root); default: owner only
   --admin-group NAME  members act on every job and on the node (with root and gandivad's user)
@@ -74,10 +78,6 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --daemonize        detach into the background once the API is up; prints the pid
 )";
 
-Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api) {
-  GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
-  if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
-    return InvalidArgument("--slice-ms must be 50..250");
 // Transfer sockets are bound in the state directory, and a Unix socket path
 // holds at most 108 bytes: their names need the rest.
 constexpr size_t kMaxStateDirBytes = 70;
@@ -103,6 +103,10 @@ StatusOr<std::string> ShortStateDir(const std::string& deep, const std::string& 
   return base + "/" + name;
 }
 
+Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api) {
+  GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
+  if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
+    return InvalidArgument("--slice-ms must be 50..250");
   GD_ASSIGN_OR_RETURN(long long lease, flags.GetInt("lease-ms", 3000));
   if (lease < 100 || lease > 600000) return InvalidArgument("--lease-ms must be 100..600000");
   opts->slice_ms = static_cast<uint64_t>(slice);
@@ -117,7 +121,7 @@ StatusOr<std::string> ShortStateDir(const std::string& deep, const std::string& 
   GD_ASSIGN_OR_RETURN(long long max_jobs, flags.GetInt("max-jobs", 256));
   if (max_jobs < 1 || max_jobs > 100000) return InvalidArgument("--max-jobs must be 1..100000");
   opts->max_jobs = static_cast<size_t>(max_jobs);
-  GD_ASSIGN_OR_RETURN(long long per_user, flags.GetInt("max-jobs-per-user", 0));
+  GD_ASSIGN_OR_RETURN(long long per_user, flags.GetInt("max-jobs-per-user", 64));
   if (per_user < 0 || per_user > 100000)
     return InvalidArgument("--max-jobs-per-user must be 0..100000 (0: no limit)");
   opts->max_jobs_per_user = static_cast<size_t>(per_user);
@@ -318,6 +322,7 @@ int RunDaemon(const std::vector<std::string>& args) {
                "log",
                "key",
                "authorized-keys",
+               "peer-keys",
                "peers",
                "state-dir",
                "fault",

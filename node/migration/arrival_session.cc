@@ -263,7 +263,7 @@ StatusOr<Json> ArrivalSession::Commit() {
     return Json{{"bytes", cb->transfer_bytes.load()}};
   }
   if (transfer == runtime::kTransferFailed)
-    return DataLoss("the job could not load the state: " + std::string(cb->transfer_error));
+    return DataLoss("the job could not load the state: " + runtime::TransferError(cb));
   return DeadlineExceeded("the job did not finish loading its state");
 }
 

@@ -33,8 +33,7 @@ StatusOr<UniqueFd> AcceptFromJob(UnixListener& listener, ControlBlock* cb, int t
     StatusOr<UniqueFd> conn = listener.Accept(std::min(kPollMs, std::max(1, timeout_ms - waited)));
     if (conn.ok() || conn.status().code() != StatusCode::kDeadlineExceeded) return conn;
     if (cb->transfer_state.load(std::memory_order_acquire) == runtime::kTransferFailed)
-      return FailedPrecondition("the job could not write its state: " +
-                                std::string(cb->transfer_error));
+      return FailedPrecondition("the job could not write its state: " + runtime::TransferError(cb));
     if (waited + kPollMs >= timeout_ms)
       return DeadlineExceeded("the job did not connect to " + listener.path() + " within " +
                               std::to_string(timeout_ms) + " ms");

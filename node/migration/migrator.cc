@@ -144,7 +144,7 @@ void Migrator::RunCheckpoint(uint64_t id, std::string dir) {
     if (s.ok())
       s = state == runtime::kTransferDone ? Status::Ok()
           : state == runtime::kTransferFailed
-              ? Internal(std::string(cb->transfer_error))
+              ? Internal(runtime::TransferError(cb))
               : DeadlineExceeded("the job did not finish its checkpoint");
     bytes = cb->transfer_bytes.load();
   } else {

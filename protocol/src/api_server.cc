@@ -125,7 +125,8 @@ Status ApiServer::Bind() {
     if (!options_.tcp_endpoint.empty()) {
       if (options_.server_keys.secret_key.empty())
         return InvalidArgument("a TCP endpoint needs the node's key (--key)");
-      impl_->zap = std::make_unique<ZapAuthenticator>(impl_->ctx, options_.authorized_keys);
+      impl_->zap = std::make_unique<ZapAuthenticator>(impl_->ctx, options_.authorized_keys,
+                                                      options_.peer_keys);
       impl_->remote.emplace(impl_->ctx, zmq::socket_type::router);
       zmq::socket_t& r = *impl_->remote;
       r.set(zmq::sockopt::linger, 0);
@@ -137,8 +138,9 @@ Status ApiServer::Bind() {
       // Chunks of migrating state arrive here: keep a few in flight, not a backlog.
       r.set(zmq::sockopt::rcvhwm, 64);
       r.bind(options_.tcp_endpoint);
-      GD_LOG(kInfo, "API listening on %s (CURVE, %zu authorized key(s))",
-             options_.tcp_endpoint.c_str(), options_.authorized_keys.size());
+      GD_LOG(kInfo, "API listening on %s (CURVE, %zu operator key(s), %zu peer key(s))",
+             options_.tcp_endpoint.c_str(), options_.authorized_keys.size(),
+             options_.peer_keys.size());
     }
   } catch (const zmq::error_t& e) {
     return Unavailable(std::string("cannot bind the API endpoint: ") + e.what());
@@ -195,6 +197,11 @@ void ApiServer::ServeOne(int socket_index) {
       caller = *c;  // else: uid -1, trusted with nothing
   } else {
     caller.remote = true;
+    // The ZAP handler's user id for the connection: "operator:NAME" or "peer:NAME".
+    const char* user = frames[2].gets("User-Id");
+    const std::string id = user ? user : "";
+    caller.peer_node = id.rfind("operator:", 0) != 0;  // anything else: no operator's rights
+    caller.key_name = id.substr(id.find(':') + 1);
   }
   handler_(Call{std::move(*request), caller}, std::move(reply));
 }
