@@ -80,6 +80,13 @@ class Node:
         import json
         return json.loads(self.cli("ps", "--all", "--json").stdout)
 
+    def first_iterations(self):
+        """The first job's iterations (0 while there is none), in one CLI call:
+        a test polling it to act mid-run must see the count as it is, not two
+        process starts late (each is slow on a loaded machine)."""
+        jobs = self.jobs()
+        return jobs[0]["iterations"] if jobs else 0
+
     def job(self, job_id):
         """The job's record, or {} while it is not registered yet."""
         return next((j for j in self.jobs() if j["id"] == job_id), {})

@@ -92,7 +92,7 @@ def test_checkpoint_kill_restore_keeps_every_device_byte(nodes, reference, tmp_p
     a = nodes("a")["a"]
     out = tmp_path / "result.json"
     run = start(a, app_cmd(out), "--shim")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 40, what="iterations on a")
+    wait_for(lambda: a.first_iterations() > 40, what="iterations on a")
     source = a.job(1)
     assert source["device_allocations"] == 5 and source["device_bytes"] > 4 << 20, source
     ckpt = tmp_path / "ckpt"
@@ -114,7 +114,7 @@ def test_restore_into_different_allocations_fails_clearly(nodes, tmp_path):
     a = nodes("a")["a"]
     out = tmp_path / "result.json"
     run = start(a, app_cmd(out), "--shim")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 5, what="iterations on a")
+    wait_for(lambda: a.first_iterations() > 5, what="iterations on a")
     ckpt = tmp_path / "ckpt"
     a.cli("checkpoint", "1", "--to", str(ckpt))
     kill_job(a, run, 1)
@@ -133,7 +133,7 @@ def test_migrated_cuda_job_keeps_every_device_byte(nodes, reference, tmp_path):
     a, b = ns["a"], ns["b"]
     out = tmp_path / "result.json"
     run = start(a, app_cmd(out))  # LD_PRELOAD is in the job's environment: b preloads the shim too
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 30, what="iterations on a")
+    wait_for(lambda: a.first_iterations() > 30, what="iterations on a")
     source = a.job(1)
     op = json.loads(a.cli("migrate", "1", "--to", "b", "--json").stdout)
     assert op["state"] == "done", op

@@ -79,7 +79,7 @@ def migrate_mid_run(a, b, cmd_factory, out, name, after_iterations):
     """Runs the job on a, moves it to b once it has trained a while, lets it
     finish there; returns the migration's operation record."""
     run = a.run(*cmd_factory(out), name=name)
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > after_iterations, what="training on a")
+    wait_for(lambda: a.first_iterations() > after_iterations, what="training on a")
     op = json.loads(migrate(a, 1, "b").stdout)
     assert op["state"] == "done", op
     assert run.wait(timeout=60) == 0
@@ -213,7 +213,7 @@ def migrate_with_fault(cluster, cmd, out, name, fault, after_iterations):
     nodes = cluster(extra={"a": ["--fault", fault]})
     a, b = nodes["a"], nodes["b"]
     run = a.run(*cmd(out), name=name)
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > after_iterations, what="training on a")
+    wait_for(lambda: a.first_iterations() > after_iterations, what="training on a")
     asked = time.monotonic()
     r = migrate(a, 1, "b", check=False)
     took = time.monotonic() - asked
@@ -297,7 +297,7 @@ def test_killed_destination_aborts_and_the_job_continues(cluster, tmp_path):
     a, b = nodes["a"], nodes["b"]
     out = tmp_path / "cnn.json"
     run = a.run(*cnn_cmd(out), name="cnn")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 50, what="training on a")
+    wait_for(lambda: a.first_iterations() > 50, what="training on a")
     a.cli("migrate", "1", "--to", "b", "--no-wait")
     wait_for(lambda: (a.job(1)["operation"] or {}).get("step") == "warming", what="the destination warming")
     b.stop(sig=9)
@@ -324,7 +324,7 @@ def test_cut_connection_aborts_and_the_job_continues(tmp_path):
     try:
         out = tmp_path / "cnn.json"
         run = a.run(*cnn_cmd(out), name="cnn")
-        wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 50, what="training on a")
+        wait_for(lambda: a.first_iterations() > 50, what="training on a")
         a.cli("migrate", "1", "--to", "b", "--no-wait")
         wait_for(lambda: (a.job(1)["operation"] or {}).get("step") == "warming", what="the destination warming")
         proxy.cut()
@@ -341,7 +341,7 @@ def test_unauthorized_key_is_refused_and_nothing_is_sent(cluster, tmp_path):
     a, b = nodes["a"], nodes["b"]
     out = tmp_path / "cnn.json"
     run = a.run(*cnn_cmd(out, 200), name="cnn")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 20, what="training on a")
+    wait_for(lambda: a.first_iterations() > 20, what="training on a")
     r = migrate(a, 1, "b", check=False)
     assert r.returncode == 1
     assert "key" in r.stderr, r.stderr
@@ -376,7 +376,7 @@ def test_checkpoint_then_restore_in_a_new_process_continues_exactly(cluster, tmp
     a = cluster(names=("a",))["a"]
     out = tmp_path / "cnn.json"
     run = a.run(*cnn_cmd(out), name="cnn")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 150, what="training")
+    wait_for(lambda: a.first_iterations() > 150, what="training")
     ckpt = tmp_path / "ckpt"
     r = a.cli("checkpoint", "1", "--to", str(ckpt))
     assert "checkpointed" in r.stdout

@@ -46,7 +46,7 @@ def start_migration(cluster, tmp_path, extra=None):
     a, b = nodes["a"], nodes["b"]
     out = tmp_path / "synthetic.json"
     run = a.run(*cmd(out), name="synthetic")
-    wait_for(lambda: a.jobs() and a.jobs()[0]["iterations"] > 100, timeout=60, what="training on a")
+    wait_for(lambda: a.first_iterations() > 100, timeout=60, what="training on a")
     a.cli("migrate", "1", "--to", "b", "--no-wait")
     copy = wait_for(lambda: next(iter(b.jobs()), None), what="b's copy")
     assert (a.job(1)["operation"] or {}).get("step") in ("preparing", "warming"), a.job(1)
