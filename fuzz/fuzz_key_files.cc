@@ -16,8 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   auto keys = gandiva::protocol::ReadAuthorizedKeys(path);
   if (keys.ok()) {
-    for (const auto& key : *keys)
-      if (!gandiva::protocol::IsZ85Key(key)) std::abort();  // only real keys get in
+    for (const auto& [key, name] : *keys)  // only real keys get in, each with a name
+      if (!gandiva::protocol::IsZ85Key(key) || name.empty() || name.size() > 64) std::abort();
   }
 
   auto peers = gandiva::controller::ReadPeers(path);
