@@ -212,9 +212,11 @@ def test_migration_restarts_every_rank_on_the_destination(tmp_path, reference):
         for node, other in ((a, b), (b, a)):
             node.start([a.public, b.public], [(other.name, other.tcp, other.public)])
         out = tmp_path / "ddp"
-        # Slow iterations: the copy on b warms up (torchrun, imports) while it trains on a.
+        # Slow iterations: the copy on b warms up (torchrun, imports) while it trains on a,
+        # and a migration asked at iteration 20 must find it still there. At 100 ms a CI
+        # run saw the job end first (b's warm-up took over 10 s beside other suites).
         run = subprocess.Popen([GANDIVA, "run", "--ranks", "2", "--name", "ddp", "--",
-                                *ddp_cmd(out, work_ms=100)], env=a.env, stdout=subprocess.PIPE,
+                                *ddp_cmd(out, work_ms=200)], env=a.env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
         wait_for(lambda: progress(out) >= 20, what="the gang training on a")
         op = json.loads(a.cli("migrate", "1", "--to", "b", "--json").stdout)
