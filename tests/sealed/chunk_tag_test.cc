@@ -14,7 +14,7 @@
 namespace gandiva::sealed {
 namespace {
 
-BulkKey CountingKey() {
+BulkKey TagTestKey() {
   BulkKey key;
   for (size_t i = 0; i < key.size(); ++i) key[i] = static_cast<uint8_t>(i);
   return key;
@@ -28,7 +28,7 @@ std::vector<uint8_t> Chunk() {
 
 TEST(ChunkTagTest, IsGmacWithThePlaceAsNonce) {
   // AES-256-GCM, key 00..1f, nonce LE32(1) || LE64(2), the chunk as associated data.
-  ChunkTagger tagger(CountingKey());
+  ChunkTagger tagger(TagTestKey());
   auto tag = tagger.Of({1, 2}, Chunk());
   ASSERT_TRUE(tag.ok()) << tag.status().ToString();
   const auto expected = testing::FromHex("570d09a6c5307f7b65897660059e602e");
@@ -36,7 +36,7 @@ TEST(ChunkTagTest, IsGmacWithThePlaceAsNonce) {
 }
 
 TEST(ChunkTagTest, BothSidesAgreeAndEveryInputCounts) {
-  const BulkKey key = CountingKey();
+  const BulkKey key = TagTestKey();
   ChunkTagger receiver(key), sender(key);
   const auto chunk = Chunk();
   const ChunkTag tag = *receiver.Of({0, 7}, chunk);
