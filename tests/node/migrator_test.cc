@@ -79,6 +79,11 @@ class FakeHost : public JobHost {
     SetHeld(2, true);
     return Arrival{2, at(2).cb, "/tmp/job-2.log"};
   }
+  // Read under the lock: the migrator's threads kill jobs while a test looks.
+  bool Killed(uint64_t id) {
+    std::lock_guard lock(mu_);
+    return jobs_.at(id).killed;
+  }
   Status KillJob(uint64_t id) override {
     std::lock_guard lock(mu_);
     if (!jobs_.count(id)) return NotFound("no job " + std::to_string(id));
@@ -261,7 +266,7 @@ class MigratorTest : public ::testing::Test {
     EXPECT_FALSE(host_.at(1).held);
     EXPECT_FALSE(host_.at(1).migrated);
     EXPECT_FALSE(host_.at(1).ended);
-    EXPECT_FALSE(host_.at(1).killed);
+    EXPECT_FALSE(host_.Killed(1));
     const uint64_t deadline = MonotonicNowNs() + 10'000 * kMs;
     while (host_.at(1).job->phase() != runtime::kPhaseRunning && MonotonicNowNs() < deadline)
       usleep(1000);
@@ -288,7 +293,7 @@ TEST_F(MigratorTest, MigratesTheStateAndEndsTheSource) {
   EXPECT_TRUE(record_->started);
   EXPECT_FALSE(record_->aborted);
   EXPECT_TRUE(host_.at(1).migrated);
-  EXPECT_TRUE(host_.at(1).killed);
+  EXPECT_TRUE(host_.Killed(1));
   EXPECT_TRUE(host_.at(1).ended);
 }
 
@@ -549,8 +554,8 @@ TEST_F(ArrivalTest, ACopyWhoseSourceWentSilentIsDropped) {
   timeouts_.arrival_silence_ns = 300 * kMs;
   Prepare();  // and then nothing more from the source
   const uint64_t deadline = MonotonicNowNs() + 10'000 * kMs;
-  while (!host_.at(2).killed && MonotonicNowNs() < deadline) usleep(10'000);
-  EXPECT_TRUE(host_.at(2).killed) << "the copy is held forever";
+  while (!host_.Killed(2) && MonotonicNowNs() < deadline) usleep(10'000);
+  EXPECT_TRUE(host_.Killed(2)) << "the copy is held forever";
   EXPECT_FALSE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
 }
 
@@ -570,7 +575,7 @@ TEST_F(ArrivalTest, ALoadedCopyIsKeptHoweverLongItsSourceIsSilent) {
   }
   ASSERT_TRUE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
   usleep(1'500'000);  // the source may have ended its job: this copy is the job now
-  EXPECT_FALSE(host_.at(2).killed);
+  EXPECT_FALSE(host_.Killed(2));
   EXPECT_TRUE(Call(MessageType::kMigrateStart, {{"job", 2}}).ok());
 }
 
@@ -596,7 +601,7 @@ TEST_F(ArrivalTest, AbortKillsTheCopyAndFailsLaterSteps) {
   // The session now waits for the bulk connection; the abort must not wait for it.
   auto [ms, aborted] = Send(MessageType::kMigrateAbort, {{"job", 2}});
   EXPECT_TRUE(aborted.get().ok());
-  EXPECT_TRUE(host_.at(2).killed);
+  EXPECT_TRUE(host_.Killed(2));
   auto commit = Call(MessageType::kMigrateCommit, {{"job", 2}});
   EXPECT_FALSE(commit.ok());
   EXPECT_EQ(Call(MessageType::kMigrateAbort, {{"job", 9}}).status().code(), StatusCode::kNotFound);
