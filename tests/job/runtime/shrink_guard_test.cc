@@ -61,6 +61,11 @@ TEST(ShrinkGuardTest, AnotherBlockIsNotTouched) {
 constexpr int kSetupFailed = 70;
 
 TEST(ShrinkGuardDeathTest, OtherMappingsStillFault) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  // A sanitizer answers that SIGBUS itself, and its report of the expected
+  // crash would fail the run (scripts/test_sanitized.sh fails on any report).
+  GTEST_SKIP() << "a sanitizer takes the fault first";
+#endif
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
