@@ -560,7 +560,9 @@ TEST_F(ArrivalTest, ACopyWhoseSourceWentSilentIsDropped) {
 }
 
 TEST_F(ArrivalTest, ALoadedCopyIsKeptHoweverLongItsSourceIsSilent) {
-  timeouts_.arrival_silence_ns = 300 * kMs;
+  // Long enough for the 10 MiB stream below under TSan (300 ms was not): the
+  // silence counts steps only, so the stream must end within it.
+  timeouts_.arrival_silence_ns = 3000 * kMs;
   Prepare();
   const BulkKey key = *sealed::NewBulkKey();
   auto begun =
@@ -574,7 +576,7 @@ TEST_F(ArrivalTest, ALoadedCopyIsKeptHoweverLongItsSourceIsSilent) {
     ASSERT_TRUE((*sender)->Finish().ok());
   }
   ASSERT_TRUE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
-  usleep(1'500'000);  // the source may have ended its job: this copy is the job now
+  usleep(4'000'000);  // the source may have ended its job: this copy is the job now
   EXPECT_FALSE(host_.Killed(2));
   EXPECT_TRUE(Call(MessageType::kMigrateStart, {{"job", 2}}).ok());
 }
