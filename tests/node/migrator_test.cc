@@ -451,6 +451,18 @@ class ArrivalTest : public MigratorTest {
       usleep(1000);
   }
 
+  // migrate_begin with a fresh key, then the source job's end of the bulk
+  // connection, as the source job gets it from its node.
+  void BeginBulk(std::unique_ptr<sealed::SealedWriter>* sender) {
+    const BulkKey key = *sealed::NewBulkKey();
+    auto begun =
+        Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
+    ASSERT_TRUE(begun.ok()) << begun.status().ToString();
+    auto connected = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
+    ASSERT_TRUE(connected.ok()) << connected.status().ToString();
+    *sender = std::move(connected).value();
+  }
+
   Dispatcher dispatcher_;
   std::unique_ptr<Migrator> migrator_;
 };
@@ -458,17 +470,13 @@ class ArrivalTest : public MigratorTest {
 TEST_F(ArrivalTest, StepsRunOnAWorkerAndReplyWhenDone) {
   host_.load_delay = std::chrono::milliseconds(300);  // the job takes its time to load
   Prepare();
-  const BulkKey key = *sealed::NewBulkKey();
-  auto begun =
-      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
-  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
   const std::string state = Pattern(kStateBytes);
   {
     // As the source job does with the connection its node hands it.
-    auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
-    ASSERT_TRUE(sender.ok()) << sender.status().ToString();
-    ASSERT_TRUE((*sender)->Write(state.data(), state.size()).ok());
-    ASSERT_TRUE((*sender)->Finish().ok());
+    std::unique_ptr<sealed::SealedWriter> sender;
+    ASSERT_NO_FATAL_FAILURE(BeginBulk(&sender));
+    ASSERT_TRUE(sender->Write(state.data(), state.size()).ok());
+    ASSERT_TRUE(sender->Finish().ok());
   }
   auto [dispatch_ms, committed] = Send(MessageType::kMigrateCommit, {{"job", 2}});
   EXPECT_LT(dispatch_ms, 100) << "the handler waited for the job to load";
@@ -485,16 +493,12 @@ TEST_F(ArrivalTest, StepsRunOnAWorkerAndReplyWhenDone) {
 
 TEST_F(ArrivalTest, ATamperedStreamFailsTheCommitWithTheReason) {
   Prepare();
-  const BulkKey key = *sealed::NewBulkKey();
-  auto begun =
-      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
-  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
   {
-    auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
-    ASSERT_TRUE(sender.ok()) << sender.status().ToString();
-    (*sender)->TamperWithNextFrame();
-    (void)(*sender)->Write("state", 5);
-    (void)(*sender)->Finish();
+    std::unique_ptr<sealed::SealedWriter> sender;
+    ASSERT_NO_FATAL_FAILURE(BeginBulk(&sender));
+    sender->TamperWithNextFrame();
+    (void)sender->Write("state", 5);
+    (void)sender->Finish();
   }
   // The (fake) job could not open the frame: it failed its restore, and the
   // commit says so.
@@ -507,19 +511,15 @@ TEST_F(ArrivalTest, ATamperedStreamFailsTheCommitWithTheReason) {
 
 TEST_F(ArrivalTest, ARejectedStreamIsClosedAtOnceSoItsWriterStops) {
   Prepare();
-  const BulkKey key = *sealed::NewBulkKey();
-  auto begun =
-      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
-  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
-  auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
-  ASSERT_TRUE(sender.ok()) << sender.status().ToString();
-  (*sender)->TamperWithNextFrame();
+  std::unique_ptr<sealed::SealedWriter> sender;
+  ASSERT_NO_FATAL_FAILURE(BeginBulk(&sender));
+  sender->TamperWithNextFrame();
   // Far more than the sockets hold: were the connection left open, the writer
   // would block until its 30 s deadline.
   const std::string chunk(4 << 20, 'x');
   const uint64_t t0 = MonotonicNowNs();
   Status wrote = Status::Ok();
-  for (int i = 0; i < 64 && wrote.ok(); ++i) wrote = (*sender)->Write(chunk.data(), chunk.size());
+  for (int i = 0; i < 64 && wrote.ok(); ++i) wrote = sender->Write(chunk.data(), chunk.size());
   EXPECT_FALSE(wrote.ok()) << "256 MiB went into a rejected stream";
   EXPECT_LT((MonotonicNowNs() - t0) / kMs, 10'000u) << wrote.ToString();
   auto committed = Call(MessageType::kMigrateCommit, {{"job", 2}});
@@ -564,16 +564,12 @@ TEST_F(ArrivalTest, ALoadedCopyIsKeptHoweverLongItsSourceIsSilent) {
   // silence counts steps only, so the stream must end within it.
   timeouts_.arrival_silence_ns = 3000 * kMs;
   Prepare();
-  const BulkKey key = *sealed::NewBulkKey();
-  auto begun =
-      Call(MessageType::kMigrateBegin, {{"job", 2}, {"bulk_key", sealed::BulkKeyToHex(key)}});
-  ASSERT_TRUE(begun.ok()) << begun.status().ToString();
   {
-    auto sender = ConnectBulk("127.0.0.1", (*begun)["bulk_port"].get<int>(), key, 2, 30000);
-    ASSERT_TRUE(sender.ok()) << sender.status().ToString();
+    std::unique_ptr<sealed::SealedWriter> sender;
+    ASSERT_NO_FATAL_FAILURE(BeginBulk(&sender));
     const std::string state = Pattern(kStateBytes);
-    ASSERT_TRUE((*sender)->Write(state.data(), state.size()).ok());
-    ASSERT_TRUE((*sender)->Finish().ok());
+    ASSERT_TRUE(sender->Write(state.data(), state.size()).ok());
+    ASSERT_TRUE(sender->Finish().ok());
   }
   ASSERT_TRUE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
   usleep(4'000'000);  // the source may have ended its job: this copy is the job now
