@@ -2,6 +2,7 @@
 // Migrate, Resize, SetShareMode), the GPU groups they form, and the
 // allocation invariants they keep.
 #include <algorithm>
+#include <bit>
 #include <iterator>
 
 #include "gandiva/scheduler/sim_cluster.h"
@@ -17,6 +18,21 @@ bool SortedDistinct(std::span<const GpuId> in, std::vector<GpuId>* out) {
 }
 
 }  // namespace
+
+void SimCluster::LogAction(uint64_t what, int64_t subject, std::span<const GpuId> gpus) {
+  uint64_t& h = result_.actions_digest;
+  auto add = [&h](uint64_t v) {
+    for (int i = 0; i < 8; ++i) {
+      h ^= (v >> (8 * i)) & 0xff;
+      h *= 0x100000001b3ULL;  // FNV-1a
+    }
+  };
+  add(std::bit_cast<uint64_t>(now_));
+  add(what);
+  add(static_cast<uint64_t>(subject));
+  add(gpus.size());
+  for (GpuId x : gpus) add(static_cast<uint64_t>(x));
+}
 
 Status SimCluster::CheckRunning(JobId j) const {
   if (j < 0 || j >= num_jobs() || jobs_[j].state != JobState::kRunning)
@@ -99,6 +115,7 @@ Status SimCluster::Start(JobId j, std::span<const GpuId> gpus_in) {
   if (job.record.first_start < 0) job.record.first_start = now_;
   groups_[g].members.push_back(j);
   RecomputeGroup(g);
+  LogAction(1, j, gpus);
   return Status::Ok();
 }
 
@@ -121,6 +138,7 @@ Status SimCluster::Suspend(JobId j, Preemption how) {
   ++job.record.preemptions;
   ++result_.preemptions;
   Reschedule(j);
+  LogAction(how == Preemption::kPark ? 2 : 3, j, {});
   return Status::Ok();
 }
 
@@ -148,6 +166,7 @@ Status SimCluster::Migrate(JobId j, std::span<const GpuId> gpus_in) {
   ++result_.migrations;
   groups_[g].members.push_back(j);
   RecomputeGroup(g);
+  LogAction(4, j, gpus);
   return Status::Ok();
 }
 
@@ -183,6 +202,7 @@ Status SimCluster::Resize(JobId j, std::span<const GpuId> gpus_in) {
   job.stall_until = std::max(job.stall_until, now_ + config_.migrate_fixed_seconds);
   ++result_.resizes;
   RecomputeGroup(g);
+  LogAction(5, j, gpus);
   return Status::Ok();
 }
 
@@ -194,6 +214,7 @@ Status SimCluster::SetShareMode(int g, ShareMode mode) {
   if (groups_[g].mode == mode) return Status::Ok();
   groups_[g].mode = mode;
   RecomputeGroup(g);
+  LogAction(mode == ShareMode::kPack ? 6 : 7, g, {});
   return Status::Ok();
 }
 

@@ -64,6 +64,9 @@ struct SimResult {
   int64_t events = 0;  // events processed (arrivals, finishes, stall ends, wake-ups)
   int64_t schedule_calls = 0;
   int64_t preemptions = 0, migrations = 0, resizes = 0;
+  // A running hash of every action the policy took that the cluster carried
+  // out (time, what, job, GPUs): equal only if the decision logs are equal.
+  uint64_t actions_digest = 0xcbf29ce484222325ULL;
   PolicyStats policy;
 };
 
@@ -163,6 +166,8 @@ class SimCluster : public Cluster {
   void AccumulateUtil(double t);
   void Push(double t, EventKind kind, JobId j, uint32_t version);
   Status CheckRunning(JobId j) const;  // failed_precondition unless j is running
+  // Adds a carried-out action to result_.actions_digest.
+  void LogAction(uint64_t what, int64_t subject, std::span<const GpuId> gpus);
 
   // One instant of Run, in order: stale events dropped, then finishes and
   // stall ends (they free GPUs), arrivals, wake-ups.
