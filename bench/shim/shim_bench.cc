@@ -1,10 +1,12 @@
 // Shim benchmark on the stand-in driver: (1) added cost of a hooked call against a
 // direct call to the same stand-in function, through the exported symbol and through
 // cuGetProcAddress; (2) the launch gate alone; (3) swap-out/in throughput against a
-// plain memcpy of the same bytes. Prints a table; writes JSON to argv[1]
-// (default bench_shim.json).
+// plain memcpy of the same bytes; (4) the driver-call recorder (GANDIVA_SHIM_TRACE):
+// ns per hooked launch recording off and on, and the trace a stand-in job writes per
+// minute (trace_cost.h). Prints a table; writes JSON to argv[1] (default bench_shim.json).
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -20,6 +22,8 @@
 #include "interpose/driver.h"
 #include "memory/memory_tracker.h"
 #include "memory/swap.h"
+#include "trace/trace_format.h"
+#include "trace_cost.h"
 
 namespace {
 
@@ -179,7 +183,25 @@ void PrintTable(const HookTimes& h, double gate_ns, const SwapTimes& s) {
               gib / s.memcpy_warm);
 }
 
-void WriteJson(const char* path, const HookTimes& h, double gate_ns, const SwapTimes& s) {
+void PrintTraceCost(const TraceCost& t) {
+  std::printf("%-44s %10s %10s %10s\n", "recorder (GANDIVA_SHIM_TRACE), cuLaunchKernel", "ns/call",
+              "added ns", "vs off");
+  std::printf("%-44s %10.2f\n", "stand-in, no shim", t.direct_ns);
+  std::printf("%-44s %10.2f %10.2f\n", "shim hook, recording off", t.off_ns,
+              t.off_ns - t.direct_ns);
+  std::printf("%-44s %10.2f %10.2f %10.2f\n", "shim hook, recording on", t.on_ns,
+              t.on_ns - t.direct_ns, t.on_ns - t.off_ns);
+  std::printf("%-44s %10llu %10llu\n", "records written, dropped",
+              static_cast<unsigned long long>(t.recorded),
+              static_cast<unsigned long long>(t.dropped));
+  std::printf("%-44s %10.1f %10.0f %10.1f\n", "stand-in job recorded: s, calls/s, MB/min", t.job_s,
+              t.job_calls_per_s, t.job_bytes_per_min / 1e6);
+  std::printf("%-44s %10.1f\n", "a job making 10,000 driver calls/s: MB/min",
+              10000.0 * sizeof(gandiva::shim::trace::TraceRecord) * 60 / 1e6);
+}
+
+void WriteJson(const char* path, const HookTimes& h, double gate_ns, const SwapTimes& s,
+               const TraceCost& t) {
   FILE* f = std::fopen(path, "w");
   if (!f) return;
   std::fprintf(
@@ -192,11 +214,22 @@ void WriteJson(const char* path, const HookTimes& h, double gate_ns, const SwapT
       "  \"swap_bytes\": %zu,\n  \"swap_out_s\": %.6f,\n  \"swap_in_sample_verify_s\": %.6f,\n"
       "  \"swap_in_full_verify_s\": %.6f,\n  \"memcpy_fresh_s\": %.6f,\n  \"memcpy_warm_s\": "
       "%.6f,\n"
-      "  \"swap_out_vs_memcpy\": %.3f,\n  \"swap_in_vs_memcpy\": %.3f\n}\n",
+      "  \"swap_out_vs_memcpy\": %.3f,\n  \"swap_in_vs_memcpy\": %.3f,\n",
       h.direct_ns, h.export_ns, h.direct_proc_ns, h.proc_ns, h.direct_ptsz_ns, h.ptsz_ns,
       h.export_ns - h.direct_ns, h.proc_ns - h.direct_proc_ns, gate_ns, kSwapTotal, s.out_best,
       s.in_best, s.in_full_best, s.memcpy_fresh, s.memcpy_warm, s.memcpy_fresh / s.out_best,
       s.memcpy_fresh / s.in_best);
+  std::fprintf(f,
+               "  \"trace\": {\"launch_direct_ns\": %.3f, \"launch_recording_off_ns\": %.3f, "
+               "\"launch_recording_on_ns\": %.3f, \"added_by_recording_ns\": %.3f, "
+               "\"records_written\": %llu, \"records_dropped\": %llu, \"job_s\": %.3f, "
+               "\"job_calls_per_s\": %.1f, \"job_trace_bytes\": %llu, "
+               "\"job_trace_bytes_per_minute\": %.0f, \"record_bytes\": %zu}\n}\n",
+               t.direct_ns, t.off_ns, t.on_ns, t.on_ns - t.off_ns,
+               static_cast<unsigned long long>(t.recorded),
+               static_cast<unsigned long long>(t.dropped), t.job_s, t.job_calls_per_s,
+               static_cast<unsigned long long>(t.job_bytes), t.job_bytes_per_min,
+               sizeof(gandiva::shim::trace::TraceRecord));
   std::fclose(f);
 }
 
@@ -213,7 +246,13 @@ int main(int argc, char** argv) {
   if (!gandiva::shim::LoadDriver()) Die("core: cannot load the stand-in");
   const double gate_ns = BestNsPerCall([] { gandiva::shim::Gate(); }, 50'000'000);
   const SwapTimes swap = MeasureSwap();
+  char work[] = "/tmp/gd_shim_bench.XXXXXX";
+  const TraceCost trace_cost =
+      mkdtemp(work) ? MeasureTraceCost(work, GD_DIRECT_APP, GD_STANDIN_DIR, GD_SHIM_LIB, GD_CUBIN)
+                    : TraceCost{};
+  rmdir(work);
   PrintTable(hooks, gate_ns, swap);
-  WriteJson(json_path, hooks, gate_ns, swap);
+  PrintTraceCost(trace_cost);
+  WriteJson(json_path, hooks, gate_ns, swap, trace_cost);
   return 0;
 }

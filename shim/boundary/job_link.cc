@@ -124,18 +124,19 @@ void CaptureGate() {
   rt.GateWait();
 }
 
-void OnHostSync(ThreadSlot* slot, uint32_t kind) {
+int OnHostSync(ThreadSlot* slot, uint32_t kind) {
   // A sync inside a park (a save function's copy) is no boundary: it would park again.
-  if (slot->shared || slot->serving_park || t_serving_park) return;
-  if (!slot->detector.OnSync(kind)) return;
+  if (slot->shared || slot->serving_park || t_serving_park) return 0;
+  if (!slot->detector.OnSync(kind)) return 0;
   ThreadSlot* owner = g_owner.load(std::memory_order_acquire);
   if (owner == nullptr && g_owner.compare_exchange_strong(owner, slot)) owner = slot;
-  if (owner != slot) return;
+  if (owner != slot) return kSyncBoundary;
   ControlBlock* cb = JobControlBlock();
-  if (!cb) return;
+  if (!cb) return kSyncBoundary;
   Publish(cb, slot->detector);
-  if (ExplicitMarksPresent(cb)) return;
+  if (ExplicitMarksPresent(cb)) return kSyncBoundary;
   DriveBoundary(cb);
+  return kSyncBoundary | kSyncDrove;
 }
 
 BoundaryReport CurrentBoundaryReport() {

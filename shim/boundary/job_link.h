@@ -54,7 +54,11 @@ void CaptureGate();
 // After a successful host-blocking sync on this thread: feeds the detector and, when
 // the sync opens a period on the thread that drives boundaries, marks the boundary
 // (which parks here if the controller asked). Never called on the launch path.
-void OnHostSync(ThreadSlot* slot, uint32_t kind);
+// Returns what it decided (the trace records it): kSyncBoundary when the thread's
+// detector took the sync for a boundary, kSyncDrove when that boundary drove the job's.
+inline constexpr int kSyncBoundary = 1;
+inline constexpr int kSyncDrove = 2;
+int OnHostSync(ThreadSlot* slot, uint32_t kind);
 
 // What the shim inferred, for reports.
 struct BoundaryReport {

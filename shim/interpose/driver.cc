@@ -8,6 +8,7 @@
 
 #include "boundary/job_link.h"
 #include "gandiva/common/log.h"
+#include "trace/trace_hooks.h"
 
 namespace gandiva::shim {
 namespace {
@@ -71,6 +72,8 @@ bool LoadDriver() {
       g_extras.cuMemHostAlloc = reinterpret_cast<PFN_cuMemHostAlloc_v2020>(get("cuMemHostAlloc"));
       g_extras.cuMemFreeHost = reinterpret_cast<PFN_cuMemFreeHost_v2000>(get("cuMemFreeHost"));
     }
+    // Before the first call returns, so that it is in the trace (GANDIVA_SHIM_TRACE).
+    if (h) StartTraceFromEnv();
     g_handle.store(h, std::memory_order_release);
     g_loaded.store(true, std::memory_order_release);
     t_loading = false;

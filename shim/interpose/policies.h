@@ -2,6 +2,8 @@
 // Launch path (Launch, LaunchEx, Issue): the gate's one atomic load, a per-thread
 // counter and detector update (plain stores on the thread's own slot), then the
 // driver's function; its result is returned unchanged. Never throws, locks or allocates.
+// Every policy runs the driver through trace::Traced: with GANDIVA_SHIM_TRACE set it
+// records the call (trace/trace_hooks.h); otherwise that costs one load and a branch.
 #ifndef GANDIVA_SHIM_POLICIES_H_
 #define GANDIVA_SHIM_POLICIES_H_
 
@@ -12,6 +14,7 @@
 #include "interpose/driver.h"
 #include "memory/memory_cap.h"
 #include "memory/memory_tracker.h"
+#include "trace/trace_hooks.h"
 
 namespace gandiva::shim {
 
@@ -41,7 +44,9 @@ struct Attach {
   template <HookId Id, typename... A>
   static CUresult Run(A... a) {
     CountCall(CurrentThreadSlot(), Id);
-    return Real<Id>::Get()(a...);  // the first call loads the driver and attaches the job
+    // The first call loads the driver and attaches the job.
+    return trace::Traced<Id>([&] { return Real<Id>::Get()(a...); },
+                             [&](trace::TraceRecord& rec) { trace::FillArgs(rec, a...); });
   }
 };
 
@@ -50,7 +55,8 @@ struct Launch {  // first argument: the kernel or graph
   static CUresult Run(F f, A... a) {
     Gate();
     FeedLaunch(Id, Token(f), kKernelWork<Id>);
-    return Real<Id>::Get()(f, a...);
+    return trace::Traced<Id>([&] { return Real<Id>::Get()(f, a...); },
+                             [&](trace::TraceRecord& rec) { trace::FillLaunch(rec, f, a...); });
   }
 };
 
@@ -59,7 +65,8 @@ struct LaunchEx {  // (config, kernel, ...)
   static CUresult Run(C config, F f, A... a) {
     Gate();
     FeedLaunch(Id, Token(f), 1);
-    return Real<Id>::Get()(config, f, a...);
+    return trace::Traced<Id>([&] { return Real<Id>::Get()(config, f, a...); },
+                             [&](trace::TraceRecord& rec) { trace::FillLaunchEx(rec, config, f); });
   }
 };
 
@@ -68,7 +75,8 @@ struct Issue {  // copies and memsets: the kind of call is the token, not its si
   static CUresult Run(A... a) {
     Gate();
     FeedLaunch(Id, 0x155e00000000ull | HookTraits<Id>::kKind, 0);  // no device work of its own
-    return Real<Id>::Get()(a...);
+    return trace::Traced<Id>([&] { return Real<Id>::Get()(a...); },
+                             [&](trace::TraceRecord& rec) { trace::FillArgs(rec, a...); });
   }
 };
 
@@ -77,8 +85,21 @@ struct Sync {
   static CUresult Run(A... a) {
     ThreadSlot* s = CurrentThreadSlot();
     CountCall(s, Id);
-    const CUresult r = Real<Id>::Get()(a...);
-    if (r == CUDA_SUCCESS) OnHostSync(s, HookTraits<Id>::kKind);
+    int decided = 0;
+    const CUresult r = trace::Traced<Id>(
+        [&] {
+          const CUresult sync = Real<Id>::Get()(a...);
+          if (sync == CUDA_SUCCESS) decided = OnHostSync(s, HookTraits<Id>::kKind);
+          return sync;
+        },
+        [&](trace::TraceRecord& rec) {
+          trace::FillArgs(rec, a...);
+          rec.arg[3] = rec.arg[4] = 0;
+          trace::FillSync(rec, s, decided);
+        },
+        [&](const trace::TraceRecord& rec) {  // what the shim holds at the boundary
+          if (decided & kSyncBoundary) trace::EmitBoundaryMark(rec.t_ns + rec.dur_ns);
+        });
     return r;
   }
 };
@@ -89,17 +110,41 @@ struct Capture {
     CaptureGate();
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    return Real<Id>::Get()(a...);
+    return trace::Traced<Id>([&] { return Real<Id>::Get()(a...); },
+                             [&](trace::TraceRecord& rec) { trace::FillArgs(rec, a...); });
   }
 };
+
+// cuGetProcAddress (v1 and v2): the driver answers, and a hooked function's answer is
+// replaced by the shim's wrapper. The trace keeps the symbol, the version asked for,
+// the flags and whether the shim answered.
+template <HookId Id, typename Call>
+inline CUresult TracedProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                                  Call&& call) {
+  void* answer = nullptr;
+  return trace::Traced<Id>(
+      [&] {
+        const CUresult r = call();
+        if (r == CUDA_SUCCESS && pfn && *pfn) {
+          answer = *pfn;
+          *pfn = WrapProcAddress(symbol, version, flags, *pfn);
+        }
+        return r;
+      },
+      [&](trace::TraceRecord& rec) {
+        trace::FillSymbol(rec, symbol);
+        rec.aux = static_cast<uint16_t>(version < 0 || version > 0xffff ? 0xffff : version);
+        rec.arg[4] = flags;
+        if (answer && *pfn != answer) rec.flags |= trace::kFlagWrapped;
+      });
+}
 
 struct ProcAddress {
   template <HookId Id>
   static CUresult Run(const char* symbol, void** pfn, int version, cuuint64_t flags) {
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(symbol, pfn, version, flags);
-    if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = WrapProcAddress(symbol, version, flags, *pfn);
-    return r;
+    return TracedProcAddress<Id>(symbol, pfn, version, flags,
+                                 [&] { return Real<Id>::Get()(symbol, pfn, version, flags); });
   }
 };
 
@@ -108,11 +153,20 @@ struct ProcAddressV2 {
   static CUresult Run(const char* symbol, void** pfn, int version, cuuint64_t flags,
                       CUdriverProcAddressQueryResult* found) {
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(symbol, pfn, version, flags, found);
-    if (r == CUDA_SUCCESS && pfn && *pfn) *pfn = WrapProcAddress(symbol, version, flags, *pfn);
-    return r;
+    return TracedProcAddress<Id>(symbol, pfn, version, flags, [&] {
+      return Real<Id>::Get()(symbol, pfn, version, flags, found);
+    });
   }
 };
+
+// Memory calls: the record ends with what the shim tracks after the call (arg[4]).
+template <HookId Id, typename Call, typename Fill>
+inline CUresult TracedMemory(Call&& call, Fill&& fill) {
+  return trace::Traced<Id>(call, [&](trace::TraceRecord& rec) {
+    fill(rec);
+    rec.arg[4] = trace::TrackedBytes();
+  });
+}
 
 struct MemAlloc {
   template <HookId Id>
@@ -120,7 +174,11 @@ struct MemAlloc {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
     if (!LoadDriver()) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
-    return MemoryTracker::Get().Alloc(dptr, size);
+    return TracedMemory<Id>([&] { return MemoryTracker::Get().Alloc(dptr, size); },
+                            [&](trace::TraceRecord& rec) {
+                              rec.arg[0] = rec.result == CUDA_SUCCESS && dptr ? *dptr : 0;
+                              rec.arg[1] = size;
+                            });
   }
 };
 
@@ -130,7 +188,8 @@ struct MemFree {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
     if (!LoadDriver()) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
-    return MemoryTracker::Get().Free(ptr);
+    return TracedMemory<Id>([&] { return MemoryTracker::Get().Free(ptr); },
+                            [&](trace::TraceRecord& rec) { rec.arg[0] = ptr; });
   }
 };
 
@@ -140,7 +199,9 @@ struct MemFreeAsync {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
     if (!LoadDriver()) return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
-    return MemoryTracker::Get().FreeAsync(ptr, stream, Real<Id>::Get());
+    return TracedMemory<Id>(
+        [&] { return MemoryTracker::Get().FreeAsync(ptr, stream, Real<Id>::Get()); },
+        [&](trace::TraceRecord& rec) { trace::FillArgs(rec, ptr, stream); });
   }
 };
 
@@ -154,6 +215,20 @@ struct TrackPitch {
                       unsigned int elem) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
+    return TracedMemory<Id>(
+        [&] { return Allocate<Id>(dptr, pitch, width, height, elem); },
+        [&](trace::TraceRecord& rec) {
+          rec.arg[0] = rec.result == CUDA_SUCCESS && dptr ? *dptr : 0;
+          rec.arg[1] = rec.result == CUDA_SUCCESS && pitch ? uint64_t{*pitch} * height : 0;
+          rec.arg[2] = width;
+          rec.arg[3] = height;
+          rec.aux = static_cast<uint16_t>(elem);
+        });
+  }
+
+  template <HookId Id>
+  static CUresult Allocate(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                           unsigned int elem) {
     MemoryCap& cap = MemoryCap::Process();
     uint64_t least = 0;
     if (__builtin_mul_overflow(width, height, &least)) {
@@ -193,9 +268,16 @@ struct TrackManaged {
   static CUresult Run(CUdeviceptr* dptr, size_t size, unsigned int flags) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Charged(size, [&] { return Real<Id>::Get()(dptr, size, flags); });
-    if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, size, AllocKind::kManaged, nullptr);
-    return r;
+    return TracedMemory<Id>(
+        [&] {
+          const CUresult r = Charged(size, [&] { return Real<Id>::Get()(dptr, size, flags); });
+          if (r == CUDA_SUCCESS)
+            MemoryTracker::Get().Track(*dptr, size, AllocKind::kManaged, nullptr);
+          return r;
+        },
+        [&](trace::TraceRecord& rec) {
+          trace::FillArgs(rec, rec.result == CUDA_SUCCESS ? *dptr : 0, size, flags);
+        });
   }
 };
 
@@ -204,9 +286,15 @@ struct TrackAsync {
   static CUresult Run(CUdeviceptr* dptr, size_t size, CUstream stream) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Charged(size, [&] { return Real<Id>::Get()(dptr, size, stream); });
-    if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, size, AllocKind::kAsync, stream);
-    return r;
+    return TracedMemory<Id>(
+        [&] {
+          const CUresult r = Charged(size, [&] { return Real<Id>::Get()(dptr, size, stream); });
+          if (r == CUDA_SUCCESS) MemoryTracker::Get().Track(*dptr, size, AllocKind::kAsync, stream);
+          return r;
+        },
+        [&](trace::TraceRecord& rec) {
+          trace::FillArgs(rec, rec.result == CUDA_SUCCESS ? *dptr : 0, size, stream);
+        });
   }
 };
 
@@ -216,9 +304,17 @@ struct TrackCreate {
                       const CUmemAllocationProp* prop, unsigned long long flags) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Charged(size, [&] { return Real<Id>::Get()(handle, size, prop, flags); });
-    if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackPhysical(*handle, size);
-    return r;
+    return TracedMemory<Id>(
+        [&] {
+          const CUresult r =
+              Charged(size, [&] { return Real<Id>::Get()(handle, size, prop, flags); });
+          if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackPhysical(*handle, size);
+          return r;
+        },
+        [&](trace::TraceRecord& rec) {
+          trace::FillArgs(rec, rec.result == CUDA_SUCCESS ? *handle : 0, size,
+                          prop ? prop->location.id : -1, flags);
+        });
   }
 };
 
@@ -227,20 +323,33 @@ struct TrackRelease {
   static CUresult Run(CUmemGenericAllocationHandle handle) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(handle);
-    if (r == CUDA_SUCCESS) MemoryTracker::Get().UntrackPhysical(handle);
-    return r;
+    return TracedMemory<Id>(
+        [&] {
+          const CUresult r = Real<Id>::Get()(handle);
+          if (r == CUDA_SUCCESS) MemoryTracker::Get().UntrackPhysical(handle);
+          return r;
+        },
+        [&](trace::TraceRecord& rec) { rec.arg[0] = handle; });
   }
 };
 
 // Reservations the program makes itself hold no bytes of their own (the physical
 // memory is counted at cuMemCreate); gated so the table stays still.
+// (cuMemAddressReserve's record: the address reserved, size, alignment, address asked, flags.)
 struct TrackReserve {
   template <HookId Id, typename... A>
   static CUresult Run(A... a) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    return Real<Id>::Get()(a...);
+    return trace::Traced<Id>([&] { return Real<Id>::Get()(a...); },
+                             [&](trace::TraceRecord& rec) { FillReserve(rec, a...); });
+  }
+  static void FillReserve(trace::TraceRecord& rec, CUdeviceptr* ptr, size_t size, size_t align,
+                          CUdeviceptr addr, unsigned long long flags) {
+    trace::FillArgs(rec, rec.result == CUDA_SUCCESS ? *ptr : 0, size, align, addr, flags);
+  }
+  static void FillReserve(trace::TraceRecord& rec, CUdeviceptr ptr, size_t size) {
+    trace::FillArgs(rec, ptr, size);
   }
 };
 using TrackAddressFree = TrackReserve;
@@ -253,9 +362,13 @@ struct TrackMap {
                       CUmemGenericAllocationHandle handle, unsigned long long flags) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(ptr, size, offset, handle, flags);
-    if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackAppMap(ptr, size, handle);
-    return r;
+    return TracedMemory<Id>(
+        [&] {
+          const CUresult r = Real<Id>::Get()(ptr, size, offset, handle, flags);
+          if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackAppMap(ptr, size, handle);
+          return r;
+        },
+        [&](trace::TraceRecord& rec) { trace::FillArgs(rec, ptr, size, offset, handle); });
   }
 };
 
@@ -264,9 +377,13 @@ struct TrackUnmap {
   static CUresult Run(CUdeviceptr ptr, size_t size) {
     Gate();
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(ptr, size);
-    if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackAppUnmap(ptr, size);
-    return r;
+    return TracedMemory<Id>(
+        [&] {
+          const CUresult r = Real<Id>::Get()(ptr, size);
+          if (r == CUDA_SUCCESS) MemoryTracker::Get().TrackAppUnmap(ptr, size);
+          return r;
+        },
+        [&](trace::TraceRecord& rec) { trace::FillArgs(rec, ptr, size); });
   }
 };
 
@@ -276,9 +393,17 @@ struct MemInfo {
   template <HookId Id>
   static CUresult Run(size_t* free_bytes, size_t* total_bytes) {
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(free_bytes, total_bytes);
-    if (r == CUDA_SUCCESS) MemoryCap::Process().Report(free_bytes, total_bytes);
-    return r;
+    return trace::Traced<Id>(
+        [&] {
+          const CUresult r = Real<Id>::Get()(free_bytes, total_bytes);
+          if (r == CUDA_SUCCESS) MemoryCap::Process().Report(free_bytes, total_bytes);
+          return r;
+        },
+        [&](trace::TraceRecord& rec) {  // what the job was told
+          if (rec.result != CUDA_SUCCESS || !free_bytes || !total_bytes) return;
+          rec.arg[0] = *free_bytes;
+          rec.arg[1] = *total_bytes;
+        });
   }
 };
 
@@ -286,9 +411,15 @@ struct DeviceTotalMem {
   template <HookId Id>
   static CUresult Run(size_t* bytes, CUdevice device) {
     CountCall(CurrentThreadSlot(), Id);
-    const CUresult r = Real<Id>::Get()(bytes, device);
-    if (r == CUDA_SUCCESS && bytes) *bytes = MemoryCap::Process().Total(*bytes);
-    return r;
+    return trace::Traced<Id>(
+        [&] {
+          const CUresult r = Real<Id>::Get()(bytes, device);
+          if (r == CUDA_SUCCESS && bytes) *bytes = MemoryCap::Process().Total(*bytes);
+          return r;
+        },
+        [&](trace::TraceRecord& rec) {
+          trace::FillArgs(rec, rec.result == CUDA_SUCCESS ? *bytes : 0, device);
+        });
   }
 };
 

@@ -272,6 +272,20 @@ void MemoryTracker::MaybeForgetPhysicalLocked(
   PublishLocked();
 }
 
+MemoryTracker::Decisions MemoryTracker::CurrentDecisions() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Decisions d;
+  d.resident_bytes = TotalsLocked().device_bytes;
+  d.allocations = live_.size();
+  d.freed_after = freed_after_first_boundary_;
+  for (const auto& [ptr, a] : live_) {
+    if (a.kind == AllocKind::kVmm && !a.swapped) d.swap_out_bytes += a.size;
+    d.checkpoint_bytes += a.size;
+    if (a.after_first_boundary) ++d.made_after;
+  }
+  return d;
+}
+
 MemoryTotals MemoryTracker::Totals() {
   std::lock_guard<std::mutex> lock(mu_);
   return TotalsLocked();

@@ -92,6 +92,20 @@ class MemoryTracker {
   };
   Drift DriftSinceFirstBoundary();
 
+  // What the shim would do with device memory now, recorded at each inferred boundary
+  // in a trace (trace/): what it tracks, what a swap-out would copy (resident
+  // VMM-backed allocations) and what a device-memory checkpoint would write (every
+  // tracked allocation), and the drift that decides whether such a checkpoint is refused.
+  struct Decisions {
+    uint64_t resident_bytes = 0;
+    uint64_t swap_out_bytes = 0;
+    uint64_t checkpoint_bytes = 0;
+    uint64_t allocations = 0;
+    uint64_t made_after = 0;
+    uint64_t freed_after = 0;
+  };
+  Decisions CurrentDecisions();
+
   // Maps fresh physical memory at [va, va+size) on `device` (create, map, set access,
   // release the handle so that unmapping frees it). Used by Alloc and by swap-in.
   static CUresult MapPhysical(CUdeviceptr va, size_t size, CUdevice device);

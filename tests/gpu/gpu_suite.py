@@ -3,10 +3,12 @@
 and reports every figure in one table (and JSON). See docs/gpu.md.
 
     tests/gpu/gpu_suite.py [--build DIR | --bundle DIR] [--device cuda|cpu]
-                           [--json FILE] [--only ROW,...] [--quick] [--keep]
+                           [--json FILE] [--traces DIR] [--only ROW,...] [--quick] [--keep]
 
 Rows: driver_api, torch_unmodified, torch_registered, slicing_pair, swap_pair,
-checkpoint_restore, migration, copy_floor. Exit status: 0 all rows passed or
+checkpoint_restore, migration, copy_floor, traces. The traces row records the driver
+calls of its jobs (GANDIVA_SHIM_TRACE) into --traces (default: beside --json), so a
+run on a GPU leaves them behind for tests/shim/traces (its README says how). Exit status: 0 all rows passed or
 skipped, 1 a row failed, 77 no GPU (nvidia-smi lists none, or torch has no CUDA)
 with --device cuda. --device cpu is the dry run: the same plumbing and job
 scripts with torch on the CPU (and the stand-in driver where a row needs one);
@@ -28,7 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 ROWS = ["driver_api", "torch_unmodified", "torch_registered", "slicing_pair", "swap_pair",
-        "checkpoint_restore", "migration", "copy_floor"]
+        "checkpoint_restore", "migration", "copy_floor", "traces"]
 
 
 class Skip(Exception):
@@ -51,6 +53,7 @@ def find_tools(args):
         b = os.path.abspath(args.bundle)
         t = {"gandiva": f"{b}/bin/gandiva", "gandivad": f"{b}/bin/gandivad",
              "procaddr_app": f"{b}/bin/gd_shim_procaddr_app", "swap_bench": f"{b}/bin/swap_bench",
+             "trace_tool": f"{b}/bin/gandiva-shim-trace", "replay": f"{b}/bin/shim_trace_replay",
              "shim": f"{b}/lib/libgandiva_shim.so", "fatbin": f"{b}/lib/kernels.fatbin",
              "standin_dir": None, "pythonpath": f"{b}/py", "ld_library_path": f"{b}/lib"}
     else:
@@ -58,6 +61,7 @@ def find_tools(args):
         t = {"gandiva": f"{b}/cli/gandiva", "gandivad": f"{b}/node/gandivad",
              "procaddr_app": f"{b}/tests/shim/gd_shim_procaddr_app",
              "swap_bench": f"{b}/bench/shim/swap_bench", "shim": f"{b}/shim/libgandiva_shim.so",
+             "trace_tool": f"{b}/shim/gandiva-shim-trace", "replay": f"{b}/tests/shim/shim_trace_replay",
              "fatbin": f"{b}/tests/shim/kernels.fatbin", "standin_dir": f"{b}/tests/shim/standin",
              "pythonpath": f"{b}/python", "ld_library_path": os.environ.get("LD_LIBRARY_PATH", "")}
     return {k: (v if v is None or k in ("pythonpath", "ld_library_path") or os.path.exists(v) else None)
@@ -193,12 +197,12 @@ class Daemon:
     def job(self, job_id):
         return next((j for j in self.jobs() if j["id"] == job_id), {})
 
-    def run(self, args, name, restore=None):
+    def run(self, args, name, restore=None, env=None):
         cmd = [self.suite.tools["gandiva"], "run", "--name", name]
         if restore:
             cmd += ["--restore", restore]
-        return subprocess.Popen(cmd + ["--", *args], env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(cmd + ["--", *args], env=dict(self.env, **(env or {})),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def stop(self):
         if self.proc.poll() is None:
@@ -297,13 +301,14 @@ def row_torch_registered(s):
         d.stop()
 
 
-def pair(s, name, flags, n, extra=()):
+def pair(s, name, flags, n, extra=(), envs=(None, None)):
     """Two jobs started together under one gandivad; returns (makespan, their outputs, ps)."""
     d = Daemon(s, name, *flags)
     try:
         outs = [f"{s.work}/{name}_{i}.json" for i in (0, 1)]
         t = time.monotonic()
-        procs = [d.run([s.python, s.job, "--out", o, "--iterations", str(n), *s.job_args, *extra], f"{name}{i}")
+        procs = [d.run([s.python, s.job, "--out", o, "--iterations", str(n), *s.job_args, *extra], f"{name}{i}",
+                       env=envs[i])
                  for i, o in enumerate(outs)]
         wait_all(procs, 1800)
         makespan = time.monotonic() - t
@@ -469,6 +474,73 @@ def row_copy_floor(s):
     return figures, note if s.cuda else note + " (stand-in: CPU memcpy figures, not a GPU's)"
 
 
+def row_traces(s):
+    """The driver calls of the suite's jobs recorded (GANDIVA_SHIM_TRACE) into --traces:
+    the cuGetProcAddress test program with calls the driver must refuse, the unmodified
+    PyTorch job, the registered one under gandivad, and a time-sliced pair. Each trace
+    is replayed against the stand-in (tests/shim/shim_trace_replay) where it is built:
+    the shim must decide as it did on the real driver, and the stand-in refuse what the
+    driver refused. The dry run records the test program only (on the stand-in): CPU
+    torch calls no driver."""
+    s.need("shim", "procaddr_app", "fatbin")
+    os.makedirs(s.traces, exist_ok=True)
+    prefix = "gpu" if s.cuda else "standin"
+    traces = {}
+
+    def traced(name):
+        path = os.path.join(s.traces, f"{prefix}_{name}.gdtrace")
+        if os.path.exists(path):
+            os.unlink(path)
+        traces[name] = path
+        return {"GANDIVA_SHIM_TRACE": path, "GANDIVA_SHIM_TRACE_MAX_BYTES": str(256 << 20)}
+
+    env = dict(s.env, LD_PRELOAD=s.tools["shim"], **traced("driver_api"))
+    if not s.cuda:
+        if not s.tools["standin_dir"]:
+            raise Skip("the dry run needs the stand-in driver (a build tree, not a bundle)")
+        env["LD_LIBRARY_PATH"] = s.tools["standin_dir"]
+    r = subprocess.run([s.tools["procaddr_app"], "--image", s.tools["fatbin"], "--iterations", "50",
+                        "--threads", "2", "--graph", "--bad-calls"], env=env, capture_output=True,
+                       text=True, timeout=300)
+    check(r.returncode == 0, f"procaddr_app: exit {r.returncode}: {r.stderr[-400:]}")
+    if s.cuda:  # CPU torch makes no driver call: nothing to record in the dry run
+        n = s.iterations_for(10, floor=20)
+        s.train(f"{s.work}/traced_unmodified.json", n,
+                env=dict(s.env, LD_PRELOAD=s.tools["shim"], **traced("torch_unmodified")))
+        d = Daemon(s, "traced")
+        try:
+            p = d.run([s.python, s.job, "--out", f"{s.work}/traced_registered.json", "--iterations", str(n),
+                       "--register", *s.job_args], "traced", env=traced("torch_registered"))
+            wait_all([p], 900)
+        finally:
+            d.stop()
+        pair(s, "traced_pair", ["--slice-ms", "100"], n, envs=(traced("pair_0"), traced("pair_1")))
+    figures = {}
+    replayed, failed = 0, []
+    for name, path in traces.items():
+        if not os.path.exists(path):
+            figures[f"{name}_kib"] = 0  # the job made no driver call
+            continue
+        if s.tools.get("trace_tool"):
+            st = subprocess.run([s.tools["trace_tool"], "stats", path], capture_output=True, text=True)
+            check(st.returncode == 0, f"{path}: {st.stderr.strip()}")
+        figures[f"{name}_kib"] = round(os.path.getsize(path) / 1024, 1)
+        if s.tools.get("replay") and s.tools["standin_dir"]:
+            rp = subprocess.run([s.tools["replay"], path], capture_output=True, text=True, timeout=300,
+                                env=dict(s.env, GANDIVA_SHIM_LIBCUDA=f"{s.tools['standin_dir']}/libcuda.so.1"))
+            with open(path + ".replay.txt", "w") as f:
+                f.write(rp.stdout + rp.stderr)
+            replayed += 1
+            if rp.returncode != 0:
+                failed.append(os.path.basename(path))
+    check(os.path.exists(traces["driver_api"]), "the test program left no trace")
+    figures["replayed"] = replayed
+    # The shim decided otherwise on the stand-in than on the recorded driver, or the
+    # stand-in accepted what the driver refused: kept beside the trace (.replay.txt).
+    check(not failed, f"replays differ: {', '.join(failed)} (see their .replay.txt in {s.traces})")
+    return figures, f"traces in {s.traces}" + ("" if s.cuda else " (stand-in and CPU torch: not a GPU's)")
+
+
 # ---- Driver.
 
 def main():
@@ -478,6 +550,7 @@ def main():
     p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     p.add_argument("--python", default=sys.executable, help="Python with torch for the jobs")
     p.add_argument("--json", default="gpu_suite.json")
+    p.add_argument("--traces", help="folder for the traces row's recordings (default: beside --json)")
     p.add_argument("--only", help="comma-separated rows")
     p.add_argument("--keep", action="store_true", help="keep the work folder (logs, outputs)")
     p.add_argument("--quick", action="store_true", help="runs a quarter as long (dry runs, CTest)")
@@ -493,6 +566,7 @@ def main():
                   f"--device cpu for the dry run.", flush=True)
             return 77
     s = Suite(args)
+    s.traces = os.path.abspath(args.traces or os.path.join(os.path.dirname(os.path.abspath(args.json)), "traces"))
     results = []
     for name in rows:
         fn = globals()[f"row_{name}"]

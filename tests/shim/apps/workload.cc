@@ -10,6 +10,10 @@
 //   --startup-copies C before the loop, C weight-sized copies to the device, each waited
 //                      for (as torch's .cuda() does), with a small kernel after every 8th
 //   --report PATH      writes expected totals at set-up, call counts at the end
+//   --bad-calls        before the loop, calls the driver must refuse (a zero-byte
+//                      allocation, a free of memory never allocated, launches of
+//                      impossible shapes, a copy to no device memory): each must fail,
+//                      and a trace of it recorded on a GPU keeps what the driver refused
 // Exit: 0 ok, 2 a driver call failed, 3 device memory contents were wrong at the end.
 #include "workload.h"
 
@@ -41,6 +45,14 @@ const char* const kFnNames[] = {
 std::atomic<uint64_t> g_counts[kFnCount];
 
 #define CALL(d, name, ...) (g_counts[k_##name].fetch_add(1), (d).name(__VA_ARGS__))
+// A call the driver must refuse (the program goes on).
+#define CHECK_REFUSED(expr)                                                           \
+  do {                                                                                \
+    if ((expr) == CUDA_SUCCESS) {                                                     \
+      std::fprintf(stderr, "workload: %s was accepted (line %d)\n", #expr, __LINE__); \
+      std::_Exit(2);                                                                  \
+    }                                                                                 \
+  } while (0)
 #define CHECK(expr)                                                                     \
   do {                                                                                  \
     CUresult r_ = (expr);                                                               \
@@ -59,6 +71,7 @@ struct Options {
   int buffers = 4;
   size_t buffer_bytes = (3u << 20) + 1234;
   bool graph = false;
+  bool bad_calls = false;
   int startup_copies = 0;
   const char* report = nullptr;
 };
@@ -84,6 +97,8 @@ Options Parse(int argc, char** argv) {
       o.buffer_bytes = std::strtoull(next(), nullptr, 0);
     else if (a == "--graph")
       o.graph = true;
+    else if (a == "--bad-calls")
+      o.bad_calls = true;
     else if (a == "--startup-copies")
       o.startup_copies = std::atoi(next());
     else if (a == "--report")
@@ -222,6 +237,19 @@ int RunWorkload(const Driver& d, int argc, char** argv) {
     }
   }
   CHECK(CALL(d, cuCtxSynchronize));
+
+  if (o.bad_calls) {
+    CUdeviceptr none = 0;
+    CHECK_REFUSED(CALL(d, cuMemAlloc_v2, &none, 0));
+    CHECK_REFUSED(CALL(d, cuMemFree_v2, work + 64));  // inside an allocation, not its start
+    CHECK_REFUSED(CALL(d, cuLaunchKernel, scale, 1, 1, 1, 2048, 1, 1, 0, nullptr, scale_args,
+                       nullptr));  // more threads per block than any GPU has
+    CHECK_REFUSED(CALL(d, cuLaunchKernel, scale, 0, 1, 1, 32, 1, 1, 0, nullptr, scale_args,
+                       nullptr));  // an empty grid
+    const uint32_t word = 7;
+    CHECK_REFUSED(CALL(d, cuMemcpyHtoD_v2, CUdeviceptr{16}, &word, 4));  // no memory there
+    CHECK(CALL(d, cuCtxSynchronize));
+  }
 
   if (o.report) {
     FILE* f = std::fopen(o.report, "w");
