@@ -30,7 +30,7 @@ export CCACHE_DEPEND ?= true
 endif
 
 .PHONY: all deps configure build demo cluster-demo test test-unit bench clean \
-        format format-check asan-build test-asan test-asan-full test-tsan fuzz fuzz-build fuzz-smoke
+        format format-check asan-build test-asan test-asan-full tsan-build test-tsan fuzz fuzz-build fuzz-smoke
 
 all: build
 
@@ -95,9 +95,11 @@ test-asan-full: asan-build
 
 # The threaded unit tests under TSan: only their targets are built.
 TSAN_TARGETS = common_test runtime_test checkpoint_test node_test
-test-tsan: deps
+tsan-build: deps
 	cmake -S . -B $(TSAN_DIR) $(SAN_FLAGS) -DGANDIVA_SANITIZE=thread -DGANDIVA_WITH_CUDA=OFF
 	cmake --build $(TSAN_DIR) -j$(JOBS) --target $(TSAN_TARGETS)
+
+test-tsan: tsan-build
 	./scripts/test_sanitized.sh tsan $(TSAN_DIR)
 
 # libFuzzer harnesses (fuzz/README.md), in their own clang tree: every file with
