@@ -1,4 +1,4 @@
-// See trace_cost.h. The recording-on figure times batches of 4096 launches and lets the
+// See trace_cost.h. The recording-on figure times batches of 1024 launches and lets the
 // writer drain between batches (untimed), as a real job's calls leave it time: what is
 // timed is the launch path's own cost, never a ring that is full (records dropped,
 // which would be cheaper). The writer runs on its own thread, off the launch path.
@@ -28,7 +28,7 @@ using gandiva::MonotonicNowNs;
 using gandiva::shim::HookId;
 namespace trace = gandiva::shim::trace;
 
-constexpr int kBatch = 4096, kBatches = 64, kRounds = 5;
+constexpr int kBatch = 1024, kBatches = 256, kRounds = 5;
 
 template <typename F>
 double BestBatchedNs(F launch, bool drain) {

@@ -55,8 +55,9 @@ struct Launch {  // first argument: the kernel or graph
   static CUresult Run(F f, A... a) {
     Gate();
     FeedLaunch(Id, Token(f), kKernelWork<Id>);
-    return trace::Traced<Id>([&] { return Real<Id>::Get()(f, a...); },
-                             [&](trace::TraceRecord& rec) { trace::FillLaunch(rec, f, a...); });
+    return trace::Traced<Id, false>(
+        [&] { return Real<Id>::Get()(f, a...); },
+        [&](trace::TraceRecord& rec) { trace::FillLaunch(rec, f, a...); });
   }
 };
 
@@ -65,8 +66,9 @@ struct LaunchEx {  // (config, kernel, ...)
   static CUresult Run(C config, F f, A... a) {
     Gate();
     FeedLaunch(Id, Token(f), 1);
-    return trace::Traced<Id>([&] { return Real<Id>::Get()(config, f, a...); },
-                             [&](trace::TraceRecord& rec) { trace::FillLaunchEx(rec, config, f); });
+    return trace::Traced<Id, false>(
+        [&] { return Real<Id>::Get()(config, f, a...); },
+        [&](trace::TraceRecord& rec) { trace::FillLaunchEx(rec, config, f); });
   }
 };
 
@@ -75,8 +77,8 @@ struct Issue {  // copies and memsets: the kind of call is the token, not its si
   static CUresult Run(A... a) {
     Gate();
     FeedLaunch(Id, 0x155e00000000ull | HookTraits<Id>::kKind, 0);  // no device work of its own
-    return trace::Traced<Id>([&] { return Real<Id>::Get()(a...); },
-                             [&](trace::TraceRecord& rec) { trace::FillArgs(rec, a...); });
+    return trace::Traced<Id, false>([&] { return Real<Id>::Get()(a...); },
+                                    [&](trace::TraceRecord& rec) { trace::FillArgs(rec, a...); });
   }
 };
 

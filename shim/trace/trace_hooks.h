@@ -58,16 +58,20 @@ inline void Emit(TraceRecord& rec) {
 
 // Runs `call` (the driver, as the policy makes it); when recording, writes its record:
 // `fill(rec)` sets the arguments once the call returned, `then(rec)` runs after the
-// record is written (a decision record that follows it).
-template <HookId Id, typename Call, typename Fill, typename Then>
+// record is written (a decision record that follows it). `kTimed`: the call's duration
+// is measured (a second clock read); the launch path's calls (launches, copies,
+// memsets) record their start only.
+template <HookId Id, bool kTimed = true, typename Call, typename Fill, typename Then>
 inline CUresult Traced(Call&& call, Fill&& fill, Then&& then) {
   if (__builtin_expect(!Recording(), 1)) return call();
   const uint64_t t0 = NowNs();
   const CUresult r = call();
   TraceRecord rec{};
-  const uint64_t dur = NowNs() - t0;
+  if constexpr (kTimed) {
+    const uint64_t dur = NowNs() - t0;
+    rec.dur_ns = dur > 0xffffffffull ? 0xffffffffu : static_cast<uint32_t>(dur);
+  }
   rec.t_ns = t0;
-  rec.dur_ns = dur > 0xffffffffull ? 0xffffffffu : static_cast<uint32_t>(dur);
   rec.hook = static_cast<uint16_t>(Id);
   rec.kind = kCall;
   rec.result = static_cast<int32_t>(r);
@@ -78,9 +82,9 @@ inline CUresult Traced(Call&& call, Fill&& fill, Then&& then) {
   return r;
 }
 
-template <HookId Id, typename Call, typename Fill>
+template <HookId Id, bool kTimed = true, typename Call, typename Fill>
 inline CUresult Traced(Call&& call, Fill&& fill) {
-  return Traced<Id>(call, fill, [](const TraceRecord&) {});
+  return Traced<Id, kTimed>(call, fill, [](const TraceRecord&) {});
 }
 
 // Launch geometry: cuLaunchKernel and cuLaunchCooperativeKernel take (f, grid x y z,

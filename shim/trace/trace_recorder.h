@@ -27,7 +27,9 @@
 
 namespace gandiva::shim::trace {
 
-inline constexpr uint32_t kRingRecords = 16384;  // per thread: 1 MiB, touched as used
+// Per thread: 256 KiB, small enough to stay in a core's cache while the writer keeps
+// up (at 50,000 calls/s a ring holds 80 ms of them).
+inline constexpr uint32_t kRingRecords = 4096;
 inline constexpr int kMaxRings = 256;
 
 struct alignas(64) Ring {
