@@ -94,7 +94,7 @@ test-asan-full: asan-build
 	GANDIVA_ASAN_FULL=1 ./scripts/test_sanitized.sh asan $(ASAN_DIR)
 
 # The threaded unit tests under TSan: only their targets are built.
-TSAN_TARGETS = common_test runtime_test checkpoint_test node_test
+TSAN_TARGETS = common_test runtime_test checkpoint_test node_test shim_trace_test
 tsan-build: deps
 	cmake -S . -B $(TSAN_DIR) $(SAN_FLAGS) -DGANDIVA_SANITIZE=thread -DGANDIVA_WITH_CUDA=OFF
 	cmake --build $(TSAN_DIR) -j$(JOBS) --target $(TSAN_TARGETS)

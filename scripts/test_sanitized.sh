@@ -58,8 +58,9 @@
 #         took 26 minutes on 2 cores; two at a time, perhaps half that).
 #   tsan  TSan, the unit tests of what runs threads against each other: the job
 #         runtime (boundary gate, park, lease), the checkpoint stream (prefault
-#         and transfer threads), gandivad's slicer and devices, and common
-#         (futex). Not the pytest suites: an uninstrumented python3 with
+#         and transfer threads), gandivad's slicer and devices, common
+#         (futex), and the shim's driver-call recorder (per-thread rings and
+#         their writer thread; built without CUDA). Not the pytest suites: an uninstrumented python3 with
 #         PyTorch's OpenMP pool under a preloaded TSan reports races TSan cannot
 #         see the synchronisation of.
 #
@@ -100,7 +101,7 @@ case "$mode" in
   tsan)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan"
     for t in tests/common/common_test tests/job/runtime/runtime_test \
-             tests/job/checkpoint/checkpoint_test tests/node/node_test; do
+             tests/job/checkpoint/checkpoint_test tests/node/node_test tests/shim_trace_test; do
       echo "== $t"
       "$build/$t" --gtest_brief=1 || status=1
     done
