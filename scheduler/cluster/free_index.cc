@@ -10,7 +10,7 @@ FreeIndex::FreeIndex(const Topology& topo) : topo_(&topo) {
   const auto& ms = topo.machines();
   mask_.resize(ms.size());
   max_count_ = topo.max_gpus_per_machine();
-  buckets_.assign(topo.gpu_types().size(), std::vector<std::set<int>>(max_count_ + 1));
+  buckets_.assign(topo.gpu_types().size(), std::vector<IdSet>(max_count_ + 1));
   free_by_type_.assign(topo.gpu_types().size(), 0);
   for (size_t m = 0; m < ms.size(); ++m) {
     mask_[m] = ms[m].num_gpus >= 64 ? ~0ULL : ((1ULL << ms[m].num_gpus) - 1);
@@ -37,21 +37,31 @@ void FreeIndex::Move(int m, uint64_t new_mask) {
   mask_[m] = new_mask;
 }
 
+// A gang's GPUs come machine by machine: each run of GPUs on one machine
+// moves that machine between buckets once, not once per GPU.
 void FreeIndex::Take(std::span<const GpuId> gpus) {
-  for (GpuId g : gpus) {
-    int m = topo_->machine_of(g);
-    uint64_t bit = 1ULL << (g - topo_->machines()[m].first_gpu);
-    assert(mask_[m] & bit);
-    Move(m, mask_[m] & ~bit);
+  for (size_t i = 0; i < gpus.size();) {
+    int m = topo_->machine_of(gpus[i]);
+    uint64_t bits = 0;
+    for (; i < gpus.size() && topo_->machine_of(gpus[i]) == m; ++i) {
+      uint64_t bit = 1ULL << (gpus[i] - topo_->machines()[m].first_gpu);
+      assert(mask_[m] & bit & ~bits);
+      bits |= bit;
+    }
+    Move(m, mask_[m] & ~bits);
   }
 }
 
 void FreeIndex::Release(std::span<const GpuId> gpus) {
-  for (GpuId g : gpus) {
-    int m = topo_->machine_of(g);
-    uint64_t bit = 1ULL << (g - topo_->machines()[m].first_gpu);
-    assert(!(mask_[m] & bit));
-    Move(m, mask_[m] | bit);
+  for (size_t i = 0; i < gpus.size();) {
+    int m = topo_->machine_of(gpus[i]);
+    uint64_t bits = 0;
+    for (; i < gpus.size() && topo_->machine_of(gpus[i]) == m; ++i) {
+      uint64_t bit = 1ULL << (gpus[i] - topo_->machines()[m].first_gpu);
+      assert(!(mask_[m] & bit) && !(bits & bit));
+      bits |= bit;
+    }
+    Move(m, mask_[m] | bits);
   }
 }
 

@@ -16,11 +16,7 @@ void SoloIndex::Reindex(const Cluster& c, int g) {
   if (g < 0) return;
   if (static_cast<size_t>(g) >= key_.size()) key_.resize(g + 1, {0, 0});
   auto [size, type] = key_[g];
-  if (size > 0) {
-    auto& groups = by_size_[size][type];
-    groups.erase(g);
-    if (groups.empty()) by_size_[size].erase(type);
-  }
+  if (size > 0) by_size_[size][type].erase(g);
   key_[g] = {0, 0};
   GroupView v = c.group(g);
   if (v.members.size() != 1) return;
@@ -28,6 +24,8 @@ void SoloIndex::Reindex(const Cluster& c, int g) {
   size = static_cast<int>(v.gpus.size());
   if (info.job_type < 0 || info.num_gpus != size) return;  // unknown type, or grown
   if (static_cast<size_t>(size) >= by_size_.size()) by_size_.resize(size + 1);
+  if (static_cast<size_t>(info.job_type) >= by_size_[size].size())
+    by_size_[size].resize(info.job_type + 1);
   by_size_[size][info.job_type].insert(g);
   key_[g] = {size, info.job_type};
 }
@@ -47,9 +45,12 @@ void SoloIndex::OnLeft(const Cluster& c, JobId j) {
   Reindex(c, old);
 }
 
-const std::map<int, std::set<int>>& SoloIndex::by_type(int size) const {
-  static const std::map<int, std::set<int>> kEmpty;
-  return static_cast<size_t>(size) < by_size_.size() ? by_size_[size] : kEmpty;
+const IdSet& SoloIndex::groups(int size, int type) const {
+  static const IdSet kEmpty;
+  if (size < 0 || static_cast<size_t>(size) >= by_size_.size() || type < 0 ||
+      static_cast<size_t>(type) >= by_size_[size].size())
+    return kEmpty;
+  return by_size_[size][type];
 }
 
 // ---- Packing ----
@@ -94,11 +95,8 @@ int GandivaPolicy::PackPartner(Cluster& c, JobId p, bool* trial) {
   const int n = c.info(p).num_gpus, type = c.info(p).job_type;
   if (type < 0) return -1;
   const uint64_t mask = JobMask(c, p, kAllGpuTypes);
-  const auto& solo = solo_.by_type(n);
   for (const Candidate& cand : Candidates(c, type, n)) {
-    auto groups = solo.find(cand.partner);
-    if (groups == solo.end()) continue;
-    for (int g : groups->second) {
+    for (int g : solo_.groups(n, cand.partner)) {
       if (!((mask >> c.topology().gpu_type_of(c.group(g).gpus[0])) & 1)) continue;
       *trial = cand.trial;
       return g;

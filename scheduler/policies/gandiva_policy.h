@@ -39,14 +39,14 @@ class SoloIndex {
  public:
   void OnPlaced(const Cluster& c, JobId j);  // after Start/Migrate/Resize of j
   void OnLeft(const Cluster& c, JobId j);    // after j finished/was suspended
-  // type -> groups of `size` GPUs whose one member is of that type.
-  const std::map<int, std::set<int>>& by_type(int size) const;
+  // Groups of `size` GPUs whose one member is of job type `type`.
+  const IdSet& groups(int size, int type) const;
 
  private:
   void Reindex(const Cluster& c, int g);
   std::vector<int> job_group_;
   std::vector<std::pair<int, int>> key_;  // group -> (size, type) it is filed under, size 0 if not
-  std::vector<std::map<int, std::set<int>>> by_size_;
+  std::vector<std::vector<IdSet>> by_size_;  // [size][type] -> groups
 };
 
 class GandivaPolicy : public PolicyBase {

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "gandiva/scheduler/id_set.h"
 #include "gandiva/scheduler/placement.h"
 #include "gandiva/scheduler/policy.h"
 
@@ -48,10 +49,10 @@ class ShareIndex {
   template <typename Accept>
   int FindJoinable(const Cluster& c, int n, int max_members, uint64_t type_mask, Accept accept,
                    int scan_limit = 64) const;
-  const std::set<int>& shared() const { return shared_; }
+  const IdSet& shared() const { return shared_; }
   // Groups of `size` GPUs with exactly `members` jobs.
-  const std::set<int>& groups(int size, int members) const {
-    static const std::set<int> kEmpty;
+  const IdSet& groups(int size, int members) const {
+    static const IdSet kEmpty;
     if (size >= static_cast<int>(by_size_.size()) ||
         members >= static_cast<int>(by_size_[size].size()))
       return kEmpty;
@@ -61,9 +62,9 @@ class ShareIndex {
  private:
   void Reindex(const Cluster& c, int g);
   std::vector<int> job_group_;
-  std::vector<std::pair<int, int>> key_;             // group -> (size, members), (0,0) if absent
-  std::vector<std::vector<std::set<int>>> by_size_;  // [size][members] -> groups
-  std::set<int> shared_;
+  std::vector<std::pair<int, int>> key_;     // group -> (size, members), (0,0) if absent
+  std::vector<std::vector<IdSet>> by_size_;  // [size][members] -> groups
+  IdSet shared_;
 };
 
 template <typename Accept>

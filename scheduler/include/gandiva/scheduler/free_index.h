@@ -5,10 +5,10 @@
 
 #include <bit>
 #include <cstdint>
-#include <set>
 #include <span>
 #include <vector>
 
+#include "gandiva/scheduler/id_set.h"
 #include "gandiva/scheduler/topology.h"
 
 namespace gandiva::sched {
@@ -28,7 +28,7 @@ class FreeIndex {
   int free_on(int machine) const { return std::popcount(mask_[machine]); }
   uint64_t free_mask(int machine) const { return mask_[machine]; }
   // Machines of `type` with exactly `count` free GPUs, in id order.
-  const std::set<int>& machines_with(int type, int count) const { return buckets_[type][count]; }
+  const IdSet& machines_with(int type, int count) const { return buckets_[type][count]; }
   int max_count() const { return max_count_; }
   const Topology& topology() const { return *topo_; }
 
@@ -37,7 +37,7 @@ class FreeIndex {
 
   const Topology* topo_;
   std::vector<uint64_t> mask_;
-  std::vector<std::vector<std::set<int>>> buckets_;
+  std::vector<std::vector<IdSet>> buckets_;
   std::vector<int> free_by_type_;
   int total_free_ = 0;
   int max_count_ = 0;
