@@ -24,7 +24,11 @@
 #         Pass 2 runs, by default (make test-asan, CI), the suites that reach
 #         code no unit test runs, each in a real process as users run it:
 #           python_package            the _gandiva extension and libgandiva in a
-#                                     Python job (boundary gate, registered state)
+#                                     Python job (boundary gate, registered state);
+#                                     not its tests marked whole_example, which run
+#                                     an example's whole training three times over
+#                                     (5 minutes under ASan; their calls into the
+#                                     library are the other tests')
 #           integration_replies       every request through a real gandivad: API
 #                                     server, dispatcher, each handler and reply
 #           integration_launch        launched jobs: fork/exec, capped logs, wait,
@@ -93,7 +97,8 @@ case "$mode" in
     if [ "${GANDIVA_ASAN_FULL:-0}" = 1 ]; then
       pytests -E '^(shim\..*|integration_slurm.*|gpu\..*)$' || status=1
     else
-      pytests -R '^(python_package|integration_(replies|launch|metrics|scheduler_netns|gpu_visibility)|security_.*)$' ||
+      PYTEST_ADDOPTS='-m "not whole_example"' \
+        pytests -R '^(python_package|integration_(replies|launch|metrics|scheduler_netns|gpu_visibility)|security_.*)$' ||
         status=1
       PYTEST_ADDOPTS="-m native_job" pytests -R '^integration_migration(_crash)?$' || status=1
     fi

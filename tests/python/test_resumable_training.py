@@ -271,6 +271,7 @@ def reference_run(tmp_path, schedule):
     return _references[schedule]
 
 
+@pytest.mark.whole_example
 @pytest.mark.parametrize("schedule,at", [("epoch", 50), ("epoch", BATCHES_PER_EPOCH),
                                          ("step", 61)],
                          ids=["epoch-lr-mid-epoch", "epoch-lr-after-last-batch", "step-lr"])
