@@ -2,6 +2,7 @@
 //   gandiva-shim-trace show FILE [--limit N]   the header, then one line per record
 //   gandiva-shim-trace stats FILE              calls and errors per function, boundaries
 // Exit: 0, 1 the file is not a readable trace, 2 usage.
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -52,14 +53,15 @@ int Stats(const Trace& t) {
     ++c.calls;
     c.errors += r.result != 0;
     c.ns += r.dur_ns;
-    boundaries += (r.flags & trace::kFlagBoundary) != 0;
+    // The detector's count (it also counts the iterations it saw before locking).
+    if (trace::IsSyncHook(t.HookName(r.hook))) boundaries = std::max(boundaries, r.arg[3]);
   }
   std::printf("%-36s %10s %8s %12s\n", "function", "calls", "errors", "mean us");
   for (const auto& [name, c] : per)
     std::printf("%-36s %10" PRIu64 " %8" PRIu64 " %12.2f\n", name.c_str(), c.calls, c.errors,
                 c.ns / 1e3 / c.calls);
-  std::printf("inferred boundaries %" PRIu64 " (decision records %" PRIu64 ")\n", boundaries,
-              marks);
+  std::printf("inferred boundaries %" PRIu64 " (a thread's most; decision records %" PRIu64 ")\n",
+              boundaries, marks);
   return 0;
 }
 
