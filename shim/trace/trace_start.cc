@@ -1,5 +1,7 @@
 // GANDIVA_SHIM_TRACE=FILE: starts the recorder with the hook table's names, the
 // settings that change the shim's decisions and the program's name.
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -40,7 +42,11 @@ void StartTraceFromEnv() {
   const char* path = std::getenv("GANDIVA_SHIM_TRACE");
   if (!path || !*path) return;
   trace::Options o;
+  // "%p" is the process id: a job whose children use CUDA too (spawned, not forked)
+  // then leaves one trace per process instead of each truncating the same file.
   o.path = path;
+  for (size_t at = o.path.find("%p"); at != std::string::npos; at = o.path.find("%p", at))
+    o.path.replace(at, 2, std::to_string(getpid()));
   if (const char* max = std::getenv("GANDIVA_SHIM_TRACE_MAX_BYTES"); max && *max) {
     char* end = nullptr;
     const unsigned long long v = std::strtoull(max, &end, 10);
@@ -62,7 +68,7 @@ void StartTraceFromEnv() {
     if (const char* v = std::getenv(knob)) o.settings += std::string(knob) + "=" + v + ";";
   }
   if (trace::Start(o))
-    GD_LOG(kInfo, "shim: recording driver calls to %s (at most %llu bytes)", path,
+    GD_LOG(kInfo, "shim: recording driver calls to %s (at most %llu bytes)", o.path.c_str(),
            static_cast<unsigned long long>(o.max_bytes));
 }
 
