@@ -24,6 +24,7 @@
 #include "gandiva/contract/control_block.h"
 #include "gandiva/contract/shared_control_block.h"
 #include "shim_job.h"
+#include "trace/trace_reader.h"
 
 namespace gandiva::shim {
 namespace {
@@ -181,6 +182,47 @@ TEST_F(ShimJob, SeesTheCallsOfAProgramThatFindsTheDriverLikeXla) {
                         "calls.cuMemAlloc_v2", "calls.cuMemcpyDtoH_v2", "calls.cuEventSynchronize"})
     EXPECT_EQ(shim[k], app[k]) << k;
   EXPECT_EQ(shim["boundaries"], static_cast<uint64_t>(kIterations));
+}
+
+// GANDIVA_SHIM_TRACE: the trace holds every hooked call the shim counted (per hook,
+// every thread), the boundaries it inferred, and a decision record at each one.
+TEST_F(ShimJob, TraceRecordsEveryHookedCallAndDecision) {
+  constexpr int kIterations = 30;
+  const std::string path = dir_ + ".gdtrace";
+  StartProgram({GD_DIRECT_APP, "--image", GD_CUBIN, "--report", dir_ + ".app", "--iterations",
+                std::to_string(kIterations), "--threads", "2", "--graph"},
+               {"GANDIVA_SHIM_TRACE=" + path});
+  ASSERT_EQ(Wait(), 0);
+  auto read = trace::ReadTrace(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  const trace::Trace& t = read.value();
+  ASSERT_TRUE(t.complete);
+  EXPECT_EQ(t.end.arg[1], 0u) << "records dropped";
+  EXPECT_EQ(t.end.arg[2], 3u) << "threads recorded";
+  std::map<std::string, uint64_t> calls;
+  uint64_t boundaries = 0, marks = 0;
+  for (const trace::TraceRecord& r : t.records) {
+    if (r.kind == trace::kMark) {
+      ++marks;
+      EXPECT_GT(r.arg[0], 0u) << "tracked bytes at a boundary";
+      EXPECT_GT(r.arg[1], 0u) << "swap-out bytes at a boundary";
+      continue;
+    }
+    ++calls["calls." + t.HookName(r.hook)];
+    if (trace::IsSyncHook(t.HookName(r.hook))) boundaries = std::max(boundaries, r.arg[3]);
+  }
+  auto shim = ShimReport();
+  int compared = 0;
+  for (const auto& [key, count] : shim) {
+    if (key.rfind("calls.", 0) != 0) continue;
+    EXPECT_EQ(calls[key], count) << key;
+    ++compared;
+  }
+  EXPECT_GE(compared, 20);
+  EXPECT_EQ(calls.size(), static_cast<size_t>(compared)) << "a hook in the trace but not counted";
+  EXPECT_EQ(boundaries, static_cast<uint64_t>(kIterations));
+  EXPECT_EQ(boundaries, shim["boundaries"]);
+  EXPECT_GE(marks, static_cast<uint64_t>(kIterations - 3));  // one per boundary after locking
 }
 
 // ---- Checkpoints of a driver-API program linked against libgandiva.so (explicit
