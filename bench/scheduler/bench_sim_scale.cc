@@ -162,18 +162,19 @@ int main(int argc, char** argv) {
       return 1;
     }
     loaded.jobs = std::move(jobs).value();
+    loaded.trace = Trace{};  // the replays need only the jobs built from it
     loaded.cluster_name = s.cluster;
   }
   double loaded_rss = RssMib();
   std::printf(
       "synthetic trace: %lld jobs, seed %llu, offered load %.2f, on %s (%d GPUs), %s; "
-      "each replay in its own process, median of %d; trace in memory: %.0f MiB RSS\n\n",
+      "each replay in its own process, median of %d; jobs in memory: %.0f MiB RSS\n\n",
       static_cast<long long>(t.jobs), static_cast<unsigned long long>(t.seed), t.offered_load,
       s.cluster.c_str(), t.cluster_gpus,
       have_table ? "co-location table" : "neutral model (no co-location table)", repeat,
       loaded_rss);
-  std::printf("%-14s %9s %9s %9s %8s %11s %10s %9s %10s  %s\n", "policy", "wall s", "min s",
-              "cpu s", "vsFIFO", "jobs/s", "events", "peak MiB", "avg JCT h", "digest");
+  std::printf("%-14s %9s %9s %9s %8s %11s %10s %9s %9s %10s  %s\n", "policy", "wall s", "min s",
+              "cpu s", "vsFIFO", "jobs/s", "events", "peak MiB", "own MiB", "avg JCT h", "digest");
   std::string json = "{\n  \"trace\": \"synthetic\",\n  \"jobs\": " + std::to_string(t.jobs) +
                      ",\n  \"seed\": " + std::to_string(t.seed) +
                      ",\n  \"offered_load\": " + std::to_string(t.offered_load) +
@@ -207,9 +208,9 @@ int main(int argc, char** argv) {
     std::string digest = DigestHex(last.digest) + (same ? "" : " (differs between repeats!)");
     char ratio[32] = "-";
     if (fifo_wall > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", wall / fifo_wall);
-    std::printf("%-14s %9.3f %9.3f %9.3f %8s %11.0f %10lld %9.0f %10.2f  %s\n", name.c_str(), wall,
-                best, cpu, ratio, t.jobs / wall, last.events, peak, last.avg_jct / 3600,
-                digest.c_str());
+    std::printf("%-14s %9.3f %9.3f %9.3f %8s %11.0f %10lld %9.0f %9.0f %10.2f  %s\n", name.c_str(),
+                wall, best, cpu, ratio, t.jobs / wall, last.events, peak, peak - loaded_rss,
+                last.avg_jct / 3600, digest.c_str());
     std::fflush(stdout);
     char buf[512];
     std::snprintf(buf, sizeof buf,
@@ -220,9 +221,10 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < walls.size(); ++k) json += (k ? ", " : "") + std::to_string(walls[k]);
     std::snprintf(buf, sizeof buf,
                   "], \"jobs_per_s\": %.0f, \"events\": %lld, \"peak_rss_mib\": %.1f, "
-                  "\"avg_jct_s\": %.3f, \"digest\": \"%s\", \"digest_stable\": %s}",
-                  t.jobs / wall, last.events, peak, last.avg_jct, DigestHex(last.digest).c_str(),
-                  same ? "true" : "false");
+                  "\"own_rss_mib\": %.1f, \"avg_jct_s\": %.3f, \"digest\": \"%s\", "
+                  "\"digest_stable\": %s}",
+                  t.jobs / wall, last.events, peak, peak - loaded_rss, last.avg_jct,
+                  DigestHex(last.digest).c_str(), same ? "true" : "false");
     json += buf;
     first = false;
   }
@@ -231,8 +233,9 @@ int main(int argc, char** argv) {
   std::printf(
       "\n(wall s: the replay's own time, median and min; cpu s: the replaying process's\n"
       " CPU time, median, less sensitive to a shared machine's load; vsFIFO: median wall\n"
-      " time against fifo's; peak MiB: the replaying process, the trace it inherited\n"
-      " included; digest: every decision, equal = same decisions)\n"
+      " time against fifo's; peak MiB: the replaying process, the jobs it inherited\n"
+      " included; own MiB: peak less the parent's RSS at the fork; digest: every\n"
+      " decision, equal = same decisions)\n"
       "wrote %s\n",
       json_path.c_str());
   return failed ? 1 : 0;

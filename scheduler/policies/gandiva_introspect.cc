@@ -15,9 +15,7 @@ bool GandivaPolicy::IsSpread(const Cluster& c, std::span<const GpuId> gpus) cons
 }
 
 bool GandivaPolicy::NeedsIntrospection(const Cluster& c) const {
-  if (review_ || !trials_.empty()) return true;
-  for (const auto& [j, gr] : grown_)
-    if (!gr.decided) return true;
+  if (review_ || !trials_.empty() || undecided_grows_ > 0) return true;
   return c.free_gpus().total_free() > 0 && opt_.gandiva_migrate && !spread_.empty();
 }
 
@@ -54,6 +52,7 @@ void GandivaPolicy::ReviewGrowth(Cluster& c) {
     auto key = std::make_pair(c.info(j).job_type, c.info(j).num_gpus);
     if (gain >= opt_.grow_gain) {
       gr.decided = true;
+      --undecided_grows_;
       grow_learned_[key] = true;
     } else {
       grow_learned_[key] = false;
@@ -92,6 +91,7 @@ void GandivaPolicy::GrowIdle(Cluster& c) {
       ++stats_.grows;
       Placed(c, j);
       grown_[j] = {original, c.Now(), before, known != grow_learned_.end()};
+      if (!grown_[j].decided) ++undecided_grows_;
     }
   }
 }
@@ -103,6 +103,11 @@ void GandivaPolicy::Shrink(Cluster& c, JobId j) {
     ++stats_.shrinks;
     Placed(c, j);
   }
+  ForgetGrowth(it);
+}
+
+void GandivaPolicy::ForgetGrowth(std::map<JobId, Grow>::iterator it) {
+  if (!it->second.decided) --undecided_grows_;
   grown_.erase(it);
 }
 

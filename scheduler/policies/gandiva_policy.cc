@@ -12,6 +12,7 @@ constexpr int kBackfillScan = 64;  // pending jobs looked at per pass after the 
 void GandivaPolicy::OnArrival(Cluster& c, JobId j) {
   EnsureSize(key_, j);
   EnsureSize(where_, j, char{0});
+  EnsureSize(filed_, j);
   EnsureSize(level_, j, 0);
   EnsureSize(epoch_, j, 0u);
   const JobInfo& info = c.info(j);
@@ -24,7 +25,7 @@ void GandivaPolicy::OnFinish(Cluster& c, JobId j) {
   share_.OnLeft(c, j);
   solo_.OnLeft(c, j);
   spread_.erase(j);
-  grown_.erase(j);
+  if (auto it = grown_.find(j); it != grown_.end()) ForgetGrowth(it);
   Refile(c, j);
 }
 
@@ -51,16 +52,16 @@ GandivaPolicy::Key GandivaPolicy::KeyOf(const Cluster& c, JobId j) const {
 }
 
 void GandivaPolicy::Refile(Cluster& c, JobId j) {
-  if (where_[j] == 1) pending_.erase(key_[j]);
-  if (where_[j] == 2) running_.erase(key_[j]);
+  if (where_[j] == 1) pending_.erase(filed_[j]);
+  if (where_[j] == 2) running_.erase(filed_[j]);
   key_[j] = KeyOf(c, j);
   switch (c.state(j)) {
     case JobState::kPending:
-      pending_.insert(key_[j]);
+      filed_[j] = pending_.insert(key_[j]).first;
       where_[j] = 1;
       break;
     case JobState::kRunning:
-      running_.insert(key_[j]);
+      filed_[j] = running_.insert(key_[j]).first;
       where_[j] = 2;
       break;
     default:

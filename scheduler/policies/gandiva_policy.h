@@ -137,12 +137,14 @@ class GandivaPolicy : public PolicyBase {
   void ReviewGrowth(Cluster& c);
   void GrowIdle(Cluster& c);
   void Shrink(Cluster& c, JobId j);
+  void ForgetGrowth(std::map<JobId, Grow>::iterator it);  // erases it, keeping the count
   void ShrinkAll(Cluster& c);
   bool IsSpread(const Cluster& c, std::span<const GpuId> gpus) const;
 
   std::set<Key> pending_, running_;
-  std::vector<Key> key_;     // the key each job is filed under
-  std::vector<char> where_;  // 0 nowhere, 1 pending_, 2 running_
+  std::vector<Key> key_;                        // the key each job is filed under
+  std::vector<char> where_;                     // 0 nowhere, 1 pending_, 2 running_
+  std::vector<std::set<Key>::iterator> filed_;  // where_ != 0: its entry there
   std::vector<int> level_;
   std::vector<uint32_t> epoch_;
   using Crossing = std::tuple<double, JobId, uint32_t>;
@@ -152,8 +154,9 @@ class GandivaPolicy : public PolicyBase {
   SoloIndex solo_;    // packing candidates
   std::set<JobId> spread_;
   std::map<JobId, Grow> grown_;
-  std::map<int, PackTrial> trials_;                // group -> trial under way
-  std::set<PairKey> trying_;                       // pairs of types with a trial under way
+  int undecided_grows_ = 0;          // grown_ entries not yet decided (introspection must look)
+  std::map<int, PackTrial> trials_;  // group -> trial under way
+  std::set<PairKey> trying_;         // pairs of types with a trial under way
   std::map<PairKey, PairRates> learned_;           // measured packed rates, both orders
   std::map<std::pair<int, int>, JobId> examples_;  // (type, GPUs) -> a job of that kind
   std::map<std::pair<int, int>, std::vector<Candidate>> candidates_;  // cache of Candidates()

@@ -54,7 +54,7 @@ StatusOr<std::vector<SimJobSpec>> BuildJobs(const Trace& trace, const Topology& 
   return out;
 }
 
-SimCluster::SimCluster(Topology topo, const PerfModel* perf, std::vector<SimJobSpec> jobs,
+SimCluster::SimCluster(Topology topo, const PerfModel* perf, std::span<const SimJobSpec> jobs,
                        SimConfig config)
     : topo_(std::move(topo)), perf_(perf), config_(std::move(config)), free_(topo_) {
   ref_class_ = std::max(0, PerfModel::ClassIndex(config_.ref_perf_class));
@@ -67,9 +67,6 @@ SimCluster::SimCluster(Topology topo, const PerfModel* perf, std::vector<SimJobS
     j.info = jobs[i].info;
     j.info.id = static_cast<JobId>(i);
     j.work = jobs[i].duration;
-    j.record.submit = j.info.submit_time;
-    j.record.duration = j.work;
-    j.record.num_gpus = j.info.num_gpus;
   }
   contribution_.assign(jobs_.size(), 0.0);
   double span = jobs_.empty() ? 0 : jobs_.back().info.submit_time;
@@ -258,7 +255,7 @@ void SimCluster::FinishesAndStallEnds(Policy& policy) {
     LeaveGroup(ev.job);
     job.state = JobState::kFinished;
     job.rate = 0;
-    job.record.finish = now_;
+    job.finish = now_;
     Reschedule(ev.job);
     --unfinished_;
     policy.OnFinish(*this, ev.job);
@@ -335,7 +332,17 @@ SimResult SimCluster::TakeResult(const Policy& policy) {
     r.util[i].effective = util_[i].effective / (width * r.total_gpus);
   }
   r.jobs.reserve(jobs_.size());
-  for (const Job& j : jobs_) r.jobs.push_back(j.record);
+  for (const Job& j : jobs_) {
+    JobRecord rec;
+    rec.submit = j.info.submit_time;
+    rec.first_start = j.first_start;
+    rec.finish = j.finish;
+    rec.duration = j.work;
+    rec.num_gpus = j.info.num_gpus;
+    rec.preemptions = j.preemptions;
+    rec.migrations = j.migrations;
+    r.jobs.push_back(rec);
+  }
   r.policy = policy.stats();
   return r;
 }

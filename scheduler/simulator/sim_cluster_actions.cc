@@ -112,7 +112,7 @@ Status SimCluster::Start(JobId j, std::span<const GpuId> gpus_in) {
   job.base_rate = ComputeBaseRate(job, gpus);
   if (job.resume_stall > 0) job.stall_until = std::max(job.stall_until, now_ + job.resume_stall);
   job.resume_stall = 0;
-  if (job.record.first_start < 0) job.record.first_start = now_;
+  if (job.first_start < 0) job.first_start = now_;
   groups_[g].members.push_back(j);
   RecomputeGroup(g);
   LogAction(1, j, gpus);
@@ -135,7 +135,7 @@ Status SimCluster::Suspend(JobId j, Preemption how) {
                          ? config_.park_seconds.value_or(config_.preempt_seconds)
                          : config_.preempt_seconds;
   job.rate = 0;
-  ++job.record.preemptions;
+  ++job.preemptions;
   ++result_.preemptions;
   Reschedule(j);
   LogAction(how == Preemption::kPark ? 2 : 3, j, {});
@@ -162,7 +162,7 @@ Status SimCluster::Migrate(JobId j, std::span<const GpuId> gpus_in) {
   double cost = config_.migrate_fixed_seconds +
                 config_.state_gb_per_gpu * gpus.size() / config_.migrate_gb_per_second;
   job.stall_until = std::max(job.stall_until, now_ + cost);
-  ++job.record.migrations;
+  ++job.migrations;
   ++result_.migrations;
   groups_[g].members.push_back(j);
   RecomputeGroup(g);

@@ -82,8 +82,9 @@ StatusOr<std::vector<SimJobSpec>> BuildJobs(const Trace& trace, const Topology& 
 
 class SimCluster : public Cluster {
  public:
-  // `perf` must outlive the cluster.
-  SimCluster(Topology topo, const PerfModel* perf, std::vector<SimJobSpec> jobs, SimConfig config);
+  // `perf` must outlive the cluster; `jobs` is copied.
+  SimCluster(Topology topo, const PerfModel* perf, std::span<const SimJobSpec> jobs,
+             SimConfig config);
 
   // Replays the whole trace under `policy`. Errors: failed_precondition if the
   // policy leaves jobs unfinished with nothing left to happen (a deadlock),
@@ -135,7 +136,9 @@ class SimCluster : public Cluster {
     int group = kNoGroup;
     uint32_t version = 0;
     std::vector<GpuId> gpus;
-    JobRecord record;
+    // The rest of its JobRecord (submit, duration and GPUs are above).
+    double first_start = -1, finish = -1;
+    int preemptions = 0, migrations = 0;
   };
   struct Group {
     std::vector<GpuId> gpus;
