@@ -76,6 +76,11 @@ struct Standin {
   PFN_cuStreamEndCapture_v10000 end_capture;
   PFN_cuGraphInstantiateWithFlags_v11040 instantiate;
   PFN_cuLaunchKernel_v4000 launch;
+  PFN_cuModuleUnload_v2000 unload;
+  PFN_cuStreamDestroy_v4000 stream_destroy;
+  PFN_cuEventDestroy_v4000 event_destroy;
+  PFN_cuGraphExecDestroy_v10000 exec_destroy;
+  PFN_cuGraphDestroy_v10000 graph_destroy;
 };
 
 class Replayer {
@@ -83,6 +88,7 @@ class Replayer {
   Replayer(const trace::Trace& t, const Standin& d, CUcontext ctx, std::vector<char> cubin)
       : t_(t), d_(d), ctx_(ctx), cubin_(std::move(cubin)), host_(kMaxCopy) {}
 
+  ~Replayer();  // gives back what the replay made on the stand-in
   bool SetUp();
   void Run();
 
@@ -117,6 +123,9 @@ class Replayer {
   std::map<uint64_t, Range> ranges_;  // recorded base -> size, replay base
   std::map<uint64_t, uint64_t> handles_, streams_, events_, functions_, graphs_;
   std::map<uint64_t, uint64_t> max_shared_;  // per recorded kernel
+  std::vector<CUmodule> modules_;
+  std::vector<CUgraph> graph_sources_;
+  std::vector<CUstream> graph_streams_;
   CUdeviceptr work_ = 0;
   float one_ = 1.0f;
   int zero_ = 0;
@@ -140,10 +149,21 @@ bool Replayer::SetUp() {
           d_.launch(Function(~r.arg[0]), 1, 1, 1, 32, 1, 1, 0, s, params_, nullptr) ||
           d_.end_capture(s, &g) || d_.instantiate(&exec, g, 0))
         return false;
+      graph_streams_.push_back(s);
+      graph_sources_.push_back(g);
       graphs_[r.arg[0]] = reinterpret_cast<uint64_t>(exec);
     }
   }
   return true;
+}
+
+Replayer::~Replayer() {
+  for (const auto& [recorded, exec] : graphs_) d_.exec_destroy(reinterpret_cast<CUgraphExec>(exec));
+  for (CUgraph g : graph_sources_) d_.graph_destroy(g);
+  for (CUstream s : graph_streams_) d_.stream_destroy(s);
+  for (const auto& [recorded, s] : streams_) d_.stream_destroy(reinterpret_cast<CUstream>(s));
+  for (const auto& [recorded, e] : events_) d_.event_destroy(reinterpret_cast<CUevent>(e));
+  for (CUmodule m : modules_) d_.unload(m);
 }
 
 CUdeviceptr Replayer::Dev(uint64_t recorded) const {
@@ -181,7 +201,10 @@ CUfunction Replayer::Function(uint64_t recorded) {
   if (fresh) {
     CUmodule m;
     CUfunction f = nullptr;
-    if (d_.load(&m, cubin_.data()) == CUDA_SUCCESS) d_.get_function(&f, m, "gd_scale");
+    if (d_.load(&m, cubin_.data()) == CUDA_SUCCESS) {
+      modules_.push_back(m);
+      d_.get_function(&f, m, "gd_scale");
+    }
     const uint64_t shared = max_shared_.count(recorded) ? max_shared_[recorded] : 0;
     if (f && shared > (48u << 10))
       d_.set_attribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -537,8 +560,14 @@ int main(int argc, char** argv) {
   d.instantiate =
       reinterpret_cast<PFN_cuGraphInstantiateWithFlags_v11040>(get("cuGraphInstantiateWithFlags"));
   d.launch = reinterpret_cast<PFN_cuLaunchKernel_v4000>(get("cuLaunchKernel"));
+  d.unload = reinterpret_cast<PFN_cuModuleUnload_v2000>(get("cuModuleUnload"));
+  d.stream_destroy = reinterpret_cast<PFN_cuStreamDestroy_v4000>(get("cuStreamDestroy_v2"));
+  d.event_destroy = reinterpret_cast<PFN_cuEventDestroy_v4000>(get("cuEventDestroy_v2"));
+  d.exec_destroy = reinterpret_cast<PFN_cuGraphExecDestroy_v10000>(get("cuGraphExecDestroy"));
+  d.graph_destroy = reinterpret_cast<PFN_cuGraphDestroy_v10000>(get("cuGraphDestroy"));
   CUcontext ctx = nullptr;
-  if (!d.init || !d.launch || d.init(0) || d.retain(&ctx, 0) || d.set_current(ctx))
+  if (!d.init || !d.launch || !d.unload || !d.stream_destroy || !d.event_destroy ||
+      !d.exec_destroy || !d.graph_destroy || d.init(0) || d.retain(&ctx, 0) || d.set_current(ctx))
     return Fail("the stand-in driver did not start");
   std::ifstream in(GD_CUBIN, std::ios::binary);
   std::vector<char> cubin((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
