@@ -30,6 +30,8 @@ DlsymFn FindRealDlsym() {
 
 }  // namespace
 
+constinit std::atomic<bool> g_driver_load_done{false};
+
 void* RealDlsym(void* handle, const char* name) {
   static const DlsymFn real = FindRealDlsym();
   return real ? real(handle, name) : nullptr;
@@ -76,6 +78,7 @@ bool LoadDriver() {
     if (h) StartTraceFromEnv();
     g_handle.store(h, std::memory_order_release);
     g_loaded.store(true, std::memory_order_release);
+    g_driver_load_done.store(true, std::memory_order_release);
     t_loading = false;
     if (h) AttachJob();
   });

@@ -47,6 +47,9 @@ struct HookTraits;
 // Returns false if libcuda.so.1 cannot be loaded; hooks then return an error.
 bool LoadDriver();
 bool DriverLoaded();
+// True once LoadDriver ran (whether or not it found the driver): one relaxed load, for
+// the hooks' fast path (trace/trace_hooks.h).
+extern constinit std::atomic<bool> g_driver_load_done;
 // The real driver's handle (nullptr before LoadDriver succeeds).
 void* DriverHandle();
 // glibc's dlsym, bypassing the shim's own dlsym override.

@@ -30,7 +30,7 @@ namespace trace {
 // recorder starts there, and the first CUDA call (cuInit) belongs in the trace.
 inline bool Recording() {
   if (__builtin_expect(On(), 0)) return true;
-  if (__builtin_expect(DriverLoaded(), 1)) return false;
+  if (__builtin_expect(g_driver_load_done.load(std::memory_order_relaxed), 1)) return false;
   LoadDriver();
   return On();
 }
