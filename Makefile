@@ -44,8 +44,12 @@ configure: deps
 build: configure
 	cmake --build $(BUILD_DIR) -j$(JOBS)
 
-# Two real training jobs time-sliced on one device by a real gandivad.
-demo: build
+# Two real training jobs time-sliced on one device by a real gandivad. Builds
+# only what it runs (gandivad, the CLI, the Python package, the libtorch job),
+# not the tests and benches.
+DEMO_TARGETS = gandivad gandiva_cli _gandiva train_mlp
+demo: configure
+	cmake --build $(BUILD_DIR) -j$(JOBS) --target $(DEMO_TARGETS)
 	$(PYTHON) examples/demo.py --build $(BUILD_DIR)
 
 # Three gandivad nodes and a `gandiva scheduler` on this machine, four real jobs (~1 minute).
