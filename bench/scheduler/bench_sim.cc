@@ -1,5 +1,6 @@
 // Simulator throughput: replays the full Philly trace under each policy and
-// prints simulated jobs/s and events/s (table + JSON). Not a test: no asserts.
+// prints simulated jobs/s and events/s, and the decision digest (equal
+// digests: the same decisions), as a table and JSON. Not a test: no asserts.
 //   bench_sim [--data DIR] [--load X] [--repeat N] [--json PATH]
 #include <sys/resource.h>
 
@@ -10,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gandiva/scheduler/sim_digest.h"
 #include "gandiva/scheduler/sim_runner.h"
 
 using namespace gandiva::sched;
@@ -45,13 +47,15 @@ int main(int argc, char** argv) {
   }
   std::printf("Philly trace: %zu jobs at load x%g on %s; best of %d runs\n\n", loaded->jobs.size(),
               load, loaded->cluster_name.c_str(), repeat);
-  std::printf("%-14s %9s %12s %12s %10s\n", "policy", "wall s", "jobs/s", "events/s", "events");
+  std::printf("%-14s %9s %12s %12s %10s  %s\n", "policy", "wall s", "jobs/s", "events/s", "events",
+              "digest");
   std::string json = "{\n  \"trace\": \"philly_jobs.csv\",\n  \"load\": " + std::to_string(load) +
                      ",\n  \"jobs\": " + std::to_string(loaded->jobs.size()) + ",\n  \"runs\": [\n";
   bool first = true;
   for (const auto& name : PolicyNames()) {
     double best = 1e100;
     int64_t events = 0;
+    std::string digest;
     for (int k = 0; k < repeat; ++k) {
       auto r = RunPolicy(*loaded, name, s.sim, s.policy);
       if (!r.ok()) {
@@ -60,17 +64,18 @@ int main(int argc, char** argv) {
       }
       best = std::min(best, r->sim_seconds);
       events = r->events;
+      digest = DigestHex(DecisionDigest(r->result));
     }
     double jobs_s = loaded->jobs.size() / best, events_s = events / best;
-    std::printf("%-14s %9.3f %12.0f %12.0f %10lld\n", name.c_str(), best, jobs_s, events_s,
-                static_cast<long long>(events));
+    std::printf("%-14s %9.3f %12.0f %12.0f %10lld  %s\n", name.c_str(), best, jobs_s, events_s,
+                static_cast<long long>(events), digest.c_str());
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "%s    {\"policy\": \"%s\", \"wall_s\": %.4f, \"jobs_per_s\": %.0f, "
                   "\"events_per_s\": %.0f, "
-                  "\"events\": %lld}",
+                  "\"events\": %lld, \"digest\": \"%s\"}",
                   first ? "" : ",\n", name.c_str(), best, jobs_s, events_s,
-                  static_cast<long long>(events));
+                  static_cast<long long>(events), digest.c_str());
     json += buf;
     first = false;
   }
