@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <optional>
 
 #include "gandiva/common/byte_size.h"
@@ -17,6 +18,7 @@
 #include "gandiva/common/log.h"
 #include "gandiva/contract/checkpoint_layout.h"
 #include "gandiva/contract/environment.h"
+#include "gandiva/contract/python_startup.h"
 #include "job_commands.h"
 #include "node_client.h"
 
@@ -101,6 +103,18 @@ std::optional<Json> RegisterFields(NodeCommand& c) {
   return fields;
 }
 
+// gandiva's Python start-up hook first on PYTHONPATH (python_startup.h): an
+// unmodified PyTorch script's optimizer steps mark its iteration boundaries.
+// Not with GANDIVA_AUTO_TORCH=0. (With --detach gandivad adds it when it launches.)
+void AddPythonStartupHook() {
+  std::map<std::string, std::string> env;
+  for (const char* name : {runtime::kEnvAutoTorch, runtime::kEnvPythonPath})
+    if (const char* value = std::getenv(name)) env[name] = value;
+  runtime::AddStartupHook(env, runtime::FindStartupHookDirFromExecutable());
+  if (auto path = env.find(runtime::kEnvPythonPath); path != env.end())
+    setenv(runtime::kEnvPythonPath, path->second.c_str(), 1);
+}
+
 // The environment the job starts with: its control block, id, the node's endpoint,
 // and the CUDA shim preloaded on a GPU device (or when asked for).
 void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
@@ -117,6 +131,7 @@ void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
   for (const Json& d : reg["devices"])
     devices += (devices.empty() ? "" : ",") + d.get<std::string>();
   setenv(runtime::kEnvDevices, devices.c_str(), 1);
+  AddPythonStartupHook();
   // What the node adds (MPS's directories on a GPU where MPS runs).
   if (reg.contains("env") && reg["env"].is_object())
     for (const auto& [k, v] : reg["env"].items())

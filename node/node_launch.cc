@@ -6,6 +6,7 @@
 #include "gandiva/common/log.h"
 #include "gandiva/contract/checkpoint_layout.h"
 #include "gandiva/contract/environment.h"
+#include "gandiva/contract/python_startup.h"
 #include "node.h"
 
 extern char** environ;
@@ -89,6 +90,8 @@ Status Node::StartJobProcess(const Job& job, std::map<std::string, std::string> 
   env[runtime::kEnvControlBlock] = job.block->name();
   env[runtime::kEnvJobId] = std::to_string(job.id);
   env[runtime::kEnvEndpoint] = options_.endpoint;
+  // An unmodified PyTorch script's optimizer steps as its boundaries (GANDIVA_AUTO_TORCH=0: not).
+  runtime::AddStartupHook(env, runtime::FindStartupHookDirFromExecutable());
   const std::string logs = options_.state_dir + "/job-" + std::to_string(job.id);
   LaunchSpec spec{job.command,      job.cwd,    env,          logs + ".stdout",
                   logs + ".stderr", cgroup_dir, job.owner_uid};

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <memory>
 #include <utility>
 
@@ -247,6 +248,10 @@ bool SwapOutPending() {
          cb->swap_state.load(std::memory_order_acquire) != gandiva::runtime::kSwapSwappedOut;
 }
 
+// Set by the first boundary the script marks itself (gandiva.step(), an attached
+// optimizer or loader): from then on the automatic hook's marks are dropped.
+std::atomic<bool> g_explicit_marks{false};
+
 }  // namespace
 
 PYBIND11_MODULE(_gandiva, m) {
@@ -255,7 +260,24 @@ PYBIND11_MODULE(_gandiva, m) {
       "attach", [] { return gd_attach() == 1; }, "Attach to the controller; True when managed.");
   // The boundary may park for a whole time slice: let other Python threads run meanwhile.
   m.def(
-      "boundary", [] { gd_boundary(); }, py::call_guard<py::gil_scoped_release>());
+      "boundary",
+      [] {
+        g_explicit_marks.store(true, std::memory_order_relaxed);
+        gd_boundary();
+      },
+      py::call_guard<py::gil_scoped_release>());
+  // The automatic hook's boundary (gandiva/_autotorch.py): marked only while the
+  // script marks none itself, so that a script that does is not counted twice.
+  // Returns whether it marked one.
+  m.def(
+      "auto_boundary",
+      [] {
+        if (g_explicit_marks.load(std::memory_order_relaxed)) return false;
+        gd_boundary();
+        return true;
+      },
+      py::call_guard<py::gil_scoped_release>());
+  m.def("explicit_boundaries", [] { return g_explicit_marks.load(std::memory_order_relaxed); });
   m.def("managed", [] { return gd_managed() == 1; });
   m.def("swap_out_pending", &SwapOutPending);
   m.def("job_id", [] { return gd_job_id(); });

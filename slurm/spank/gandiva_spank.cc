@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,7 @@ extern "C" {
 
 #include "as_user.h"
 #include "gandiva/contract/environment.h"
+#include "gandiva/contract/python_startup.h"
 #include "node_session.h"
 #include "step_options.h"
 
@@ -133,6 +135,22 @@ std::string DefaultShim() {
   const auto shim = std::filesystem::path(info.dli_fname).parent_path() / "libgandiva_shim.so";
   std::error_code ec;
   return std::filesystem::exists(shim, ec) ? shim.string() : "";
+}
+
+// gandiva's Python start-up hook first on the job's PYTHONPATH (python_startup.h): an
+// unmodified PyTorch script's optimizer steps mark its boundaries (GANDIVA_AUTO_TORCH=0: not).
+void AddPythonStartupHook(spank_t sp) {
+  Dl_info info{};
+  const std::string plugin =
+      dladdr(reinterpret_cast<void*>(&AddPythonStartupHook), &info) && info.dli_fname
+          ? info.dli_fname
+          : "";
+  std::map<std::string, std::string> env;
+  for (const char* name : {gandiva::runtime::kEnvAutoTorch, gandiva::runtime::kEnvPythonPath})
+    if (std::string value = JobEnv(sp, name); !value.empty()) env[name] = value;
+  gandiva::runtime::AddStartupHook(env, gandiva::runtime::FindStartupHookDir(plugin));
+  if (auto path = env.find(gandiva::runtime::kEnvPythonPath); path != env.end())
+    SetJobEnv(sp, path->first, path->second);
 }
 
 StepJob DescribeStep(spank_t sp, uint32_t job_id, uint32_t step_id) {
@@ -243,6 +261,7 @@ void RegisterStep(spank_t sp, StepJob step) {
   }
   g_job = registered->job;
   for (const auto& [k, v] : registered->env) SetJobEnv(sp, k, v);
+  AddPythonStartupHook(sp);
   if (registered->gpu) {
     const std::string shim = g_args.shim.empty() ? DefaultShim() : g_args.shim;
     if (shim.empty()) {
