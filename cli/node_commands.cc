@@ -116,6 +116,11 @@ int PsCommand(const Args& args) {
     std::printf("%s\n", (*reply)["jobs"].dump(2).c_str());
   } else {
     std::fputs(JobsTable((*reply)["jobs"], c.flags().Has("all")).c_str(), stdout);
+    // Jobs gandiva cannot manage: too long for a column, said below the table.
+    for (const auto& j : (*reply)["jobs"])
+      if (const std::string w = j.value("boundary_warning", ""); !w.empty())
+        std::printf("job %s (%s): %s\n", j["id"].dump().c_str(),
+                    j["name"].get<std::string>().c_str(), w.c_str());
   }
   return kExitOk;
 }

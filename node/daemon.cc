@@ -65,6 +65,9 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
                      (default 600000; the job trains on at its source)
   --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
                      (default 60000)
+  --boundary-wait-s N  a job that has marked no iteration boundary N s after it registered is
+                     reported ("no iteration boundaries seen") in ps, queue, metrics and
+                     this log (default 30; 0: never)
   --max-jobs N       live jobs at once on this node; more are refused (default 256)
   --max-jobs-per-user N  live jobs of one user at once (jobs registered for a uid);
                      default 64, 0: no limit
@@ -114,6 +117,12 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   GD_ASSIGN_OR_RETURN(long long rank_timeout, flags.GetInt("rank-timeout-ms", 60000));
   if (rank_timeout < 100) return InvalidArgument("--rank-timeout-ms must be at least 100");
   opts->rank_timeout_ms = static_cast<uint64_t>(rank_timeout);
+  GD_ASSIGN_OR_RETURN(
+      long long boundary_wait,
+      flags.GetInt("boundary-wait-s", static_cast<long long>(kDefaultBoundaryWaitS)));
+  if (boundary_wait < 0 || boundary_wait > 86400)
+    return InvalidArgument("--boundary-wait-s must be 0..86400 (0: never)");
+  opts->boundary_wait_ms = static_cast<uint64_t>(boundary_wait) * 1000;
   const std::string freeze = flags.Get("freeze-parked", "on");
   if (freeze != "on" && freeze != "off")
     return InvalidArgument("--freeze-parked must be on or off");
@@ -331,6 +340,7 @@ int RunDaemon(const std::vector<std::string>& args) {
                "device-memory-mib",
                "job-log-cap-kib",
                "rank-timeout-ms",
+               "boundary-wait-s",
                "freeze-parked",
                "metrics",
                "max-jobs",

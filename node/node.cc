@@ -38,15 +38,23 @@ Node::Node(NodeOptions options)
     : options_(std::move(options)),
       monitor_([this](uint64_t job) { OnProcessExit(job); }),
       logs_(options_.job_log_cap_bytes),
+      boundary_watch_(options_.boundary_wait_ms * kMs),
       heartbeat_(std::chrono::milliseconds(std::max<uint64_t>(10, options_.lease_ms / 4)),
                  [this](uint64_t now) {
                    std::vector<uint64_t> cut_short;
-                   jobs_.ForEachLive([now, &cut_short](const Job& j) {
+                   std::vector<std::pair<uint64_t, std::string>> no_boundaries;
+                   jobs_.ForEachLive([&](const Job& j) {
                      if (!j.cb()) return;
                      if (j.block->cut_short()) cut_short.push_back(j.id);
                      runtime::Heartbeat(j.cb(), now);
+                     if (std::string w = boundary_watch_.Note(j, now); !w.empty())
+                       no_boundaries.emplace_back(j.id, std::move(w));
                    });
+                   boundary_watch_.EndBeat();
                    for (uint64_t id : cut_short) EndCutShort(id);
+                   for (const auto& [id, warning] : no_boundaries)
+                     GD_LOG(kWarn, "job %llu: %s", static_cast<unsigned long long>(id),
+                            warning.c_str());
                  }),
       usage_flush_(std::chrono::seconds(1), [this](uint64_t) { FlushUsage(); }),
       migrator_(this, MigratorOptionsFor(options_)),

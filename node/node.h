@@ -32,6 +32,7 @@
 #include "gandiva/protocol/curve.h"
 #include "gandiva/protocol/dispatcher.h"
 #include "gandiva/status.h"
+#include "jobs/boundary_watch.h"
 #include "jobs/gang.h"
 #include "jobs/heartbeat.h"
 #include "jobs/job_log.h"
@@ -71,6 +72,9 @@ struct NodeOptions {
   size_t max_jobs = 256;             // live jobs at once; more are refused (resource_exhausted)
   size_t max_jobs_per_user = 64;     // live jobs of one user (owner uid) at once; 0: no limit
   std::optional<gid_t> admin_group;  // --admin-group: its members act on every job
+  // A job that has marked no iteration boundary this long after it registered
+  // is reported (jobs/boundary_watch.h); 0: never.
+  uint64_t boundary_wait_ms = kDefaultBoundaryWaitS * 1000;
 };
 
 inline constexpr uint32_t kMaxRanks = 64;
@@ -216,7 +220,8 @@ class Node final : public JobHost {
   std::map<uint64_t, std::unique_ptr<Gang>> gangs_;  // jobs of several processes; under mu_
   ProcessMonitor monitor_;
   JobLogs logs_;
-  MemoryCgroups cgroups_;  // probed by Start
+  MemoryCgroups cgroups_;         // probed by Start
+  BoundaryWatch boundary_watch_;  // used by heartbeat_'s thread only
   Heartbeat heartbeat_;
   Heartbeat usage_flush_;  // device figures to the store, once a second
   Migrator migrator_;

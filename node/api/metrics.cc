@@ -109,6 +109,13 @@ std::string RenderMetrics(const std::string& node, const Json& jobs_reply,
       {"gandiva_job_device_memory_bytes", "gauge", "Device memory the job holds.",
        plain("device_bytes")},
       {"gandiva_job_weight", "gauge", "The job's share of its device's slice.", plain("weight")},
+      {"gandiva_job_no_boundaries", "gauge",
+       "1 while the job has marked no iteration boundary a while after it registered "
+       "(it runs unmanaged; see its boundary_warning).",
+       [](const Json& j) -> double {
+         const auto w = j.find("boundary_warning");
+         return w != j.end() && w->is_string() && !w->get<std::string>().empty() ? 1 : 0;
+       }},
       {"gandiva_job_last_migration_downtime_seconds", "gauge",
        "Downtime of the job's latest migration.",
        [](const Json& j) -> double {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "gandiva/common/clock.h"
 #include "gandiva/common/units.h"
 #include "node.h"
 
@@ -39,6 +40,8 @@ Json JobJson(Node& node, const Job& job) {
       JobToJson(job, node.JobHeld(job), node.UsageOf(job), node.migrator().OperationOf(job.id));
   j["ranks"] = job.ranks;
   j["gang_error"] = node.GangErrorOf(job);
+  j["boundary_warning"] =
+      NoBoundaryWarning(job, MonotonicNowNs(), node.options().boundary_wait_ms * kMs);
   return j;
 }
 

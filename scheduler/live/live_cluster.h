@@ -181,6 +181,8 @@ class LiveCluster final : public Cluster {
   double RunTime(JobId job) const override;
   double MeasuredRate(JobId job) const override;
   bool RateMeasured(JobId job) const override;
+  // Its node's warning that it marks no iteration boundaries (queue's detail), or "".
+  const std::string& BoundaryWarning(JobId job) const { return jobs_[job].boundary_warning; }
   double PendingSince(JobId job) const override { return jobs_[job].pending_since; }
   // From the device memory each job was measured holding (its node's
   // device_bytes, the most seen; for a job not measured yet, the most any job
@@ -231,6 +233,8 @@ class LiveCluster final : public Cluster {
     int64_t moving_from_job = 0;   // its id on moving_from
     std::string moving_from;       // its source node while moving
     std::string checkpointing;     // the dir of a checkpoint under way
+    // Its node's "no iteration boundaries seen: ..." while it runs unmanaged, else "".
+    std::string boundary_warning;
     JobRecord record;
     JobInfo info;
     double pending_since = 0;

@@ -237,6 +237,8 @@ void LiveCluster::TakeInJob(JobId id, const NodeRun& run, ClusterEvents& events)
       }
     }
   ReadRate(id, nj);
+  if (auto w = nj.find("boundary_warning"); w != nj.end() && w->is_string())
+    j.boundary_warning = w->get<std::string>();
   // Its operation is read only while a checkpoint of ours is under way (all
   // TakeInCheckpoint looks for).
   if (!j.checkpointing.empty()) {

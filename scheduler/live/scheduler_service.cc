@@ -273,7 +273,10 @@ Json SchedulerService::JobJson(JobId id) const {
           {"rate", rate},
           {"checkpoint_dir", r.checkpoint_dir},
           {"exit_code", r.exit_code},
-          {"detail", r.detail},
+          // A running job its node cannot manage says so (its own detail is about its end).
+          {"detail", r.detail.empty() && cluster_->state(id) == JobState::kRunning
+                         ? cluster_->BoundaryWarning(id)
+                         : r.detail},
           {"failure", FailureClassName(r.failure)},
           {"retries", r.retries},
           {"not_before", r.not_before}};
