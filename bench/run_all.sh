@@ -34,6 +34,9 @@ echo
 echo "== bench_packing =="
 "$python" "$here/job/bench_packing.py" --build-dir "$build" --out "$out"
 echo
+echo "== bench_auto_boundary (the automatic PyTorch boundary against gandiva.step()) =="
+"$python" "$here/job/bench_auto_boundary.py" --build-dir "$build" --out "$out"
+echo
 # Migration (~2 minutes, up to ~7 GiB of memory at 2 GiB of state): only when built.
 if [ -x "$build/bench/migration/transfer_floor" ] && [ -x "$build/bench/migration/synthetic_state_job" ]; then
   echo "== bench_migration =="
