@@ -1,4 +1,4 @@
-"""Unmodified PyTorch scripts under `gandiva run` on a CPU device: the start-up
+"""Unmodified PyTorch scripts under `gandiva run` on CPU devices: the start-up
 hook gandiva ships (gandiva/_startup) makes each round of optimizer steps one
 iteration, with no gandiva in the scripts (tests/integration/jobs/unmodified/):
 a plain loop, a GAN's two optimizers, gradient accumulation, a DataLoader with
@@ -6,134 +6,154 @@ a plain loop, a GAN's two optimizers, gradient accumulation, a DataLoader with
 each alone; a script without an optimizer is reported ("no iteration
 boundaries seen") in ps, metrics and gandivad's log; GANDIVA_AUTO_TORCH=0
 turns the hook off; a script that attaches its optimizer itself is counted
-once."""
+once; a job gandivad launches (run --detach) gets the hook too.
+
+Every job runs at once under one gandivad (cpu0: the counted ones; cpu1: the
+pair), so that the suite takes about as long as its longest job."""
 
 import json
 import os
+import re
 import subprocess
 
-from conftest import HERE, PYTHON
+import pytest
+
+from conftest import GANDIVA, PYTHON, HERE, Daemon
 from nodes import free_port
 from test_metrics import samples, scrape_once_up
 
 JOBS = os.path.join(HERE, "jobs", "unmodified")
+COUNTED = ("plain", "gan", "accum", "loader")
+SEEDS = (5, 6)
 
 
 def script(name, *args):
     return [PYTHON, os.path.join(JOBS, name), *args]
 
 
-def finished(d, runs):
-    """Waits for the `gandiva run`s; returns their job records by name."""
-    for name, proc in runs.items():
-        out, err = proc.communicate(timeout=240)
-        assert proc.returncode == 0, f"{name}: {err}"
-    return d.jobs()
+class Run:
+    """Everything started at once; `jobs` are the records once the finite ones ended."""
+
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.port = free_port()
+        self.d = Daemon(tmp, "--devices", "cpu:2", "--slice-ms", "50", "--boundary-wait-s", "1",
+                        "--metrics", f"127.0.0.1:{self.port}")
+        self.result = {n: tmp / f"{n}.json" for n in
+                       (*COUNTED, "off", "attached", "detached", *(f"pair{s}" for s in SEEDS))}
+        self.stop_file = tmp / "stop"
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        env.pop("GANDIVA_CONTROL_BLOCK", None)
+        # The pair's references: the same scripts alone, without gandiva.
+        self.refs = {s: subprocess.Popen(script("plain_loop.py", "--steps", "100", "--seed", str(s),
+                                                "--result", str(tmp / f"alone{s}.json")), env=env)
+                     for s in SEEDS}
+        r = self.result
+        self.runs = {
+            "plain": self.run("plain", "plain_loop.py", "--steps", "40"),
+            "gan": self.run("gan", "gan.py", "--iterations", "30"),
+            "accum": self.run("accum", "grad_accum.py", "--micro-batches", "48", "--accumulate", "4"),
+            "loader": self.run("loader", "loader_workers.py", "--epochs", "2"),
+            "attached": self.run("attached", "attached.py", "--steps", "30"),
+            "off": self.run("off", "plain_loop.py", "--steps", "20", env={"GANDIVA_AUTO_TORCH": "0"}),
+            "inference": subprocess.Popen(
+                [GANDIVA, "run", "--name", "inference", "--device", "cpu0", "--",
+                 *script("no_optimizer.py", "--until-file", str(self.stop_file))],
+                env=self.d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
+        }
+        for s in SEEDS:  # 100 steps of >= 20 ms (2 s) each, in 50 ms slices on cpu1
+            self.runs[f"pair{s}"] = self.run(f"pair{s}", "plain_loop.py", "--steps", "100", "--seed",
+                                             str(s), "--sleep-ms", "20", device="cpu1")
+        self.d.cli("run", "--detach", "--name", "detached", "--device", "cpu0", "--",
+                   *script("plain_loop.py", "--steps", "15", "--result", str(r["detached"])))
+        for name, proc in self.runs.items():
+            if name != "inference":
+                out, err = proc.communicate(timeout=300)
+                assert proc.returncode == 0, f"{name}: {err}"
+        self.d.wait_for(lambda: self.d.jobs()["detached"]["state"] in ("exited", "failed"), 120,
+                        "the detached job")
+        self.jobs = self.d.jobs()
+
+    def run(self, name, file, *args, device="cpu0", env=None):
+        return subprocess.Popen(
+            [GANDIVA, "run", "--name", name, "--device", device, "--",
+             *script(file, *args, "--result", str(self.result[name]))],
+            env=dict(self.d.env, **(env or {})), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+
+    def got(self, name):
+        return json.loads(self.result[name].read_text())
+
+    def close(self):
+        self.stop_file.touch()
+        for proc in (*self.runs.values(), *self.refs.values()):
+            if proc.poll() is None:
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        self.d.stop()
 
 
-def test_iterations_counted_are_the_optimizer_rounds_run(daemon_factory, tmp_path):
-    d = daemon_factory("--devices", "cpu:1", "--slice-ms", "50")
-    result = {n: tmp_path / f"{n}.json" for n in ("plain", "gan", "accum", "loader")}
-    runs = {
-        "plain": d.run(*script("plain_loop.py", "--steps", "40", "--result", str(result["plain"])),
-                       name="plain", device="cpu0"),
-        "gan": d.run(*script("gan.py", "--iterations", "30", "--result", str(result["gan"])),
-                     name="gan", device="cpu0"),
-        "accum": d.run(*script("grad_accum.py", "--micro-batches", "48", "--accumulate", "4",
-                               "--result", str(result["accum"])), name="accum", device="cpu0"),
-        "loader": d.run(*script("loader_workers.py", "--epochs", "2", "--result",
-                                str(result["loader"])), name="loader", device="cpu0"),
-    }
-    jobs = finished(d, runs)
-    for name, path in result.items():
-        got = json.loads(path.read_text())
-        job = jobs[name]
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    r = Run(tmp_path_factory.mktemp("unmodified"))
+    yield r
+    r.close()
+
+
+def test_iterations_counted_are_the_optimizer_rounds_run(run):
+    for name in COUNTED:
+        got, job = run.got(name), run.jobs[name]
         assert job["iterations"] == got["rounds"], (name, job["iterations"], got)
-        assert job["boundary_source"] == "explicit" and job["boundary_warning"] == ""
+        assert job["boundary_source"] == "explicit" and job["boundary_warning"] == "", job
+        assert job["parks"] >= 1, job  # it went through the slicer, parked at a step
     # The GAN stepped two optimizers per iteration, the accumulating loop one per 4 batches.
-    gan = json.loads(result["gan"].read_text())
-    assert gan["steps"] == 2 * gan["rounds"] == 60
-    assert json.loads(result["accum"].read_text())["rounds"] == 12
-    assert json.loads(result["loader"].read_text())["rounds"] == 20  # 160 samples / 16, twice
-    # Each went through the slicer: parked at a step, resumed there.
-    assert all(j["parks"] >= 1 for j in jobs.values()), jobs
+    assert run.got("gan")["steps"] == 2 * run.got("gan")["rounds"] == 60
+    assert run.got("accum")["rounds"] == 12
+    assert run.got("loader")["rounds"] == 20  # 160 samples in batches of 16, twice
 
 
-def test_a_pair_time_sliced_trains_as_each_alone(daemon_factory, tmp_path):
-    env = dict(os.environ, OMP_NUM_THREADS="1")
-    env.pop("GANDIVA_CONTROL_BLOCK", None)
-    refs = {seed: subprocess.Popen(script("plain_loop.py", "--steps", "100", "--seed", str(seed),
-                                          "--result", str(tmp_path / f"alone{seed}.json")),
-                                   env=env) for seed in (5, 6)}
-    alone = {}
-    for seed, proc in refs.items():
-        assert proc.wait(timeout=120) == 0
-        alone[seed] = json.loads((tmp_path / f"alone{seed}.json").read_text())["losses"]
-    d = daemon_factory("--devices", "cpu:1", "--slice-ms", "50")
-    runs = {f"pair{seed}": d.run(*script("plain_loop.py", "--steps", "100", "--seed", str(seed),
-                                         "--sleep-ms", "20", "--result",
-                                         str(tmp_path / f"pair{seed}.json")),
-                                 name=f"pair{seed}", device="cpu0") for seed in (5, 6)}
-    jobs = finished(d, runs)
-    for seed in (5, 6):
-        job = jobs[f"pair{seed}"]
-        # 100 steps of >= 20 ms (2 s) beside a job of as many, in 50 ms slices:
-        # each waited for the other.
+def test_a_pair_time_sliced_trains_as_each_alone(run):
+    for s in SEEDS:
+        assert run.refs[s].wait(timeout=120) == 0
+        job = run.jobs[f"pair{s}"]
+        # 100 steps of >= 20 ms beside a job of as many, in 50 ms slices: each waited for the other.
         assert job["iterations"] == 100 and job["parks"] >= 2 and job["slices"] >= 2, job
-        got = json.loads((tmp_path / f"pair{seed}.json").read_text())["losses"]
-        assert got == alone[seed], f"seed {seed}: the loss history differs from running alone"
+        alone = json.loads((run.tmp / f"alone{s}.json").read_text())["losses"]
+        assert run.got(f"pair{s}")["losses"] == alone, f"seed {s}: differs from running alone"
 
 
-def test_a_script_without_an_optimizer_is_reported(daemon_factory, tmp_path):
-    port = free_port()
-    d = daemon_factory("--devices", "cpu:1", "--boundary-wait-s", "1", "--metrics",
-                       f"127.0.0.1:{port}")
-    stop = tmp_path / "stop"
-    run = d.run(*script("no_optimizer.py", "--until-file", str(stop)), name="inference")
-    try:
-        job = d.wait_for(lambda: (j := d.jobs().get("inference")) and j["boundary_warning"] and j,
-                         60, "the warning")
-        assert job["boundary_warning"].startswith("no iteration boundaries seen: ")
-        assert job["iterations"] == 0 and job["state"] == "starting"
-        ps = d.cli("ps").stdout
-        assert f"job {job['id']} (inference): no iteration boundaries seen: " in ps, ps
-        assert "gandiva.step()" in ps  # says what to do
-        d.wait_for(lambda: "no iteration boundaries seen" in d.read_log(), 10, "the log line")
-        assert d.read_log().count("no iteration boundaries seen") == 1  # said once
-        text = d.wait_for(lambda: scrape_once_up(port), 30, "metrics")
-        assert list(samples(text, "gandiva_job_no_boundaries").values()) == [1.0], text
-    finally:
-        stop.touch()
-        run.communicate(timeout=60)
-    assert run.returncode == 0
+def test_a_script_without_an_optimizer_is_reported(run):
+    job = run.d.jobs()["inference"]
+    assert run.runs["inference"].poll() is None, "it runs until told to stop"
+    assert job["boundary_warning"].startswith("no iteration boundaries seen: "), job
+    assert job["iterations"] == 0 and job["state"] == "starting"
+    ps = run.d.cli("ps").stdout
+    assert f"job {job['id']} (inference): no iteration boundaries seen: " in ps, ps
+    assert "gandiva.step()" in ps  # says what to do
+    said = re.findall(rf"job {job['id']}: no iteration boundaries seen", run.d.read_log())
+    assert len(said) == 1, run.d.read_log()  # in the log, once
+    text = run.d.wait_for(lambda: scrape_once_up(run.port), 30, "metrics")
+    flagged = [k for k, v in samples(text, "gandiva_job_no_boundaries").items() if v == 1]
+    assert len(flagged) == 1 and 'name="inference"' in flagged[0], text  # the only live job
+    run.stop_file.touch()
+    run.runs["inference"].communicate(timeout=60)
+    assert run.runs["inference"].returncode == 0
 
 
-def test_auto_torch_off_marks_no_boundaries(daemon_factory, tmp_path):
-    d = daemon_factory("--devices", "cpu:1")
-    d.env["GANDIVA_AUTO_TORCH"] = "0"
-    out = tmp_path / "off.json"
-    runs = {"off": d.run(*script("plain_loop.py", "--steps", "20", "--result", str(out)),
-                         name="off")}
-    job = finished(d, runs)["off"]
-    assert json.loads(out.read_text())["steps"] == 20
+def test_auto_torch_off_marks_no_boundaries(run):
+    job = run.jobs["off"]
+    assert run.got("off")["steps"] == 20
     assert job["iterations"] == 0 and job["boundary_source"] == "none", job
 
 
-def test_a_script_that_attaches_its_optimizer_is_counted_once(daemon_factory, tmp_path):
-    d = daemon_factory("--devices", "cpu:1")
-    out = tmp_path / "attached.json"
-    runs = {"attached": d.run(*script("attached.py", "--steps", "30", "--result", str(out)),
-                              name="attached")}
-    assert finished(d, runs)["attached"]["iterations"] == 30
+def test_a_script_that_attaches_its_optimizer_is_counted_once(run):
+    assert run.jobs["attached"]["iterations"] == run.got("attached")["steps"] == 30
 
 
-def test_detached_launch_loads_the_hook_too(daemon_factory, tmp_path):
+def test_a_job_gandivad_launches_gets_the_hook_too(run):
     """`gandiva run --detach`: gandivad starts the job (launch, as the scheduler does)."""
-    d = daemon_factory("--devices", "cpu:1")
-    out = tmp_path / "detached.json"
-    r = d.cli("run", "--detach", "--name", "detached", "--",
-              *script("plain_loop.py", "--steps", "15", "--result", str(out)))
-    assert r.returncode == 0
-    job = d.wait_for(lambda: (j := d.jobs().get("detached")) and j["state"] == "exited" and j,
-                     120, "the detached job")
-    assert job["iterations"] == 15, job
+    job = run.jobs["detached"]
+    assert job["state"] == "exited" and job["launched"], job
+    assert job["iterations"] == run.got("detached")["steps"] == 15, job
