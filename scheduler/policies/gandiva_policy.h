@@ -110,11 +110,12 @@ class GandivaPolicy : public PolicyBase {
   // ---- Making room by suspending and moving (gandiva_room.cc) ----
   struct Room {
     int machine;
-    int suspended_gpus;  // GPUs of the jobs suspended (the cost)
-    std::vector<JobId> suspend, move;
+    int suspended_gpus;                // GPUs of the jobs suspended (the cost)
+    int moves;                         // jobs moved
+    std::vector<JobId> suspend, move;  // filled only when asked for (`lists`)
   };
-  std::optional<Room> PlanMachine(const Cluster& c, JobId p, int m, int share,
-                                  int move_budget) const;
+  std::optional<Room> PlanMachine(const Cluster& c, JobId p, int m, int share, int move_budget,
+                                  bool lists) const;
   std::optional<std::vector<GpuId>> MakeRoom(Cluster& c, JobId p);
 
   // ---- Packing (gandiva_packing.cc) ----
