@@ -1,16 +1,38 @@
 // See node_client.h.
 #include "node_client.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
+#include "gandiva/common/private_files.h"
 #include "gandiva/contract/environment.h"
 
 extern char** environ;
 
 namespace gandiva::cli {
+
+namespace {
+
+// A local socket is trusted only in a directory of root's or the caller's own
+// that no one else may write, nor any directory above it (the Slurm plugin's
+// rule): in one another user controls, that user could stand in for gandivad
+// and be handed what the CLI sends (a job's whole environment). A directory
+// that does not exist is left to the connection to report.
+Status CheckSocketDir(const std::string& endpoint) {
+  if (endpoint.rfind("ipc:///", 0) != 0) return Status::Ok();
+  const std::string path = endpoint.substr(6);
+  const std::string dir = path.substr(0, std::max<size_t>(path.rfind('/'), 1));
+  const Status s = CheckPrivateDir(dir, getuid());
+  if (s.ok() || s.code() == StatusCode::kNotFound) return Status::Ok();
+  return PermissionDenied("will not trust the socket " + path + ": " + s.message());
+}
+
+}  // namespace
 
 NodeCommand::NodeCommand(std::string name, std::set<std::string> valued,
                          std::set<std::string> boolean)
@@ -28,8 +50,13 @@ bool NodeCommand::Parse(const Args& args, bool stop_at_positional) {
     return false;
   }
   const bool scheduler = to_scheduler_ || flags_.Has("scheduler");
-  client_ = std::make_unique<ApiClient>(
-      flags_.Get("endpoint", scheduler ? DefaultSchedulerEndpoint() : DefaultEndpoint()));
+  const std::string endpoint =
+      flags_.Get("endpoint", scheduler ? DefaultSchedulerEndpoint() : DefaultEndpoint());
+  if (Status s = CheckSocketDir(endpoint); !s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name_.c_str(), s.message().c_str());
+    return false;
+  }
+  client_ = std::make_unique<ApiClient>(endpoint);
   if (flags_.Has("key") != flags_.Has("server-key")) {
     std::fprintf(stderr, "%s: --key and --server-key go together\n", name_.c_str());
     return false;

@@ -12,6 +12,7 @@
 #include "gandiva/common/log.h"
 #include "gandiva/common/units.h"
 #include "gandiva/contract/environment.h"
+#include "jobs/as_user.h"
 
 namespace gandiva::controller {
 
@@ -554,6 +555,13 @@ StatusOr<Arrival> Node::StartArrival(const ArrivingJob& a) {
   arriving.env = a.env;
   arriving.held = true;
   arriving.migrated_from = a.migrated_from;
+  if (a.owner_uid >= 0) {
+    // It runs as the user it ran as on its source, who must be one here too.
+    if (auto user = CredentialsOf(a.owner_uid); !user.ok())
+      return FailedPrecondition("job " + a.name + " runs as uid " + std::to_string(a.owner_uid) +
+                                " on its source, which is no user of node " + options_.node);
+    arriving.owner_uid = a.owner_uid;
+  }
   // A gang arrives as its launcher, started again with the environment it ran
   // with (GANDIVA_RANKS among it); its state is one container for all ranks.
   if (auto r = a.env.find(runtime::kEnvRanks); r != a.env.end())

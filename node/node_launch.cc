@@ -7,6 +7,7 @@
 #include "gandiva/contract/checkpoint_layout.h"
 #include "gandiva/contract/environment.h"
 #include "gandiva/contract/python_startup.h"
+#include "jobs/as_user.h"
 #include "node.h"
 
 extern char** environ;
@@ -38,7 +39,16 @@ Status CheckLaunch(const LaunchJob& l) {
   if (!l.restore.empty()) {
     if (l.restore[0] != '/')
       return InvalidArgument("restore must be an absolute path, not '" + l.restore + "'");
-    if (Status s = checkpoint::CheckRestoreDir(l.restore, l.job.ranks); !s.ok())
+    // Looked at as the job's user, who restores it: root finds nothing for
+    // them in a directory they may not reach (and tells them nothing of it).
+    const std::vector<std::string> paths = checkpoint::RestoreDirPaths(l.restore, l.job.ranks);
+    GD_ASSIGN_OR_RETURN(std::vector<char> kinds, StatAsUser(l.job.owner_uid, paths));
+    auto kind = [&](const std::string& path) -> char {
+      for (size_t k = 0; k < paths.size(); ++k)
+        if (paths[k] == path) return kinds[k];
+      return 0;
+    };
+    if (Status s = checkpoint::CheckRestoreDir(l.restore, l.job.ranks, kind); !s.ok())
       return InvalidArgument("restore: " + s.message());
   }
   return Status::Ok();

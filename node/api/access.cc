@@ -1,14 +1,13 @@
 // Who may do what on a shared node; see access.h.
 #include "api/access.h"
 
-#include <grp.h>
-#include <pwd.h>
 #include <unistd.h>
 
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "gandiva/common/users.h"
 #include "gandiva/protocol/schema.h"
 #include "jobs/process_identity.h"
 
@@ -46,44 +45,12 @@ Access AccessOf(MessageType type) {
   }
 }
 
-namespace {
-
-std::string UserName(int64_t uid) {
-  passwd pw{};
-  passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (uid >= 0 && getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) == 0 &&
-      found)
-    return std::string(found->pw_name) + " (uid " + std::to_string(uid) + ")";
-  return "uid " + std::to_string(uid);
-}
-
-}  // namespace
-
-bool AccessPolicy::InAdminGroup(int64_t uid, int64_t gid) const {
-  if (!admin_group_) return false;
-  if (gid == static_cast<int64_t>(*admin_group_)) return true;
-  passwd pw{};
-  passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) != 0 || !found)
-    return false;
-  std::vector<gid_t> groups(64);
-  int n = static_cast<int>(groups.size());
-  if (getgrouplist(found->pw_name, found->pw_gid, groups.data(), &n) < 0) {
-    groups.resize(n);
-    if (getgrouplist(found->pw_name, found->pw_gid, groups.data(), &n) < 0) return false;
-  }
-  for (int k = 0; k < n; ++k)
-    if (groups[k] == *admin_group_) return true;
-  return false;
-}
-
 bool AccessPolicy::IsAdmin(const protocol::Caller& c) const {
   if (c.remote) return !c.peer_node;
   if (c.in_process) return true;
   if (c.uid < 0) return false;  // a local caller the kernel did not name: trusted with nothing
-  return c.uid == 0 || c.uid == static_cast<int64_t>(geteuid()) || InAdminGroup(c.uid, c.gid);
+  return c.uid == 0 || c.uid == static_cast<int64_t>(geteuid()) ||
+         (admin_group_ && InGroup(c.uid, c.gid, *admin_group_));
 }
 
 Status AccessPolicy::Authorize(
@@ -98,7 +65,7 @@ Status AccessPolicy::Authorize(
     return PermissionDenied("the key of peer node " + c.key_name + " may only migrate jobs to " +
                             "this node; " + what + " needs an operator's key (--authorized-keys)");
   }
-  const std::string who = UserName(c.uid);
+  const std::string who = DescribeUser(c.uid);
   Json& body = call.request.body;
   switch (access) {
     case Access::kNewJob:
@@ -127,9 +94,10 @@ Status AccessPolicy::Authorize(
           return InvalidArgument("pid must be a process id, not " + std::to_string(pid));
         return CheckUserMaySignal(static_cast<int>(pid), c.uid);
       }
-      return PermissionDenied("job " + std::to_string(id) + " belongs to " +
-                              (*owner >= 0 ? UserName(*owner) : std::string("gandivad's user")) +
-                              "; " + who + " may not " + what + " it");
+      return PermissionDenied(
+          "job " + std::to_string(id) + " belongs to " +
+          (*owner >= 0 ? DescribeUser(*owner) : std::string("gandivad's user")) + "; " + who +
+          " may not " + what + " it");
     }
     default:
       return PermissionDenied(what + " is for the node's admins (root, gandivad's user, " +

@@ -50,7 +50,6 @@ class AccessPolicy {
                    const std::function<std::optional<int64_t>(uint64_t job)>& owner_of) const;
 
  private:
-  bool InAdminGroup(int64_t uid, int64_t gid) const;
   std::optional<gid_t> admin_group_;
 };
 

@@ -3,7 +3,6 @@
 
 #include <fcntl.h>
 #include <grp.h>
-#include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,29 +13,6 @@
 #include <vector>
 
 namespace gandiva::controller {
-
-namespace {
-
-using Credentials = UserCredentials;
-
-}  // namespace
-
-StatusOr<UserCredentials> CredentialsOf(int64_t uid) {
-  passwd pw{};
-  passwd* found = nullptr;
-  std::vector<char> buf(16384);
-  if (getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) != 0 || !found)
-    return NotFound("uid " + std::to_string(uid) + " is no user of this machine");
-  Credentials c{pw.pw_uid, pw.pw_gid, {}};
-  int n = 64;
-  c.groups.resize(n);
-  if (getgrouplist(pw.pw_name, pw.pw_gid, c.groups.data(), &n) < 0) {
-    c.groups.resize(n);
-    getgrouplist(pw.pw_name, pw.pw_gid, c.groups.data(), &n);
-  }
-  c.groups.resize(n);
-  return c;
-}
 
 namespace {
 
@@ -90,7 +66,7 @@ StatusOr<Outcome> ReceiveOutcome(int sock) {
 // Runs `act` (system calls only: it runs between fork and _exit) in a child
 // that has become the user; it returns an errno (0: done) and may set *fd.
 template <typename Act>
-StatusOr<Outcome> InChildAs(const Credentials& who, const Act& act) {
+StatusOr<Outcome> InChildAs(const UserCredentials& who, const Act& act) {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0)
     return Internal(std::string("socketpair: ") + std::strerror(errno));
@@ -124,7 +100,7 @@ StatusOr<UniqueFd> OpenAsUser(int64_t uid, const std::string& path, int flags, m
     if (!fd.valid()) return PermissionDenied("cannot open " + path + ": " + std::strerror(errno));
     return fd;
   }
-  GD_ASSIGN_OR_RETURN(Credentials who, CredentialsOf(uid));
+  GD_ASSIGN_OR_RETURN(UserCredentials who, CredentialsOf(uid));
   const char* p = path.c_str();
   GD_ASSIGN_OR_RETURN(Outcome out, InChildAs(who, [p, flags, mode](int* fd) {
                         *fd = open(p, flags | O_CLOEXEC, mode);
@@ -134,6 +110,49 @@ StatusOr<UniqueFd> OpenAsUser(int64_t uid, const std::string& path, int flags, m
     return PermissionDenied("cannot open " + path + " as uid " + std::to_string(uid) + ": " +
                             std::strerror(out.error ? out.error : EBADF));
   return std::move(out.fd);
+}
+
+StatusOr<std::vector<char>> StatAsUser(int64_t uid, const std::vector<std::string>& paths) {
+  if (paths.size() > 4096) return InvalidArgument("too many paths to look at");
+  std::vector<const char*> names;
+  for (const std::string& p : paths) names.push_back(p.c_str());
+  // One byte a path into a pipe, whose read end comes back (4096 bytes fit
+  // in its buffer: the child never blocks).
+  auto look = [&names](int* fd) {
+    int pipe_fds[2];
+    if (pipe2(pipe_fds, O_CLOEXEC) != 0) return errno;
+    for (const char* name : names) {
+      struct stat st;
+      const char kind = stat(name, &st) != 0 ? 0 : S_ISDIR(st.st_mode) ? 'd' : 'f';
+      if (write(pipe_fds[1], &kind, 1) != 1) return errno ? errno : EIO;
+    }
+    close(pipe_fds[1]);
+    *fd = pipe_fds[0];
+    return 0;
+  };
+  UniqueFd answers;
+  if (uid < 0 || static_cast<uid_t>(uid) == geteuid()) {
+    int fd = -1;
+    if (const int error = look(&fd); error != 0)
+      return Internal(std::string("cannot look: ") + std::strerror(error));
+    answers = UniqueFd(fd);
+  } else {
+    GD_ASSIGN_OR_RETURN(UserCredentials who, CredentialsOf(uid));
+    GD_ASSIGN_OR_RETURN(Outcome out, InChildAs(who, look));
+    if (out.error != 0 || !out.fd.valid())
+      return Internal("cannot look as uid " + std::to_string(uid) + ": " +
+                      std::strerror(out.error ? out.error : EBADF));
+    answers = std::move(out.fd);
+  }
+  std::vector<char> kinds(paths.size());
+  size_t got = 0;
+  while (got < kinds.size()) {
+    const ssize_t n = read(answers.get(), kinds.data() + got, kinds.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Internal("the helper looking as the job's user said too little");
+    got += static_cast<size_t>(n);
+  }
+  return kinds;
 }
 
 Status MakeDirsAsUser(int64_t uid, const std::string& path, mode_t mode) {
@@ -156,7 +175,7 @@ Status MakeDirsAsUser(int64_t uid, const std::string& path, mode_t mode) {
     int unused = -1;
     error = make_all(&unused);
   } else {
-    GD_ASSIGN_OR_RETURN(Credentials who, CredentialsOf(uid));
+    GD_ASSIGN_OR_RETURN(UserCredentials who, CredentialsOf(uid));
     GD_ASSIGN_OR_RETURN(Outcome out, InChildAs(who, make_all));
     error = out.error;
   }

@@ -23,22 +23,19 @@
 #include <vector>
 
 #include "gandiva/common/unique_fd.h"
+#include "gandiva/common/users.h"  // CredentialsOf: who the user is
 #include "gandiva/status.h"
 
 namespace gandiva::controller {
 
-// Who user `uid` is to the kernel: its uid, primary gid and groups, from the
-// user database. NotFound for a uid that is no user here.
-struct UserCredentials {
-  uid_t uid;
-  gid_t gid;
-  std::vector<gid_t> groups;
-};
-StatusOr<UserCredentials> CredentialsOf(int64_t uid);
-
 // open(2) of `path` as user `uid` (flags get O_CLOEXEC). The error is the
 // one the user would have got ("permission denied" for a file not theirs).
 StatusOr<UniqueFd> OpenAsUser(int64_t uid, const std::string& path, int flags, mode_t mode = 0600);
+
+// What user `uid` finds at each of `paths` (stat(2) as them, following
+// links as they could): 'd' a directory, 'f' anything else, 0 nothing, or
+// nothing they may reach. At most 4096 paths.
+StatusOr<std::vector<char>> StatAsUser(int64_t uid, const std::vector<std::string>& paths);
 
 // mkdir -p of `path` as user `uid`: the missing directories are made `mode`
 // and are the user's; existing ones are left as they are.

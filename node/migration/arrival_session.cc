@@ -131,11 +131,21 @@ void ArrivalSession::Watch() {
     CloseConnection();
     return;
   }
+  if (connection_.valid()) {
+    // The stream arriving counts as the source speaking: a large state takes
+    // longer to send than the silence allowed between two steps. Read from the
+    // kernel (the job, which reads the stream, could write any count of its own).
+    const uint64_t bytes = BytesReceived(connection_.get());
+    if (bytes != bytes_seen_) {
+      bytes_seen_ = bytes;
+      last_step_ns_ = MonotonicNowNs();
+    }
+  }
   const uint64_t silent_ns = MonotonicNowNs() - last_step_ns_;
   if (now < State::kLoaded && silent_ns > timeouts_.arrival_silence_ns) {
     GD_LOG(kWarn,
-           "job %llu: its source (%s) sent no step of the migration for %llu ms and its state has "
-           "not loaded: the copy is dropped",
+           "job %llu: its source (%s) sent no step of the migration nor any of its state for %llu "
+           "ms and its state has not loaded: the copy is dropped",
            (unsigned long long)job_, migrated_from_.c_str(), (unsigned long long)(silent_ns / kMs));
     CloseConnection();
     (void)host_->KillJob(job_);  // gone already is fine
@@ -199,7 +209,15 @@ StatusOr<Json> ArrivalSession::Prepare(const Json& req) {
                       std::to_string(req.at("source_job").get<uint64_t>());
   auto env = protocol::EnvFromRequest(req);
   if (env.ok()) job.env = std::move(*env);
-  StatusOr<Arrival> arrival = env.ok() ? host_->StartArrival(job) : env.status();
+  Status ok = env.status();
+  if (req.contains("uid")) {
+    // The user it ran as on its source; never root, whatever a peer says.
+    job.owner_uid = req["uid"].get<int64_t>();
+    if (ok.ok() && (job.owner_uid <= 0 || job.owner_uid > 0xfffffffe))
+      ok = PermissionDenied("an arriving job runs as a user of this node, never as root (uid " +
+                            std::to_string(job.owner_uid) + ")");
+  }
+  StatusOr<Arrival> arrival = ok.ok() ? host_->StartArrival(job) : StatusOr<Arrival>(ok);
   if (!arrival.ok()) {
     SetState(State::kFailed);
     return arrival.status();
@@ -207,6 +225,7 @@ StatusOr<Json> ArrivalSession::Prepare(const Json& req) {
   job_ = arrival->job;
   cb_ = arrival->cb;
   migrated_from_ = job.migrated_from;
+  owner_uid_ = job.owner_uid;
   SetState(State::kWarm);
   return Json{{"job", job_}, {"log", arrival->log}};
 }
@@ -218,7 +237,7 @@ StatusOr<Json> ArrivalSession::Begin(const Json& req) {
   if (cb_->phase.load() != runtime::kPhaseParked) return FailedPrecondition("job is not warm yet");
   GD_ASSIGN_OR_RETURN(BulkKey key, sealed::BulkKeyFromHex(req.at("bulk_key").get<std::string>()));
   GD_ASSIGN_OR_RETURN(auto bulk, BulkListener::Listen(bulk_host_));
-  GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(socket_path_(job_)));
+  GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(socket_path_(job_), owner_uid_));
   const std::string target = "sealed:" + listener->path();
   GD_RETURN_IF_ERROR(host_->RequestTransfer(job_, runtime::kRequestRestore, target));
   GD_ASSIGN_OR_RETURN(incoming_, listener->Accept(timeouts_.receive_accept_ms));

@@ -18,8 +18,9 @@
 // may still be writing a large state, sees it break instead of waiting out its
 // deadline, and its gandivad learns the copy's reason from migrate_commit. And
 // a copy whose state has not loaded is dropped (killed, its devices freed) when
-// its source sends no step for MigrationTimeouts::arrival_silence_ns: a source
-// that died or hangs would otherwise hold it here forever. A loaded copy is
+// its source sends no step, nor any bytes of its state on the bulk connection,
+// for MigrationTimeouts::arrival_silence_ns: a source that died or hangs would
+// otherwise hold it here forever. A loaded copy is
 // never dropped so: its source may have ended its job, and it is the job now.
 //
 // Thread-safety: Post and Cancel from any thread; mu_ guards the queue and the
@@ -116,13 +117,15 @@ class ArrivalSession {
   // Session thread only.
   uint64_t job_ = 0;
   std::string migrated_from_;  // "node/job", for the log
+  int64_t owner_uid_ = -1;     // the user the copy runs as; -1: gandivad's
   std::shared_ptr<runtime::ControlBlock> cb_;
   UniqueFd incoming_;  // the Unix connection on which the job takes the bulk connection
   std::unique_ptr<BulkListener> bulk_;  // open from Begin until the source connects
   UniqueFd connection_;                 // the bulk connection, also the job's
   BulkKey bulk_key_{};
   Status received_;            // how the stream's reception ended
-  uint64_t last_step_ns_ = 0;  // when the source's latest step ran
+  uint64_t last_step_ns_ = 0;  // when the source's latest step ran, or more of its state came
+  uint64_t bytes_seen_ = 0;    // of the bulk connection (BytesReceived), at the last look
   std::thread thread_;
 };
 

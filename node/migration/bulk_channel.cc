@@ -4,12 +4,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/tcp.h>  // tcp_info with tcpi_bytes_received (glibc's lacks it)
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "gandiva/common/clock.h"
@@ -126,6 +128,15 @@ StatusOr<std::unique_ptr<SealedWriter>> ConnectBulk(const std::string& host, int
   std::memcpy(hello, &job, sizeof job);
   GD_RETURN_IF_ERROR(writer->WriteFrame(sealed::kSealedHello, hello));
   return writer;
+}
+
+uint64_t BytesReceived(int fd) {
+  tcp_info info{};
+  socklen_t size = sizeof info;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &size) != 0 ||
+      size < offsetof(tcp_info, tcpi_bytes_received) + sizeof info.tcpi_bytes_received)
+    return 0;
+  return info.tcpi_bytes_received;
 }
 
 }  // namespace gandiva::controller

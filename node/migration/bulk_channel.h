@@ -47,6 +47,11 @@ StatusOr<std::unique_ptr<SealedWriter>> ConnectBulk(const std::string& host, int
                                                     const BulkKey& key, uint64_t job,
                                                     int timeout_ms);
 
+// The bytes the kernel has taken in on the TCP connection `fd` so far (its
+// TCP_INFO), whoever reads them: a destination sees its stream arrive while
+// the job, holding the same connection, reads it. 0 if the kernel does not say.
+uint64_t BytesReceived(int fd);
+
 // "tcp://HOST:PORT" -> HOST ("*" and "0.0.0.0" stay as they are); empty if not TCP.
 std::string HostOfTcpEndpoint(const std::string& endpoint);
 

@@ -42,6 +42,9 @@ struct ArrivingJob {
   std::string device;  // empty: the least loaded
   std::optional<double> weight;
   std::string migrated_from;  // "node/job"
+  // The user it ran as on its source, and runs as here (checked by the
+  // destination: a user of this node, never root); -1: gandivad's own.
+  int64_t owner_uid = -1;
 };
 
 struct Arrival {

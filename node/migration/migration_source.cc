@@ -104,6 +104,9 @@ StatusOr<MigrationSource::State> MigrationSource::Prepare() {
                   {"env", env},           {"weight", source_.weight},   {"source_node", ctx_.node},
                   {"source_job", job_}};
   if (!device_.empty()) prepare["device"] = device_;
+  // Its copy runs as the same user there (the destination checks that uid).
+  if (source_.owner_uid >= 0 && source_.owner_uid != static_cast<int64_t>(geteuid()))
+    prepare["uid"] = source_.owner_uid;
   GD_ASSIGN_OR_RETURN(remote_job_, ctx_.peer->Prepare(prepare));
   ctx_.update([rid = remote_job_](Operation& op) { op.to_job = rid; });
   return State::kWarming;
@@ -133,7 +136,7 @@ StatusOr<MigrationSource::State> MigrationSource::Park() {
 // 3. The source job writes its state straight into the bulk connection to the
 //    destination job, which we hand it; we only wait until it has written all.
 StatusOr<MigrationSource::State> MigrationSource::Stream() {
-  GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(ctx_.socket_path()));
+  GD_ASSIGN_OR_RETURN(auto listener, UnixListener::Listen(ctx_.socket_path(), source_.owner_uid));
   ControlBlock* cb = source_.cb.get();
   const std::string target = "sealed:" + listener->path();
   GD_RETURN_IF_ERROR(ctx_.host->RequestTransfer(job_, runtime::kRequestCheckpoint, target));

@@ -170,13 +170,6 @@ StatusOr<Json> Migrator::Migrate(const Json& req) {
     return FailedPrecondition("job " + std::to_string(job.id) + " is managed by " + job.managed_by +
                               ", which owns its processes: it cannot be migrated (preempt or "
                               "requeue it there; with a checkpoint it continues where it stopped)");
-  // The destination starts the job's copy as its own gandivad's user: a job that
-  // runs as another user would move to a different one there.
-  if (job.owner_uid >= 0 && job.owner_uid != static_cast<int64_t>(geteuid()))
-    return FailedPrecondition("job " + std::to_string(job.id) + " runs as uid " +
-                              std::to_string(job.owner_uid) +
-                              ", and its copy on the destination would run as gandivad's user: "
-                              "jobs of other users are not migrated (checkpoint it instead)");
   auto peer = options_.peers.find(to);
   if (peer == options_.peers.end()) return NotFound("no peer node '" + to + "' (see --peers)");
   if (!options_.has_key)

@@ -13,7 +13,8 @@
 
 namespace gandiva::controller {
 
-StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::string& path) {
+StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::string& path,
+                                                             int64_t owner_uid) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof(addr.sun_path)) return InvalidArgument("socket path too long: " + path);
@@ -24,6 +25,11 @@ StatusOr<std::unique_ptr<UnixListener>> UnixListener::Listen(const std::string& 
   if (bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
     return Internal("cannot bind " + path + ": " + std::strerror(errno));
   chmod(path.c_str(), 0600);
+  // Made just now, by us, in gandivad's own directory: no link of anyone's is there.
+  if (owner_uid >= 0 && static_cast<uid_t>(owner_uid) != geteuid() &&
+      lchown(path.c_str(), static_cast<uid_t>(owner_uid), static_cast<gid_t>(-1)) != 0)
+    return Internal("cannot give " + path + " to uid " + std::to_string(owner_uid) + ": " +
+                    std::strerror(errno));
   if (listen(fd.get(), 1) != 0) return Internal(std::string("listen: ") + std::strerror(errno));
   return std::unique_ptr<UnixListener>(new UnixListener(path, std::move(fd)));
 }

@@ -4,6 +4,7 @@
 #ifndef GANDIVA_NODE_MIGRATION_UNIX_SOCKET_H_
 #define GANDIVA_NODE_MIGRATION_UNIX_SOCKET_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -12,10 +13,13 @@
 
 namespace gandiva::controller {
 
-// Listens on `path` (owner-only); removes the path when destroyed.
+// Listens on `path` (owner-only: the job's user's, owner_uid, so that a job of
+// another user than gandivad's may connect; -1: gandivad's); removes the path
+// when destroyed.
 class UnixListener {
  public:
-  static StatusOr<std::unique_ptr<UnixListener>> Listen(const std::string& path);
+  static StatusOr<std::unique_ptr<UnixListener>> Listen(const std::string& path,
+                                                        int64_t owner_uid = -1);
   ~UnixListener();
   // Waits up to timeout_ms for one connection.
   StatusOr<UniqueFd> Accept(int timeout_ms);

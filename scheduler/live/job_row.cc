@@ -10,10 +10,10 @@ namespace gandiva::sched::live::job_row {
 // The submitted columns come first, then the run columns (kRunColumnList),
 // then `ended`.
 const char* const kColumnList =
-    "name, user, vc, kind, gpus, ranks, command, cwd, env, restartable, submit_time, state, "
+    "name, user, uid, vc, kind, gpus, ranks, command, cwd, env, restartable, submit_time, state, "
     "attempt, node, device, node_job, checkpoint_dir, checkpoint_time, start_time, end_time, "
     "attained, run_time, exit_code, detail, cancel_requested, failure, retries, not_before, ended";
-const int kColumnCount = 29;
+const int kColumnCount = 30;
 const char* const kRunColumnList =
     "state, attempt, node, device, node_job, checkpoint_dir, checkpoint_time, start_time, "
     "end_time, attained, run_time, exit_code, detail, cancel_requested, failure, retries, "
@@ -121,6 +121,7 @@ Status Bind(const JobRecord& job, Statement& stmt, int first) {
   int i = first;  // the order of kColumnList
   stmt.BindText(i++, job.name);
   stmt.BindText(i++, job.user);
+  stmt.BindInt(i++, job.uid);
   stmt.BindText(i++, job.vc);
   stmt.BindText(i++, job.kind);
   stmt.BindInt(i++, job.gpus);
@@ -166,6 +167,7 @@ StatusOr<JobRecord> Read(const Statement& stmt, const std::string& path) {
   int c = 1;  // the order of kColumnList
   job.name = stmt.Text(c++);
   job.user = stmt.Text(c++);
+  job.uid = stmt.Int(c++);
   job.vc = stmt.Text(c++);
   job.kind = stmt.Text(c++);
   job.gpus = static_cast<int>(stmt.Int(c++));

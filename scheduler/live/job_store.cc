@@ -34,7 +34,7 @@ sqlite::OwnedFormat Format() {
   sqlite::OwnedFormat f;
   f.label = {"scheduler database", "gandiva scheduler database"};
   f.format = "gandiva-scheduler";
-  f.schema_version = 3;  // version 2 added jobs.kind; 3 failure, retries, not_before
+  f.schema_version = 4;  // version 2 added jobs.kind; 3 failure, retries, not_before; 4 uid
   f.schema_sql =
       // AUTOINCREMENT: an id is never handed out twice, even if rows are deleted one day.
       "CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -47,7 +47,7 @@ sqlite::OwnedFormat Format() {
       " run_time REAL NOT NULL, exit_code INTEGER NOT NULL, detail TEXT NOT NULL,"
       " cancel_requested INTEGER NOT NULL, ended INTEGER NOT NULL, kind TEXT NOT NULL,"
       " failure TEXT NOT NULL DEFAULT '', retries INTEGER NOT NULL DEFAULT 0,"
-      " not_before REAL NOT NULL DEFAULT 0);"
+      " not_before REAL NOT NULL DEFAULT 0, uid INTEGER NOT NULL DEFAULT -1);"
       // List(false) walks only the jobs that have not ended, in id order.
       "CREATE INDEX IF NOT EXISTS jobs_not_ended ON jobs(id) WHERE ended = 0;"
       "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
@@ -59,6 +59,7 @@ sqlite::OwnedFormat Format() {
           "ALTER TABLE jobs ADD COLUMN failure TEXT NOT NULL DEFAULT '';"
           "ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;"
           "ALTER TABLE jobs ADD COLUMN not_before REAL NOT NULL DEFAULT 0;";
+    if (from < 4) sql += "ALTER TABLE jobs ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;";
     return sql;
   };
   return f;

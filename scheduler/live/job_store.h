@@ -68,6 +68,9 @@ struct JobRecord {
   int64_t node_job = 0;      // its id on that node (0: not known yet)
   std::string node, device;  // where it runs now (empty when queued)
   std::string name, user, vc;
+  // The user its runs run as on the nodes (the submitter's, from the kernel
+  // or named by an admin); -1: the nodes' gandivad's own user.
+  int64_t uid = -1;
   // What it trains, for the policy's packing decisions: jobs of one kind are
   // expected to share well or badly alike (Gandiva's job type).
   std::string kind;

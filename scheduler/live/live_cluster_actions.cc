@@ -37,6 +37,9 @@ Json LiveCluster::LaunchRequest(const Job& j, std::span<const GpuId> gpus) const
     for (GpuId g : gpus) req["devices"].push_back(devices_[g].name);
   }
   if (!j.record.env.empty()) req["env"] = j.record.env;
+  // It runs as its submitter there (the scheduler is an admin to its nodes, so
+  // it may name the uid; the node refuses one that is no user there).
+  if (j.record.uid >= 0) req["uid"] = j.record.uid;
   return req;
 }
 

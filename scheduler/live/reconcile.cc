@@ -4,8 +4,12 @@
 // node silent for node_dead_after_s loses its jobs back to the queue, and a
 // job of ours a node runs that is not the job's current attempt (left over
 // from before a requeue) is killed, so no job ever runs twice.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -354,6 +358,11 @@ bool LiveCluster::RequestCheckpoint(JobId id) {
                           std::to_string(static_cast<int64_t>(wall() * 1000));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  // The job writes its checkpoint as its user: the folder, made just now in
+  // the scheduler's own directory (no one else's link can be there), is theirs.
+  if (!ec && j.record.uid >= 0 && lchown(dir.c_str(), static_cast<uid_t>(j.record.uid), -1) != 0)
+    GD_LOG(kWarn, "job %d: cannot give %s to uid %lld: %s", id + 1, dir.c_str(),
+           static_cast<long long>(j.record.uid), strerror(errno));
   const int n = NodeIndex(j.record.node);
   auto r = nodes_->Call(n, MessageType::kCheckpoint, {{"job", j.record.node_job}, {"dir", dir}});
   if (!r.ok()) {

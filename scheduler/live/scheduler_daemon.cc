@@ -1,11 +1,13 @@
 // `gandiva scheduler`: flags, the API server and the scheduling loop; see
 // gandiva/scheduler/live_daemon.h and docs/scheduler.md.
+#include <grp.h>
 #include <signal.h>
 
 #include <atomic>
 #include <cstdio>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "gandiva/common/flags.h"
 #include "gandiva/common/log.h"
@@ -30,6 +32,9 @@ constexpr const char* kUsage = R"(usage: gandiva scheduler --nodes FILE --state-
                       needs --key and --authorized-keys
   --key FILE          its key pair (`gandiva keygen`): calls tcp:// nodes, serves --tcp
   --authorized-keys FILE  public keys (one per line) of the clients --tcp accepts
+  --shared-socket     its local socket serves every user of the machine: each submits jobs
+                      that run as them on the nodes, and cancels and reads only their own
+  --admin-group NAME  members act on every job (with root and the scheduler's user)
   --pass-ms N         how often it polls the nodes and runs the policy (default 500)
   --checkpoint-every S  checkpoint restartable jobs every S seconds (default 0: never)
   --node-dead-after S   a node silent this long loses its jobs to the queue (default 5)
@@ -58,6 +63,16 @@ Status ParseOptions(const Flags& flags, live::SchedulerOptions* o,
   api->local_endpoint = flags.Get("endpoint", DefaultSchedulerEndpoint());
   GD_RETURN_IF_ERROR(protocol::ApplyServerTcpFlags(flags, api));
   if (flags.Has("key")) o->keys = api->server_keys;
+  api->shared_local = flags.Has("shared-socket");
+  if (flags.Has("admin-group")) {
+    const std::string name = flags.Get("admin-group");
+    group grp{};
+    group* found = nullptr;
+    std::vector<char> buf(16384);
+    if (getgrnam_r(name.c_str(), &grp, buf.data(), buf.size(), &found) != 0 || !found)
+      return InvalidArgument("--admin-group: no group '" + name + "' on this machine");
+    o->admin_group = found->gr_gid;
+  }
   GD_ASSIGN_OR_RETURN(long long pass_ms, flags.GetInt("pass-ms", 500));
   if (pass_ms < 10 || pass_ms > 60000) return InvalidArgument("--pass-ms must be 10..60000");
   o->pass_every_s = pass_ms / 1000.0;
@@ -93,6 +108,7 @@ int RunSchedulerDaemon(const std::vector<std::string>& args) {
                                   "tcp",
                                   "key",
                                   "authorized-keys",
+                                  "admin-group",
                                   "pass-ms",
                                   "checkpoint-every",
                                   "node-dead-after",
@@ -102,7 +118,7 @@ int RunSchedulerDaemon(const std::vector<std::string>& args) {
                                   "max-retries",
                                   "retry-backoff",
                                   "log"};
-  std::set<std::string> boolean = {"help"};
+  std::set<std::string> boolean = {"help", "shared-socket"};
   valued.merge(PolicyValuedFlags());
   boolean.merge(PolicyBooleanFlags());
   Flags flags(std::move(valued), std::move(boolean));

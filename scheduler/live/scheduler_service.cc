@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "gandiva/common/log.h"
+#include "gandiva/common/users.h"
 
 namespace gandiva::sched::live {
 
@@ -202,14 +203,18 @@ bool SchedulerService::Batch(const Status& s) {
 }
 
 void SchedulerService::Register(protocol::Dispatcher& d) {
-  d.OnSync(MessageType::kSubmit, [this](const protocol::Call& c) { return Submit(c.body()); });
+  d.OnSync(MessageType::kSubmit,
+           [this](const protocol::Call& c) { return Submit(c.body(), c.caller); });
   d.OnSync(MessageType::kQueue, [this](const protocol::Call& c) { return Queue(c.body()); });
-  d.OnSync(MessageType::kCancel, [this](const protocol::Call& c) { return CancelJob(c.body()); });
-  d.OnSync(MessageType::kReadLog, [this](const protocol::Call& c) { return ReadLog(c.body()); });
+  d.OnSync(MessageType::kCancel,
+           [this](const protocol::Call& c) { return CancelJob(c.body(), c.caller); });
+  d.OnSync(MessageType::kReadLog,
+           [this](const protocol::Call& c) { return ReadLog(c.body(), c.caller); });
 }
 
-StatusOr<Json> SchedulerService::Submit(const Json& req) {
+StatusOr<Json> SchedulerService::Submit(const Json& req, const protocol::Caller& caller) {
   JobRecord r;
+  GD_ASSIGN_OR_RETURN(r.uid, access_.SubmitUid(caller, req));
   r.command = req["command"].get<std::vector<std::string>>();
   if (r.command.empty() || r.command[0].empty()) return InvalidArgument("the command is empty");
   r.cwd = req["cwd"].get<std::string>();
@@ -219,6 +224,10 @@ StatusOr<Json> SchedulerService::Submit(const Json& req) {
   }
   r.name = req.value("name", BaseName(r.command[0]));
   r.user = req.value("user", std::string());
+  // A user's jobs carry their own name, whatever label they sent.
+  if (!access_.IsAdmin(caller)) {
+    if (auto who = CredentialsOf(r.uid); who.ok()) r.user = who->name;
+  }
   r.vc = req.value("vc", std::string());
   r.kind = req.value("kind", DefaultKind(r.command));
   if (r.kind.empty())
@@ -254,6 +263,7 @@ Json SchedulerService::JobJson(JobId id) const {
   return {{"id", r.id},
           {"name", r.name},
           {"user", r.user},
+          {"uid", r.uid},
           {"vc", r.vc},
           {"kind", r.kind},
           {"state", LiveJobStateName(r.state)},
@@ -308,21 +318,24 @@ StatusOr<Json> SchedulerService::Queue(const Json& req) {
       {"jobs", jobs}, {"policy", options_.policy}, {"now_s", cluster_->Now()}, {"nodes", nodes}};
 }
 
-StatusOr<Json> SchedulerService::CancelJob(const Json& req) {
+StatusOr<Json> SchedulerService::CancelJob(const Json& req, const protocol::Caller& caller) {
   GD_ASSIGN_OR_RETURN(int64_t id, JobIdField(req));
   std::lock_guard lock(mu_);
-  if (id > cluster_->num_jobs()) return NotFound("no job " + std::to_string(id));
+  if (id > cluster_->num_jobs() || cluster_->record(id - 1).id == 0)
+    return NotFound("no job " + std::to_string(id));
+  GD_RETURN_IF_ERROR(access_.MayActOn(caller, id, cluster_->record(id - 1).uid, "cancel"));
   GD_ASSIGN_OR_RETURN(bool ended_now, cluster_->Cancel(static_cast<JobId>(id - 1)));
   if (ended_now) finished_.push_back(static_cast<JobId>(id - 1));
   return Json{{"state", LiveJobStateName(cluster_->record(id - 1).state)}};
 }
 
-StatusOr<Json> SchedulerService::ReadLog(const Json& req) {
+StatusOr<Json> SchedulerService::ReadLog(const Json& req, const protocol::Caller& caller) {
   GD_ASSIGN_OR_RETURN(int64_t id, JobIdField(req));
   std::lock_guard lock(mu_);
   if (id > cluster_->num_jobs() || cluster_->record(id - 1).id == 0)
     return NotFound("no job " + std::to_string(id));
   const JobRecord& r = cluster_->record(id - 1);
+  GD_RETURN_IF_ERROR(access_.MayActOn(caller, id, r.uid, "read the output of"));
   const int n = nodes_->Find(r.node);
   if (n < 0 || r.node_job == 0)
     return FailedPrecondition("job " + std::to_string(id) + " is " + LiveJobStateName(r.state) +

@@ -22,6 +22,7 @@
 #include "gandiva/protocol/curve.h"
 #include "gandiva/protocol/dispatcher.h"
 #include "gandiva/scheduler/policy.h"
+#include "live/access.h"
 #include "live/job_store.h"
 #include "live/live_cluster.h"
 #include "live/node_set.h"
@@ -42,6 +43,7 @@ struct SchedulerOptions {
   RetryOptions retry;           // infrastructure failures and preemptions
   int validate_iterations = 0;  // --validate N: 0 queues new jobs at once
   double validate_timeout_s = 120;
+  std::optional<gid_t> admin_group;  // --admin-group: its members act on every job
 };
 
 class SchedulerService {
@@ -67,20 +69,25 @@ class SchedulerService {
   std::string Describe() const;  // for the start-up log line
 
   // The API's handlers (Register hands them to a dispatcher): a request's
-  // fields, checked against the schema already, and the reply's.
-  StatusOr<protocol::Json> Submit(const protocol::Json& req);
+  // fields, checked against the schema already, and the reply's. The caller
+  // decides whose a submitted job is and which jobs it may act on (access.h);
+  // the default is the scheduler's own (an admin).
+  StatusOr<protocol::Json> Submit(const protocol::Json& req, const protocol::Caller& caller = {});
   StatusOr<protocol::Json> Queue(const protocol::Json& req);
-  StatusOr<protocol::Json> CancelJob(const protocol::Json& req);
-  StatusOr<protocol::Json> ReadLog(const protocol::Json& req);
+  StatusOr<protocol::Json> CancelJob(const protocol::Json& req,
+                                     const protocol::Caller& caller = {});
+  StatusOr<protocol::Json> ReadLog(const protocol::Json& req, const protocol::Caller& caller = {});
 
  private:
-  explicit SchedulerService(SchedulerOptions options) : options_(std::move(options)) {}
+  explicit SchedulerService(SchedulerOptions options)
+      : options_(std::move(options)), access_(options_.admin_group) {}
   protocol::Json JobJson(JobId id) const;
   void LogCounters() const;
   void LogNewPackTrials();      // the policy's pack trials decided since the last call
   bool Batch(const Status& s);  // logs a failed Begin/Commit; true when it worked
 
   SchedulerOptions options_;
+  SchedulerAccess access_;
   UniqueFd lock_fd_;  // flock on STATE/scheduler.lock, held while it runs
   mutable std::mutex mu_;
   std::unique_ptr<JobStore> store_;

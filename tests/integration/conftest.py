@@ -22,6 +22,8 @@ FINETUNE_EXAMPLE = os.path.join(HERE, "..", "..", "examples", "pytorch", "finetu
 SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
 
 sys.path.insert(0, os.path.join(BUILD, "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyhelpers"))
+from polling import wait_for  # noqa: E402,F401  (the suites' one poll loop)
 
 
 def pytest_configure(config):
@@ -29,19 +31,6 @@ def pytest_configure(config):
         "markers", "native_job: moves only a C++ job (no PyTorch), so a sanitized gandivad, job "
         "and bulk channel run at a sanitized C++ program's speed; make test-asan runs these "
         "(scripts/test_sanitized.sh)")
-
-
-def wait_for(predicate, timeout=30, what="condition", log=None):
-    """Polls predicate until it returns something true, and returns that; fails
-    the test after timeout seconds (with log(), e.g. a daemon's log, if given)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}" +
-                         (f"\n--- gandivad log ---\n{log()}" if log else ""))
 
 
 def pids_running(text):

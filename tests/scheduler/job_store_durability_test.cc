@@ -172,8 +172,8 @@ TEST(JobStoreDurabilityTest, NewerSchemaVersionIsRefused) {
 }
 
 // A database from before jobs had a kind (schema version 1: the same tables
-// without jobs.kind, nor the failure columns of version 3) is upgraded in
-// place and keeps every job.
+// without jobs.kind, nor the failure columns of version 3, nor the uid of
+// version 4) is upgraded in place and keeps every job.
 TEST(JobStoreDurabilityTest, SchemaVersion1IsUpgradedKeepingItsJobs) {
   TempDir dir;
   const std::string path = dir.File("jobs.db");
@@ -189,6 +189,7 @@ TEST(JobStoreDurabilityTest, SchemaVersion1IsUpgradedKeepingItsJobs) {
                          "ALTER TABLE jobs DROP COLUMN failure;"
                          "ALTER TABLE jobs DROP COLUMN retries;"
                          "ALTER TABLE jobs DROP COLUMN not_before;"
+                         "ALTER TABLE jobs DROP COLUMN uid;"
                          "UPDATE gandiva_schema SET value = '1' WHERE key = 'schema_version'",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)

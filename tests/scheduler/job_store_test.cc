@@ -28,6 +28,7 @@ JobRecord EveryFieldSet() {
   JobRecord job;
   job.name = "resnet \"50\"";
   job.user = "bob";
+  job.uid = 1234567;
   job.vc = "vc-\xc3\xa9t\xc3\xa9";  // "vc-été"
   job.kind = "python3 resnet.py";
   job.gpus = 4;
@@ -235,6 +236,7 @@ TEST(JobStoreTest, UpdateRunWritesTheRunFieldsOnly) {
   JobRecord want = run;  // the run fields of `run`, the submitted ones of `job`
   want.name = job.name;
   want.user = job.user;
+  want.uid = job.uid;
   want.vc = job.vc;
   want.kind = job.kind;
   want.gpus = job.gpus;

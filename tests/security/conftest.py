@@ -19,17 +19,8 @@ SYNTHETIC_JOB = os.path.join(BUILD, "bench", "migration", "synthetic_state_job")
 HOSTILE_BLOCK = os.path.join(BUILD, "tests", "security", "hostile_block")
 
 sys.path.insert(0, os.path.join(BUILD, "python"))
-
-
-def wait_for(predicate, timeout=30, what="condition"):
-    """Polls predicate until it returns something true, and returns that."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pyhelpers"))
+from polling import wait_for  # noqa: E402,F401  (the suites' one poll loop)
 
 
 USERS = ("gd-alice", "gd-bob", "gd-carol")

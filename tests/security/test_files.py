@@ -113,6 +113,21 @@ def test_a_socket_directory_another_user_made_is_refused_and_left_alone(shared_n
     assert serving(shared_node["env"])
 
 
+def test_the_cli_trusts_no_socket_in_a_directory_another_user_made(shared_node):
+    """Bob makes a directory and stands in for gandivad there (any socket will
+    do). Alice's CLI, pointed at it, refuses to connect, naming bob: it would
+    have sent bob her job's command and whole environment. Her own node
+    (a directory of root's) still serves her."""
+    root = shared_node["root"]
+    squat = os.path.join(sticky_dir(root), "squat-cli")
+    assert as_user("gd-bob", "mkdir", "-m", "0755", squat).returncode == 0
+    r = as_user("gd-alice", GANDIVA, "ps", env=dict(shared_node["env"],
+                                                    GANDIVA_ENDPOINT=f"ipc://{squat}/gd.sock"))
+    assert r.returncode != 0
+    assert "will not trust the socket" in r.stderr and "gd-bob" in r.stderr, r.stderr
+    assert cli(shared_node, "gd-alice", "ps").returncode == 0
+
+
 def test_a_state_directory_another_user_made_or_may_write_is_refused():
     root = other_users_dir()
     try:
@@ -336,3 +351,32 @@ def test_a_link_where_a_root_job_checkpoints_is_not_written_through(shared_node)
         assert mode_of(os.path.join(mine, "state.gdck")) == 0o600
     finally:
         end_job(node, "root", run, job)
+
+
+def test_a_launch_restores_only_what_its_user_may_reach(shared_node):
+    """Root keeps a checkpoint in a directory of its own (0700). Alice asks
+    gandivad to launch her job restoring from it, past the CLI (which looks as
+    her and would refuse first). gandivad used to look at the directory as
+    root, found the checkpoint, and started her job; now it looks as alice,
+    finds nothing she may read, and refuses before anything starts."""
+    private = os.path.join(shared_node["root"], "root-only")
+    os.mkdir(private, 0o700)
+    with open(os.path.join(private, "state.gdck"), "wb") as f:
+        f.write(b"root's")
+    script = ("import sys\nfrom gandiva.client import Client, GandivaError\n"
+              "try:\n    Client().call('launch', command=['/bin/true'], cwd='/', restore=sys.argv[1])\n"
+              "    print('launched')\n"
+              "except GandivaError as e:\n    print(e)\n")
+    env = dict(shared_node["env"], PYTHONPATH=os.path.join(os.path.dirname(GANDIVA), "..", "python"))
+    before = len(jobs(shared_node))
+    r = as_user("gd-alice", sys.executable, "-c", script, private, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "restore: no checkpoint at" in r.stdout, r.stdout
+    assert len(jobs(shared_node)) == before, "a job was registered for the refused launch"
+    # Her own checkpoint directory passes the same check (the job then restores
+    # nothing real: the file is not a checkpoint, and it fails as it would anywhere).
+    own = os.path.join(shared_node["work"], "alice-ckpt")
+    assert as_user("gd-alice", "mkdir", "-m", "0700", own).returncode == 0
+    assert as_user("gd-alice", "sh", "-c", f"echo x > {own}/state.gdck").returncode == 0
+    r = as_user("gd-alice", sys.executable, "-c", script, own, env=env)
+    assert r.stdout.strip() == "launched", r.stdout + r.stderr

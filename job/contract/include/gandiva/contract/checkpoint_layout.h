@@ -7,7 +7,9 @@
 #define GANDIVA_CONTRACT_CHECKPOINT_LAYOUT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "gandiva/status.h"
 
@@ -17,6 +19,14 @@ namespace gandiva::checkpoint {
 // for one process; a gang's DIR/gang and DIR/rank-<k>/state.gdck for k < ranks.
 // InvalidArgument when the rank counts differ, NotFound when there is none.
 Status CheckRestoreDir(const std::string& dir, int64_t ranks);
+
+// The same, asking `kind(path)` what is at each path it looks at: 'd' a
+// directory, 'f' anything else, 0 nothing. For a caller that must look as
+// another user (gandivad, for a job's user): it finds the answers first, for
+// every path in RestoreDirPaths, all at once.
+using PathKind = std::function<char(const std::string& path)>;
+Status CheckRestoreDir(const std::string& dir, int64_t ranks, const PathKind& kind);
+std::vector<std::string> RestoreDirPaths(const std::string& dir, int64_t ranks);
 
 }  // namespace gandiva::checkpoint
 
