@@ -61,8 +61,9 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
                      past it the file moves to FILE.1 and starts over: the newest output stays
   --peer-timeout-ms N  a peer silent this long during a migration has failed (default 20000)
   --warm-copy-timeout-ms N  a job migrating here whose state has not loaded is dropped (its copy
-                     killed, its devices freed) when its source sends no step this long
-                     (default 600000; the job trains on at its source)
+                     killed, its devices freed) when its source sends no step, and no
+                     bytes of its state, this long (default 600000; the job trains on at
+                     its source)
   --rank-timeout-ms N  a gang's rank that has not registered this long after the job fails it
                      (default 60000)
   --boundary-wait-s N  a job that has marked no iteration boundary N s after it registered is
