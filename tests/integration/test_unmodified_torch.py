@@ -9,7 +9,9 @@ turns the hook off; a script that attaches its optimizer itself is counted
 once; a job gandivad launches (run --detach) gets the hook too.
 
 Every job runs at once under one gandivad (cpu0: the counted ones; cpu1: the
-pair), so that the suite takes about as long as its longest job."""
+pair; cpu2: the script without an optimizer, which never parks: until its first
+boundary a job holds its device, and jobs queued behind it wait), so that the
+suite takes about as long as its longest job."""
 
 import json
 import os
@@ -37,7 +39,7 @@ class Run:
     def __init__(self, tmp):
         self.tmp = tmp
         self.port = free_port()
-        self.d = Daemon(tmp, "--devices", "cpu:2", "--slice-ms", "50", "--boundary-wait-s", "1",
+        self.d = Daemon(tmp, "--devices", "cpu:3", "--slice-ms", "50", "--boundary-wait-s", "1",
                         "--metrics", f"127.0.0.1:{self.port}")
         self.result = {n: tmp / f"{n}.json" for n in
                        (*COUNTED, "off", "attached", "detached", *(f"pair{s}" for s in SEEDS))}
@@ -57,7 +59,7 @@ class Run:
             "attached": self.run("attached", "attached.py", "--steps", "30"),
             "off": self.run("off", "plain_loop.py", "--steps", "20", env={"GANDIVA_AUTO_TORCH": "0"}),
             "inference": subprocess.Popen(
-                [GANDIVA, "run", "--name", "inference", "--device", "cpu0", "--",
+                [GANDIVA, "run", "--name", "inference", "--device", "cpu2", "--",
                  *script("no_optimizer.py", "--until-file", str(self.stop_file))],
                 env=self.d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
         }
