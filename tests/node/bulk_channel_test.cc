@@ -415,3 +415,37 @@ TEST(SealedFramesTest, HostOfAnEndpoint) {
 
 }  // namespace
 }  // namespace gandiva::controller
+
+// What a destination watches to know its source's stream still arrives: the
+// kernel's count on the connection, whichever process reads it.
+TEST(BytesReceivedTest, CountsWhatTheConnectionTookIn) {
+  using gandiva::controller::BytesReceived;
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 1), 0);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const int sender = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_EQ(connect(sender, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int receiver = accept(listener, nullptr, nullptr);
+  ASSERT_GE(receiver, 0);
+  EXPECT_EQ(BytesReceived(receiver), 0u);
+  const std::vector<char> data(5000, 'x');
+  ASSERT_EQ(write(sender, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  std::vector<char> got(data.size());
+  size_t have = 0;
+  while (have < got.size()) {
+    const ssize_t n = read(receiver, got.data() + have, got.size() - have);
+    ASSERT_GT(n, 0);
+    have += static_cast<size_t>(n);
+  }
+  EXPECT_EQ(BytesReceived(receiver), data.size());
+  EXPECT_EQ(BytesReceived(-1), 0u);  // not a connection: the kernel says nothing
+  close(sender);
+  close(receiver);
+  close(listener);
+}
