@@ -144,6 +144,15 @@ def test_fine_tuning_on_a_frozen_embedding_sends_only_what_trains(cluster, tmp_p
     assert op["bytes"] < 6 << 20, op
 
 
+def synthetic_cmd(result, iterations, iteration_ms=1.0, mib=4, seed=7, flags=()):
+    """The synthetic C++ job: its copy is up in milliseconds, so a migration's
+    time is the transfer's, not a framework's start-up. `flags`: more of its own."""
+    if not os.path.exists(SYNTHETIC_JOB):
+        pytest.skip("synthetic_state_job not built")
+    return [SYNTHETIC_JOB, "--mib", str(mib), "--seed", str(seed), "--iterations", str(iterations),
+            "--iteration-ms", str(iteration_ms), *flags, "--result", str(result)]
+
+
 @pytest.mark.native_job
 @pytest.mark.parametrize("frozen, layout", [(0.5, "functions"), (0.0, "functions"),
                                             (0.5, "buffer")])
@@ -152,13 +161,11 @@ def test_a_frozen_part_of_the_state_is_not_sent(cluster, tmp_path, frozen, layou
     frozen backbone, say): that part is named, not sent, and the job still ends
     bitwise where a run never moved ends. With --layout buffer the bytes are a
     gd_register_buffer section, which b's copy receives in place."""
-    if not os.path.exists(SYNTHETIC_JOB):
-        pytest.skip("synthetic_state_job not built")
     mib = 64
 
     def cmd(result):
-        return [SYNTHETIC_JOB, "--mib", str(mib), "--seed", "3", "--iterations", "4000",
-                "--frozen-fraction", str(frozen), "--layout", layout, "--result", str(result)]
+        return synthetic_cmd(result, 4000, mib=mib, seed=3,
+                             flags=("--frozen-fraction", str(frozen), "--layout", layout))
 
     ref = reference(cmd, tmp_path, "synthetic")
     nodes = cluster()
@@ -171,15 +178,6 @@ def test_a_frozen_part_of_the_state_is_not_sent(cluster, tmp_path, frozen, layou
     # with its frames; the frozen part does not.
     trained = (1 - frozen) * (mib << 20)
     assert trained <= op["bytes"] < trained + (1 << 20), (op, moved["restored_at_iteration"])
-
-
-def synthetic_cmd(result, iterations, iteration_ms=1.0, mib=4, seed=7):
-    """The synthetic C++ job: its copy is up in milliseconds, so a migration's
-    time is the transfer's, not a framework's start-up."""
-    if not os.path.exists(SYNTHETIC_JOB):
-        pytest.skip("synthetic_state_job not built")
-    return [SYNTHETIC_JOB, "--mib", str(mib), "--seed", str(seed), "--iterations", str(iterations),
-            "--iteration-ms", str(iteration_ms), "--result", str(result)]
 
 
 # Three hops of the synthetic job (its pacing sleeps, so a busy machine slows
@@ -208,7 +206,7 @@ def test_migrate_back_and_forth_several_times(cluster, tmp_path):
     assert run.wait(timeout=60) == 0
     wait_for(lambda: where.job(job).get("state") == "exited", timeout=120, what="the end on the last node")
     moved = json.loads(out.read_text())
-    assert moved["checksum"] == ref["checksum"], "the synthetic state differs"
+    same_checksum(ref, moved)
     assert 0 < moved["restored_at_iteration"] < BACK_AND_FORTH_ITERATIONS
     assert all(d < 1000 for d in downtimes), downtimes
 
@@ -250,12 +248,8 @@ def damaged_stream_job(layout, mib):
     starts while the job still trains on a (a PyTorch job's copy spends
     seconds importing torch, and on a busy machine the job could end before
     its stream began)."""
-    if not os.path.exists(SYNTHETIC_JOB):
-        pytest.skip("synthetic_state_job not built")
-
     def cmd(result):
-        return [SYNTHETIC_JOB, "--mib", str(mib), "--seed", "5", "--iterations", "3000",
-                "--layout", layout, "--result", str(result)]
+        return synthetic_cmd(result, 3000, mib=mib, seed=5, flags=("--layout", layout))
     return cmd
 
 
@@ -427,7 +421,7 @@ def test_migration_between_network_namespaces(cluster, tmp_path):
         a, b = nodes["a"], nodes["b"]
         out = tmp_path / "synthetic.json"
         migrate_mid_run(a, b, cmd, out, "synthetic", 200)
-        assert json.loads(out.read_text())["checksum"] == ref["checksum"], "the synthetic state differs"
+        same_checksum(ref, json.loads(out.read_text()))
         # b's address exists only inside the namespaces: the host cannot reach it.
         import socket
         with pytest.raises(OSError):
