@@ -538,7 +538,16 @@ int main(int argc, char** argv) {
       setenv(kv.substr(0, eq).c_str(), kv.substr(eq + 1).c_str(), 1);
     at = end + 1;
   }
-  const std::string out = keep.empty() ? "/tmp/gd_replay." + std::to_string(getpid()) : keep;
+  // Without --keep, the replay's trace goes in a directory of its own (mkdtemp),
+  // never at a name in a shared /tmp that someone else could have put a link at.
+  std::string scratch;
+  if (keep.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/gd_replay.XXXXXX";
+    if (!mkdtemp(tmpl.data())) return Fail("cannot make a directory for the replay's trace");
+    scratch = tmpl;
+  }
+  const std::string out = keep.empty() ? scratch + "/replay.gdtrace" : keep;
   setenv("GANDIVA_SHIM_TRACE", out.c_str(), 1);
   setenv("GANDIVA_SHIM_TRACE_MAX_BYTES", "4294967296", 1);
   setenv("GD_STANDIN_KERNEL_NS", "0", 1);
@@ -586,7 +595,10 @@ int main(int argc, char** argv) {
   replayer.Run();
   trace::Stop();
   auto replay = trace::ReadTrace(out);
-  if (keep.empty()) unlink(out.c_str());
+  if (keep.empty()) {
+    unlink(out.c_str());
+    rmdir(scratch.c_str());
+  }
   if (!replay.ok()) return Fail("the replay's trace: " + replay.status().message());
   const Comparison c = Compare(recorded, replayer.replayed, replay.value());
 
