@@ -119,7 +119,7 @@ int WaitCommand(const Args& args) {
   for (;;) {
     auto j = JobRecord(c, *job);
     if (!j) return kExitFailed;
-    // Ended once its process has (a job that detached reads "exited" a moment before).
+    // Ended once its process has: its exit reason says how.
     const auto state = EnumFromJson<protocol::JobState>((*j)["state"]);
     if (state && protocol::HasEnded(*state) && (*j)["exit_reason"] != "none") {
       const bool lost = (*j)["exit_reason"] == "lost";

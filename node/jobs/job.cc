@@ -17,8 +17,8 @@ JobState LiveJobState(const runtime::ControlBlock* c) {
       return JobState::kStarting;
     case runtime::kPhaseParked:
       return JobState::kSuspended;
-    case runtime::kPhaseExited:
-      return JobState::kExited;
+    case runtime::kPhaseExited:  // "exited" waits for its process to end: then its code is known
+      return JobState::kDetached;
     default:
       return c->request.load(std::memory_order_acquire) == runtime::kRequestSuspend
                  ? JobState::kSuspending

@@ -116,7 +116,7 @@ StatusOr<MigrationSource::State> MigrationSource::Warm() {
   for (const uint64_t deadline = MonotonicNowNs() + ctx_.timeouts->warm_ns;;) {
     GD_ASSIGN_OR_RETURN(JobState state, ctx_.peer->JobStateOf(remote_job_));
     if (state == JobState::kSuspended) return State::kParking;
-    if (state == JobState::kExited || state == JobState::kFailed)
+    if (state == JobState::kDetached || protocol::HasEnded(state))
       return FailedPrecondition("the job's copy on " + ctx_.peer->name() + " " +
                                 std::string(protocol::ToString(state)) + " while starting");
     if (*ctx_.stopping || MonotonicNowNs() > deadline)

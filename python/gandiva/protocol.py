@@ -21,6 +21,7 @@ class JobState(WireEnum):
     RUNNING = "running"
     SUSPENDING = "suspending"  # asked to park, not at a boundary yet
     SUSPENDED = "suspended"  # parked
+    DETACHED = "detached"  # left gandiva's runtime; its process still runs
     EXITED = "exited"
     FAILED = "failed"  # exited without detaching, or a non-zero exit code
     MIGRATED = "migrated"  # moved to another node; its operation says where
