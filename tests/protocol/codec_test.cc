@@ -307,8 +307,8 @@ TEST(ReplyTest, EachKindOfBadReplyFailsAndSaysWhere) {
       {"enum value not in the list",
        MessageType::kSuspend,
        {{"state", "paused"}},
-       "state: 'paused' is not a job_state (starting, running, suspending, suspended, exited, "
-       "failed, migrated)"},
+       "state: 'paused' is not a job_state (starting, running, suspending, suspended, detached, "
+       "exited, failed, migrated)"},
       {"enum of another enum",
        MessageType::kMigrateStart,
        {{"state", "suspended"}},
