@@ -46,6 +46,7 @@ int SchedulerCommand(const Args& args);   // gandiva scheduler ...  (the live cl
 int SubmitCommand(const Args& args);      // gandiva submit ... -- CMD
 int QueueCommand(const Args& args);       // gandiva queue
 int CancelCommand(const Args& args);      // gandiva cancel JOB
+int CdiCommand(const Args& args);         // gandiva cdi generate [--output FILE]
 
 }  // namespace gandiva::cli
 

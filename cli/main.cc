@@ -34,6 +34,8 @@ node controller:
   run --restore DIR -- CMD...         start CMD from the state in DIR
   migrate JOB --to NODE[:DEVICE]      move a running job to a peer node (see docs/migration.md)
   keygen --out DIR [--name N]         a CURVE key pair for authenticated TCP endpoints
+  cdi generate [--output FILE]        the CDI spec (gandiva.io/gpu) that brings gandiva into
+                                      containers (see docs/kubernetes.md)
 cluster scheduler (docs/scheduler.md; endpoint $GANDIVA_SCHEDULER or the local socket):
   scheduler --nodes FILE --state-dir DIR [--policy P]
                                       run the scheduler over gandivad nodes (see --help)
@@ -81,6 +83,7 @@ int main(int argc, char** argv) {
   if (cmd == "submit") return SubmitCommand(args);
   if (cmd == "queue") return QueueCommand(args);
   if (cmd == "cancel") return CancelCommand(args);
+  if (cmd == "cdi") return CdiCommand(args);
   std::fprintf(stderr, "gandiva: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
   return 2;
 }
