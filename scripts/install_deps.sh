@@ -23,6 +23,9 @@ PACKAGES=(
   iproute2                # network namespaces for multi-node tests
   prometheus              # promtool: tests check gandivad's metrics scrape
   slurmctld slurmd slurm-client munge libslurm-dev  # the Slurm plugin (spank.h) and a real Slurm for its tests
+  libgrpc++-dev protobuf-compiler protobuf-compiler-grpc  # the Kubernetes device plugin (k8s/, optional)
+  python3-grpcio python3-protobuf  # tests/k8s: the kubelet stand-in
+  python3-jsonschema python3-yaml  # tests/k8s: the CDI spec against its schema, the manifests
 )
 
 missing=()

@@ -1,0 +1,172 @@
+"""gandiva-k8s-device-plugin driven over its real Unix sockets by a stand-in for
+kubelet (kubelet_standin.py; no Kubernetes runs here): registration,
+ListAndWatch and its update when a device is marked unhealthy, a preferred
+allocation by gandivad's load, Allocate's CDI devices and environment, and a
+job started as that answer describes (the CDI spec's mounts made in a mount
+namespace of its own, the build tree hidden) that joins the real gandivad."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, GANDIVA, PLUGIN, PROTO, daemon_factory, wait_for  # noqa: F401
+from cdi_apply import edits_for
+
+pytest.importorskip("grpc", reason="needs python3-grpcio")
+if not os.path.exists(PLUGIN):
+    pytest.skip("the device plugin is not built (no gRPC at configure time)",
+                allow_module_level=True)
+if not shutil.which("protoc") or not shutil.which("unshare"):
+    pytest.skip("needs protoc (protobuf-compiler) and unshare", allow_module_level=True)
+
+from kubelet_standin import KubeletStandIn  # noqa: E402
+
+SHARES = 3
+
+
+def health_of(response):
+    return {d.ID: d.health for d in response.devices}
+
+
+def next_list(stream, predicate, timeout=10):
+    """The next ListAndWatch response that satisfies predicate."""
+    deadline = time.monotonic() + timeout
+    for response in stream:
+        if predicate(health_of(response)):
+            return health_of(response)
+        assert time.monotonic() < deadline, f"no such update: last {health_of(response)}"
+    raise AssertionError("ListAndWatch ended")
+
+
+@pytest.fixture
+def node(daemon_factory, tmp_path):  # noqa: F811
+    d = daemon_factory("--devices", "cpu:2")
+    plugin_dir = tmp_path / "device-plugins"
+    health = tmp_path / "health"
+    plugin_dir.mkdir()
+    health.mkdir()
+    kubelet = KubeletStandIn(plugin_dir, PROTO)
+    log = open(tmp_path / "plugin.log", "w")
+    plugin = subprocess.Popen(
+        [PLUGIN, "--kubelet-dir", str(plugin_dir), "--endpoint", d.endpoint, "--shares",
+         str(SHARES), "--health-dir", str(health), "--poll-ms", "100"],
+        stdout=log, stderr=subprocess.STDOUT)
+    yield d, kubelet, plugin, health
+    plugin.send_signal(signal.SIGTERM)
+    plugin.wait(timeout=10)
+    kubelet.stop()
+    log.close()
+
+
+def test_kubelet_standin_drives_the_plugin(node, tmp_path):
+    d, kubelet, plugin, health = node
+    reg = kubelet.next_registration(timeout=10)
+    assert (reg.version, reg.endpoint, reg.resource_name) == ("v1beta1", "gandiva.sock",
+                                                              "gandiva.io/gpu")
+    assert reg.options.get_preferred_allocation_available
+    kubelet.connect(reg.endpoint)
+    options = kubelet.options()
+    assert options.get_preferred_allocation_available and not options.pre_start_required
+
+    stream = kubelet.list_and_watch()
+    shares = next_list(stream, lambda h: True)
+    assert shares == {f"cpu{i}-s{k}": "Healthy" for i in range(2) for k in range(SHARES)}
+
+    # Marked unhealthy (what a GPU health watcher would write): an update at once.
+    (health / "cpu1").write_text("test: marked by the kubelet stand-in\n")
+    h = next_list(stream, lambda h: h["cpu1-s0"] == "Unhealthy")
+    assert all(h[f"cpu1-s{k}"] == "Unhealthy" for k in range(SHARES))
+    assert all(h[f"cpu0-s{k}"] == "Healthy" for k in range(SHARES))
+    # Unhealthy shares are not preferred.
+    assert kubelet.preferred(shares, 1)[0].startswith("cpu0-")
+    (health / "cpu1").unlink()
+    next_list(stream, lambda h: all(v == "Healthy" for v in h.values()))
+
+    # A job on cpu0 (gandivad's figures): the next share goes to cpu1, and a
+    # container's two shares stay on one device.
+    busy = d.run("sleep", "60", name="busy", device="cpu0")
+    d.wait_for(lambda: d.jobs().get("busy", {}).get("pid"), what="the busy job started")
+    time.sleep(0.3)  # the plugin reads gandivad every 100 ms
+    chosen = kubelet.preferred(shares, 2)
+    assert [s.split("-")[0] for s in chosen] == ["cpu1", "cpu1"]
+
+    reply = kubelet.allocate(chosen[:1])
+    [container] = reply.container_responses
+    assert [c.name for c in container.cdi_devices] == ["gandiva.io/gpu=cpu1"]
+    assert dict(container.envs) == {"GANDIVA_DEVICES": "cpu1"}
+    import grpc
+    with pytest.raises(grpc.RpcError) as split:
+        kubelet.allocate(["cpu0-s0", "cpu1-s0"])
+    assert split.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+    # The container Allocate describes: the CDI spec's edits for its devices.
+    spec_path = tmp_path / "gandiva.json"
+    subprocess.run([GANDIVA, "cdi", "generate", "--endpoint", d.endpoint, "--output",
+                    str(spec_path)], check=True, capture_output=True, timeout=30)
+    env, mounts, nodes = edits_for(json.loads(spec_path.read_text()),
+                                   [c.name for c in container.cdi_devices])
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "OMP_NUM_THREADS": "1",
+           **dict(container.envs), **env}
+    job = start_in_mount_namespace(env, mounts, [
+        "/opt/gandiva/bin/gandiva", "run", "--device", env["GANDIVA_DEVICES"], "--name",
+        "pod-job", "--", "/usr/bin/python3", "-c", JOB], tmp_path)
+    try:
+        j = d.wait_for(lambda: (d.jobs().get("pod-job") or {}).get("iterations", 0) > 5 and
+                       d.jobs()["pod-job"], what="the pod's job counted iterations")
+        assert j["device"] == "cpu1"
+        out = job.stdout.readline()
+        assert out.startswith("package /opt/gandiva/python/gandiva/"), out
+    finally:
+        job.terminate()
+        job.wait(timeout=10)
+        busy.terminate()
+        busy.wait(timeout=10)
+
+    # gandivad gone: every share unhealthy (a job started now would run without it).
+    d.stop()
+    next_list(stream, lambda h: all(v == "Unhealthy" for v in h.values()))
+    stream.cancel()
+
+
+# The pod's training job: gandiva's package as the container sees it, one
+# boundary per step.
+JOB = """
+import time
+import gandiva
+print("package", gandiva.__file__, flush=True)
+while True:
+    time.sleep(0.01)
+    gandiva.step()
+"""
+
+
+def start_in_mount_namespace(env, mounts, cmd, tmp_path):
+    """cmd in a mount namespace of its own where the spec's mounts are made
+    (over fresh tmpfs on /opt and /run) and the build tree is hidden, so that
+    the job reaches gandiva only through what the CDI spec brings. The rest of
+    the host's files stand in for the image. Not a container: same pid, IPC
+    and network namespaces, no cgroup of its own."""
+    lines = ["set -e", "mount -t tmpfs -o mode=0755 gd-opt /opt",
+             "mount -t tmpfs -o mode=0755 gd-run /run"]
+    for m in mounts:
+        c = m["containerPath"]
+        assert c.startswith("/opt/") or c.startswith("/run/"), c
+        if os.path.isdir(m["hostPath"]):
+            lines.append(f"mkdir -p '{c}'")
+        else:
+            lines.append(f"mkdir -p '{os.path.dirname(c)}' && touch '{c}'")
+        lines.append(f"mount --bind '{m['hostPath']}' '{c}'")
+        if "ro" in m.get("options", []):
+            lines.append(f"mount -o remount,bind,ro '{c}'")
+    lines.append(f"mount -t tmpfs -o mode=0755 gd-hide '{os.path.realpath(BUILD)}'")
+    lines.append('exec "$@"')
+    script = tmp_path / "container.sh"
+    script.write_text("\n".join(lines) + "\n")
+    return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh",
+                             str(script), *cmd], env=env, stdout=subprocess.PIPE, text=True,
+                            stderr=open(tmp_path / "job.stderr", "w"))
