@@ -19,6 +19,7 @@
 #include "gandiva/contract/checkpoint_layout.h"
 #include "gandiva/contract/environment.h"
 #include "gandiva/contract/python_startup.h"
+#include "gandiva/contract/shared_control_block.h"
 #include "job_commands.h"
 #include "node_client.h"
 
@@ -118,7 +119,13 @@ void AddPythonStartupHook() {
 // The environment the job starts with: its control block, id, the node's endpoint,
 // and the CUDA shim preloaded on a GPU device (or when asked for).
 void SetJobEnvironment(NodeCommand& c, const Json& reg, int64_t job) {
-  setenv(runtime::kEnvControlBlock, reg["control_block"].get<std::string>().c_str(), 1);
+  std::string block = reg["control_block"].get<std::string>();
+  // In a container (gandivad gave a file in its blocks directory), that
+  // directory may be mounted elsewhere: GANDIVA_BLOCKS_DIR says where.
+  if (const char* dir = std::getenv(runtime::kEnvBlocksDir);
+      dir && *dir && runtime::SharedControlBlock::IsFileName(block))
+    block = std::string(dir) + "/" + std::filesystem::path(block).filename().string();
+  setenv(runtime::kEnvControlBlock, block.c_str(), 1);
   setenv(runtime::kEnvJobId, std::to_string(job).c_str(), 1);
   setenv(runtime::kEnvEndpoint, c.client().endpoint().c_str(), 1);
   // A gang: each rank takes its own block (by LOCAL_RANK/RANK); a migration

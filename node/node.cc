@@ -6,13 +6,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "api/node_handlers.h"
 #include "gandiva/common/clock.h"
 #include "gandiva/common/log.h"
+#include "gandiva/common/private_files.h"
 #include "gandiva/common/units.h"
 #include "gandiva/contract/environment.h"
 #include "jobs/as_user.h"
+#include "jobs/container_peer.h"
 
 namespace gandiva::controller {
 
@@ -43,19 +46,22 @@ Node::Node(NodeOptions options)
       heartbeat_(std::chrono::milliseconds(std::max<uint64_t>(10, options_.lease_ms / 4)),
                  [this](uint64_t now) {
                    std::vector<uint64_t> cut_short;
-                   std::vector<std::pair<uint64_t, std::string>> no_boundaries;
+                   std::vector<std::pair<Job, std::string>> no_boundaries;
                    jobs_.ForEachLive([&](const Job& j) {
                      if (!j.cb()) return;
                      if (j.block->cut_short()) cut_short.push_back(j.id);
                      runtime::Heartbeat(j.cb(), now);
                      if (std::string w = boundary_watch_.Note(j, now); !w.empty())
-                       no_boundaries.emplace_back(j.id, std::move(w));
+                       no_boundaries.emplace_back(j, std::move(w));
                    });
                    boundary_watch_.EndBeat();
                    for (uint64_t id : cut_short) EndCutShort(id);
-                   for (const auto& [id, warning] : no_boundaries)
-                     GD_LOG(kWarn, "job %llu: %s", static_cast<unsigned long long>(id),
+                   for (const auto& [job, warning] : no_boundaries) {
+                     GD_LOG(kWarn, "job %llu: %s", static_cast<unsigned long long>(job.id),
                             warning.c_str());
+                     // It must not keep the jobs sliced on its devices waiting for its park.
+                     if (DeviceLoop* dev = FindDevice(job.device)) dev->Unmanage(job.id);
+                   }
                  }),
       usage_flush_(std::chrono::seconds(1), [this](uint64_t) { FlushUsage(); }),
       migrator_(this, MigratorOptionsFor(options_)),
@@ -72,6 +78,18 @@ Node::Node(NodeOptions options)
 Node::~Node() { Stop(); }
 
 void Node::Handle(Call call, Reply reply) {
+  // A job's pid as its caller numbers it (in a container, its own pid
+  // namespace's) becomes gandivad's before anything reads it: the access check
+  // (a process the caller may signal) and the handler see the same process.
+  if (call.request.type == protocol::MessageType::kJobStarted &&
+      call.request.body.contains("pid") && call.request.body["pid"].is_number_integer()) {
+    const int64_t named = call.request.body["pid"].get<int64_t>();
+    if (named > 0 && named <= std::numeric_limits<int>::max()) {
+      auto pid = HostPidOf(call.caller.pid, named);
+      if (!pid.ok()) return reply(pid.status());
+      call.request.body["pid"] = *pid;
+    }
+  }
   const Status allowed = access_.Authorize(call, [this](uint64_t id) -> std::optional<int64_t> {
     auto job = jobs_.Find(id);
     return job.ok() ? std::optional<int64_t>(job->owner_uid) : std::nullopt;
@@ -85,6 +103,7 @@ Status Node::Start() {
   // Jobs' blocks belong to their users, who may cut them short under us.
   GD_RETURN_IF_ERROR(runtime::SharedControlBlock::GuardAgainstShrinking());
   GD_RETURN_IF_ERROR(OpenStore());
+  GD_RETURN_IF_ERROR(OpenBlocksDir());
   GD_RETURN_IF_ERROR(monitor_.Start());
   cgroups_ = MemoryCgroups::Probe("gandiva." + options_.node + "." + std::to_string(getpid()));
   GD_LOG(kInfo, "memory limits of launched jobs: %s", cgroups_.status().c_str());
@@ -102,6 +121,19 @@ Status Node::Start() {
   heartbeat_.Start();
   usage_flush_.Start();
   started_ = true;
+  return Status::Ok();
+}
+
+Status Node::OpenBlocksDir() {
+  if (options_.state_dir.empty()) return Status::Ok();
+  // gandivad's alone to write (no user may put a file or a link there), and
+  // every user's to pass through: each block in it is its job's user's, 0600,
+  // so a container that mounts the directory reaches only its user's blocks.
+  const std::string dir = options_.state_dir + "/blocks";
+  auto opened = OpenPrivateDir(dir, 0711, geteuid());
+  if (!opened.ok())
+    return Status(opened.status().code(), "blocks directory: " + opened.status().message());
+  blocks_dir_ = dir;
   return Status::Ok();
 }
 
@@ -318,8 +350,15 @@ StatusOr<Job> Node::Register(NewJob n) {
   job.managed_by = std::move(n.managed_by);
   job.owner_uid = n.owner_uid;
   job.registered_ns = MonotonicNowNs();
-  const std::string block_name =
-      "/gandiva." + options_.node + "." + std::to_string(getpid()) + "." + std::to_string(job.id);
+  // A job in a container has a /dev/shm of its own: its block is a file in the
+  // blocks directory, which its container mounts (docs/containers.md).
+  if (n.in_container && blocks_dir_.empty())
+    return FailedPrecondition(
+        "a job in a container needs gandivad's blocks directory (gandivad runs without a "
+        "state directory)");
+  const std::string block_name = (n.in_container ? blocks_dir_ : std::string()) + "/gandiva." +
+                                 options_.node + "." + std::to_string(getpid()) + "." +
+                                 std::to_string(job.id);
   // A gang's own block is attached by no process: it stays gandivad's, as what
   // it asks (a transfer's target) is carried out by gandivad (gang.h).
   GD_ASSIGN_OR_RETURN(job.block, runtime::SharedControlBlock::Create(

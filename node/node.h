@@ -97,6 +97,9 @@ struct NewJob {
   uint32_t ranks = 1;      // processes of a gang, each with its own control block
   int64_t owner_uid = -1;  // the user its processes run as, when not gandivad's (-1)
   std::string managed_by;  // who owns its processes, when not gandiva ("slurm")
+  // Registered from a container (another mount namespace, jobs/container_peer.h):
+  // its control block is a file in the blocks directory, not in /dev/shm.
+  bool in_container = false;
 };
 
 // A job gandivad starts itself (launch): the job, and what only a launch has.
@@ -146,6 +149,9 @@ class Node final : public JobHost {
 
   // What spans the job table and the device loops.
   StatusOr<Job> Register(NewJob job);
+  // Where the control blocks of jobs in containers are (containers mount it):
+  // STATE/blocks; "" without a state directory.
+  const std::string& blocks_dir() const { return blocks_dir_; }
   // Registers the job and starts its process (node_launch.cc). A command that
   // cannot start gets its error, and the job is recorded as failed_to_start.
   StatusOr<Job> Launch(LaunchJob launch);
@@ -200,6 +206,8 @@ class Node final : public JobHost {
   StatusOr<DeviceLoop*> JoinDevices(const std::vector<std::string>& devices);
   // The mask of `devices` among the loop's device indices.
   static uint64_t MaskOn(const DeviceLoop& loop, const std::vector<std::string>& devices);
+  // The directory of control blocks of jobs in containers: STATE/blocks.
+  Status OpenBlocksDir();
   // The job table on disk (node_readopt.cc).
   Status OpenStore();
   void Readopt();
@@ -209,6 +217,7 @@ class Node final : public JobHost {
   const NodeOptions options_;
   std::mutex mu_;
   UniqueFd state_lock_;              // flock on STATE/gandivad.lock while this node runs
+  std::string blocks_dir_;           // STATE/blocks, or "" without a state directory
   std::unique_ptr<JobStore> store_;  // null without a state directory; outlives jobs_'s use
   JobTable jobs_;
   std::unique_ptr<ProcessFreezer> freezer_;  // outlives the device loops that use it

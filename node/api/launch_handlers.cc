@@ -2,6 +2,7 @@
 // output. launch answers once the process runs or failed to start (posix_spawn
 // returns at exec), so the API thread waits on nothing but one spawn.
 #include "api/node_handlers.h"
+#include "jobs/container_peer.h"
 #include "node.h"
 
 namespace gandiva::controller {
@@ -10,7 +11,15 @@ using protocol::MessageType;
 
 namespace {
 
-StatusOr<Json> Launch(Node& node, const Json& req) {
+StatusOr<Json> Launch(Node& node, const Call& call) {
+  const Json& req = call.body();
+  // gandivad starts a launched job in its own namespaces: a command, cwd and
+  // restore directory named from inside a container mean other files there.
+  GD_ASSIGN_OR_RETURN(const bool in_container, InOtherMountNamespace(call.caller.pid));
+  if (in_container)
+    return FailedPrecondition(
+        "launch from inside a container would start the job outside it: run it in the "
+        "container with `gandiva run` (without --detach), docs/containers.md");
   LaunchJob l;
   l.job.command = req.at("command").get<std::vector<std::string>>();
   l.job.cwd = req.at("cwd").get<std::string>();
@@ -64,7 +73,7 @@ StatusOr<Json> ReadLog(Node& node, const Json& req) {
 }  // namespace
 
 void RegisterLaunchHandlers(Dispatcher& d, Node& node) {
-  d.OnSync(MessageType::kLaunch, [&node](const Call& c) { return Launch(node, c.body()); });
+  d.OnSync(MessageType::kLaunch, [&node](const Call& c) { return Launch(node, c); });
   d.OnSync(MessageType::kReadLog, [&node](const Call& c) { return ReadLog(node, c.body()); });
 }
 

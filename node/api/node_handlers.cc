@@ -9,6 +9,7 @@
 
 #include "gandiva/common/clock.h"
 #include "gandiva/common/units.h"
+#include "jobs/container_peer.h"
 #include "node.h"
 
 namespace gandiva::controller {
@@ -57,8 +58,11 @@ StatusOr<Json> ListJobs(Node& node, const Json& req) {
   return Json{{"jobs", list}};
 }
 
-StatusOr<Json> RegisterJob(Node& node, const Json& req) {
+StatusOr<Json> RegisterJob(Node& node, const Call& call) {
+  const Json& req = call.body();
   NewJob n;
+  // The kernel says where the caller runs (jobs/container_peer.h), not the caller.
+  GD_ASSIGN_OR_RETURN(n.in_container, InOtherMountNamespace(call.caller.pid));
   n.command = req.at("command").get<std::vector<std::string>>();
   n.name = req.value("name", "");
   GD_RETURN_IF_ERROR(DevicesFromRequest(req, n));
@@ -82,6 +86,7 @@ StatusOr<Json> RegisterJob(Node& node, const Json& req) {
               {"env", node.JobEnvironment(job.devices)}};
 }
 
+// The pid is gandivad's by now: Node::Handle turned the caller's into it.
 StatusOr<Json> JobStarted(Node& node, const Json& req) {
   GD_ASSIGN_OR_RETURN(Job job, node.jobs().Live(req.at("job").get<int64_t>()));
   const int64_t pid = req.at("pid").get<int64_t>();
@@ -213,11 +218,13 @@ StatusOr<Json> ListDevices(Node& node) {
 }
 
 StatusOr<Json> Hello(Node& node) {
-  return Json{{"version", protocol::kProtocolVersion},
-              {"node", node.options().node},
-              {"pid", getpid()},
-              {"endpoint", node.options().endpoint},
-              {"memory_limits", node.MemoryLimits()}};
+  Json hello{{"version", protocol::kProtocolVersion},
+             {"node", node.options().node},
+             {"pid", getpid()},
+             {"endpoint", node.options().endpoint},
+             {"memory_limits", node.MemoryLimits()}};
+  if (!node.blocks_dir().empty()) hello["blocks_dir"] = node.blocks_dir();
+  return hello;
 }
 
 }  // namespace
@@ -226,7 +233,6 @@ void RegisterNodeHandlers(Dispatcher& d, Node& node) {
   using Fn = StatusOr<Json> (*)(Node&, const Json&);
   const std::pair<MessageType, Fn> with_body[] = {
       {MessageType::kListJobs, ListJobs},
-      {MessageType::kRegisterJob, RegisterJob},
       {MessageType::kJobStarted, JobStarted},
       {MessageType::kJobExited, JobExited},
       {MessageType::kSuspend, Suspend},
@@ -240,6 +246,8 @@ void RegisterNodeHandlers(Dispatcher& d, Node& node) {
   };
   for (const auto& [type, fn] : with_body)
     d.OnSync(type, [&node, fn](const Call& c) { return fn(node, c.body()); });
+  // Where the job runs is the kernel's word, not the caller's (container_peer.h).
+  d.OnSync(MessageType::kRegisterJob, [&node](const Call& c) { return RegisterJob(node, c); });
   RegisterLaunchHandlers(d, node);
   d.OnSync(MessageType::kHello, [&node](const Call&) { return Hello(node); });
   d.OnSync(MessageType::kListDevices, [&node](const Call&) { return ListDevices(node); });

@@ -1,10 +1,13 @@
-// Shared-memory control blocks with Boost.Interprocess; exceptions stay inside this file.
+// Control blocks as shared mappings of a file: in /dev/shm for a shared-memory
+// name (what shm_open(3) does on Linux), or at the path given (a container's job,
+// shared_control_block.h).
 #include "gandiva/contract/shared_control_block.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/interprocess/mapped_region.hpp>
-#include <boost/interprocess/shared_memory_object.hpp>
 #include <cerrno>
 #include <cstring>
 
@@ -12,17 +15,33 @@
 
 namespace gandiva::runtime {
 
-namespace bip = boost::interprocess;
+namespace {
+
+std::string BlockErrno(int err) { return std::strerror(err); }
+
+}  // namespace
 
 struct SharedControlBlock::Mapping {
-  bip::shared_memory_object shm;
-  bip::mapped_region region;
+  void* addr = MAP_FAILED;
+  size_t size = 0;
+  ~Mapping() {
+    if (addr != MAP_FAILED) munmap(addr, size);
+  }
 };
+
+bool SharedControlBlock::IsFileName(const std::string& name) {
+  return name.size() > 1 && name[0] == '/' && name.find('/', 1) != std::string::npos;
+}
+
+std::string SharedControlBlock::PathOf(const std::string& name) {
+  if (IsFileName(name)) return name;
+  return "/dev/shm" + (name.empty() || name[0] != '/' ? "/" + name : name);
+}
 
 SharedControlBlock::SharedControlBlock(std::string name, std::unique_ptr<Mapping> mapping)
     : name_(std::move(name)), mapping_(std::move(mapping)) {
-  cb_ = static_cast<ControlBlock*>(mapping_->region.get_address());
-  guard_slot_ = shrink_guard::Register(mapping_->region.get_address(), mapping_->region.get_size());
+  cb_ = static_cast<ControlBlock*>(mapping_->addr);
+  guard_slot_ = shrink_guard::Register(mapping_->addr, mapping_->size);
 }
 
 SharedControlBlock::~SharedControlBlock() { shrink_guard::Unregister(guard_slot_); }
@@ -36,57 +55,71 @@ StatusOr<std::unique_ptr<SharedControlBlock>> SharedControlBlock::Create(const s
                                                                          uint64_t lease_ns,
                                                                          const std::string& node,
                                                                          int64_t owner_uid) {
-  try {
-    bip::shared_memory_object::remove(name.c_str());
-    bip::permissions owner_only(0600);
-    auto m = std::make_unique<Mapping>();
-    m->shm = bip::shared_memory_object(bip::create_only, name.c_str(), bip::read_write, owner_only);
-    if (owner_uid >= 0 && static_cast<uid_t>(owner_uid) != geteuid() &&
-        fchown(m->shm.get_mapping_handle().handle, static_cast<uid_t>(owner_uid), -1) != 0) {
-      const int err = errno;
-      bip::shared_memory_object::remove(name.c_str());
-      return PermissionDenied("cannot give control block " + name + " to uid " +
-                              std::to_string(owner_uid) + ": " + std::strerror(err) +
-                              (geteuid() != 0 ? " (only a controller running as root can run "
-                                                "jobs of other users)"
-                                              : ""));
-    }
-    m->shm.truncate(sizeof(ControlBlock));
-    m->region = bip::mapped_region(m->shm, bip::read_write);
-    auto block = std::unique_ptr<SharedControlBlock>(new SharedControlBlock(name, std::move(m)));
-    InitControlBlock(block->get(), job_id, lease_ns, node.c_str());
-    return block;
-  } catch (const bip::interprocess_exception& e) {
-    return Internal("cannot create control block " + name + ": " + e.what());
+  const std::string path = PathOf(name);
+  unlink(path.c_str());
+  // Never through a link, never a file that was there: the name is ours alone.
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Internal("cannot create control block " + name + ": " + BlockErrno(errno));
+  auto fail = [&](Status s) {
+    close(fd);
+    unlink(path.c_str());
+    return s;
+  };
+  if (fchmod(fd, 0600) != 0)  // whatever the umask took away or left
+    return fail(
+        Internal("cannot make control block " + name + " owner-only: " + BlockErrno(errno)));
+  if (owner_uid >= 0 && static_cast<uid_t>(owner_uid) != geteuid() &&
+      fchown(fd, static_cast<uid_t>(owner_uid), -1) != 0) {
+    const int err = errno;
+    return fail(PermissionDenied("cannot give control block " + name + " to uid " +
+                                 std::to_string(owner_uid) + ": " + BlockErrno(err) +
+                                 (geteuid() != 0 ? " (only a controller running as root can run "
+                                                   "jobs of other users)"
+                                                 : "")));
   }
+  if (ftruncate(fd, sizeof(ControlBlock)) != 0)
+    return fail(Internal("cannot size control block " + name + ": " + BlockErrno(errno)));
+  auto m = std::make_unique<Mapping>();
+  m->size = sizeof(ControlBlock);
+  m->addr = mmap(nullptr, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m->addr == MAP_FAILED)
+    return fail(Internal("cannot map control block " + name + ": " + BlockErrno(errno)));
+  close(fd);
+  auto block = std::unique_ptr<SharedControlBlock>(new SharedControlBlock(name, std::move(m)));
+  InitControlBlock(block->get(), job_id, lease_ns, node.c_str());
+  return block;
 }
 
 StatusOr<std::unique_ptr<SharedControlBlock>> SharedControlBlock::Open(const std::string& name) {
-  try {
-    auto m = std::make_unique<Mapping>();
-    m->shm = bip::shared_memory_object(bip::open_only, name.c_str(), bip::read_write);
-    bip::offset_t size = 0;
-    if (!m->shm.get_size(size) || size < static_cast<bip::offset_t>(sizeof(ControlBlock)))
-      return DataLoss("control block " + name + " is too small");
-    m->region = bip::mapped_region(m->shm, bip::read_write, 0, sizeof(ControlBlock));
-    auto block = std::unique_ptr<SharedControlBlock>(new SharedControlBlock(name, std::move(m)));
-    if (block->get()->magic != kControlBlockMagic)
-      return DataLoss("control block " + name + " has a bad magic number");
-    if (block->get()->version != kControlBlockVersion)
-      return FailedPrecondition("control block " + name + " has version " +
-                                std::to_string(block->get()->version) + ", this library speaks " +
-                                std::to_string(kControlBlockVersion));
-    return block;
-  } catch (const bip::interprocess_exception& e) {
-    return NotFound("cannot open control block " + name + ": " + e.what());
+  const std::string path = PathOf(name);
+  const int fd = open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return NotFound("cannot open control block " + name + ": " + BlockErrno(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return DataLoss("control block " + name + " is not a regular file");
   }
+  if (st.st_size < static_cast<off_t>(sizeof(ControlBlock))) {
+    close(fd);
+    return DataLoss("control block " + name + " is too small");
+  }
+  auto m = std::make_unique<Mapping>();
+  m->size = sizeof(ControlBlock);
+  m->addr = mmap(nullptr, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd);
+  if (m->addr == MAP_FAILED)
+    return NotFound("cannot map control block " + name + ": " + BlockErrno(err));
+  auto block = std::unique_ptr<SharedControlBlock>(new SharedControlBlock(name, std::move(m)));
+  if (block->get()->magic != kControlBlockMagic)
+    return DataLoss("control block " + name + " has a bad magic number");
+  if (block->get()->version != kControlBlockVersion)
+    return FailedPrecondition("control block " + name + " has version " +
+                              std::to_string(block->get()->version) + ", this library speaks " +
+                              std::to_string(kControlBlockVersion));
+  return block;
 }
 
-void SharedControlBlock::Remove(const std::string& name) {
-  try {
-    bip::shared_memory_object::remove(name.c_str());
-  } catch (...) {
-  }
-}
+void SharedControlBlock::Remove(const std::string& name) { unlink(PathOf(name).c_str()); }
 
 }  // namespace gandiva::runtime

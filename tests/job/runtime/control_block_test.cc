@@ -72,6 +72,42 @@ TEST(SharedControlBlockTest, ABlockIsGivenToTheJobsUserOnlyByRoot) {
   SharedControlBlock::Remove(name);
 }
 
+// A job in a container gets its block as a file in gandivad's blocks directory
+// (a path, not a /dev/shm name): created afresh, owner-only, mapped as the same memory.
+TEST(SharedControlBlockTest, ABlockMayBeAFileAtAPath) {
+  char dir_template[] = "/tmp/gd-blocks-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string dir = dir_template;
+  const std::string name = dir + "/gandiva.test." + std::to_string(getpid()) + ".7";
+  EXPECT_TRUE(SharedControlBlock::IsFileName(name));
+  EXPECT_FALSE(SharedControlBlock::IsFileName(UniqueName("x")));
+  EXPECT_EQ(SharedControlBlock::PathOf(name), name);
+  EXPECT_EQ(SharedControlBlock::PathOf("/gandiva.a.1.2"), "/dev/shm/gandiva.a.1.2");
+  // A link planted at the name is replaced, never written through.
+  const std::string target = dir + "/target";
+  ASSERT_EQ(symlink(target.c_str(), name.c_str()), 0);
+  auto created = SharedControlBlock::Create(name, 7, 0, "nodeC");
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  struct stat st {};
+  EXPECT_NE(stat(target.c_str(), &st), 0) << "created through the link";
+  ASSERT_EQ(lstat(name.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  auto opened = SharedControlBlock::Open(name);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  EXPECT_EQ((*opened)->get()->job_id, 7u);
+  RequestSuspend((*created)->get());
+  EXPECT_EQ((*opened)->get()->request.load(), kRequestSuspend);
+  SharedControlBlock::Remove(name);
+  EXPECT_NE(lstat(name.c_str(), &st), 0);
+  EXPECT_EQ(SharedControlBlock::Open(name).status().code(), StatusCode::kNotFound);
+  // Opening does not follow a link either.
+  ASSERT_EQ(symlink(target.c_str(), name.c_str()), 0);
+  EXPECT_FALSE(SharedControlBlock::Open(name).ok());
+  unlink(name.c_str());
+  rmdir(dir.c_str());
+}
+
 TEST(ControlBlockTest, WaitForPhaseTimesOutThenSeesTheChange) {
   ControlBlock cb;
   InitControlBlock(&cb, 1, 0, "n");

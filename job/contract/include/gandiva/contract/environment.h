@@ -6,7 +6,11 @@
 
 namespace gandiva::runtime {
 
-inline constexpr const char* kEnvControlBlock = "GANDIVA_CONTROL_BLOCK";  // shm name
+inline constexpr const char* kEnvControlBlock = "GANDIVA_CONTROL_BLOCK";  // shm name or file
+// Set in a container that mounts gandivad's blocks directory somewhere else than
+// where gandivad has it (docs/containers.md): `gandiva run` there takes the
+// block gandivad names from this directory instead.
+inline constexpr const char* kEnvBlocksDir = "GANDIVA_BLOCKS_DIR";
 inline constexpr const char* kEnvJobId = "GANDIVA_JOB_ID";
 inline constexpr const char* kEnvEndpoint = "GANDIVA_ENDPOINT";
 // A gang of this many processes (`gandiva run --ranks N`): each process takes

@@ -1,6 +1,10 @@
-// A control block in POSIX shared memory (Boost.Interprocess), named
-// "/gandiva.<node>.<job>". The controller creates and removes it; the job opens it
-// by the name the controller put in GANDIVA_CONTROL_BLOCK.
+// A control block in shared memory. The controller creates and removes it; the job
+// opens it by the name the controller put in GANDIVA_CONTROL_BLOCK. A name is
+// either a POSIX shared-memory name, "/gandiva.<node>.<pid>.<job>" (a file in
+// /dev/shm, for a job that shares gandivad's /dev/shm), or an absolute path of a
+// file, "/STATE/blocks/gandiva.<node>.<pid>.<job>" (IsFileName: for a job in a
+// container, whose /dev/shm is its own; gandivad's blocks directory is mounted
+// into the container, docs/containers.md). Both are mapped the same way.
 #ifndef GANDIVA_RUNTIME_SHARED_CONTROL_BLOCK_H_
 #define GANDIVA_RUNTIME_SHARED_CONTROL_BLOCK_H_
 
@@ -26,6 +30,11 @@ class SharedControlBlock {
   static StatusOr<std::unique_ptr<SharedControlBlock>> Open(const std::string& name);
   // Unlinks the name; existing mappings stay valid until unmapped.
   static void Remove(const std::string& name);
+  // Whether `name` is a file path (a '/' after its first character), not a
+  // shared-memory name.
+  static bool IsFileName(const std::string& name);
+  // The file behind `name`: the path itself, or /dev/shm/NAME.
+  static std::string PathOf(const std::string& name);
 
   ~SharedControlBlock();
   SharedControlBlock(const SharedControlBlock&) = delete;

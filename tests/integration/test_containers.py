@@ -1,0 +1,344 @@
+"""Jobs in real containers (runc; tests/pyhelpers/containers.py) joining the
+node's gandivad, as docs/containers.md describes: each container has its own
+pid, IPC and mount namespaces and /dev/shm, and gets gandivad's socket
+directory and blocks directory bound in at the same paths, the build (under
+/work) read-only, and an output directory of its own. The job is `gandiva run
+-- python3 sched_job.py` inside the container (a small PyTorch MLP whose batch k
+is seeded by k, so its loss history is the same however it is sliced,
+suspended or restored).
+
+Shown: two containers time-sliced by one gandivad train as each alone (loss
+histories equal, bit for bit), with the kernel's pid of each job (not the
+container's) in gandivad and their blocks in the blocks directory, not /dev/shm;
+a containerised job suspended makes no progress and resumes; a checkpoint taken
+in one container (to a directory named as the job sees it) is restored in a
+new container; a container killed leaves its job failed and its device free;
+a launch from inside a container is refused; one user's container cannot open
+another user's block."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import BUILD, GANDIVA, GANDIVAD, HERE, PYTHON, wait_for
+
+sys.path.insert(0, os.path.join(HERE, "..", "pyhelpers"))
+import containers  # noqa: E402
+
+JOB = os.path.join(HERE, "jobs", "sched_job.py")
+# OpenBLAS's kernel choice, as the host's environment makes it (this machine
+# sets OPENBLAS_CORETYPE): another kernel rounds otherwise, and the losses
+# would differ from the reference's in their last bits for that reason alone.
+BLAS_ENV = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}
+STEPS = 60
+STEP_MS = 20
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The job alone, on the host, without gandiva: the loss history to match."""
+    out = tmp_path_factory.mktemp("ref") / "alone.json"
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.path.join(BUILD, "python"))
+    env.pop("GANDIVA_CONTROL_BLOCK", None)
+    subprocess.run([PYTHON, JOB, "--steps", str(STEPS), "--step-ms", "0", "--result", str(out)],
+                   env=env, check=True, capture_output=True, timeout=120)
+    return json.loads(out.read_text())
+
+
+class Node:
+    """A root gandivad on one CPU device with 50 ms slices, its socket and state
+    under a fresh directory in /tmp (a container's own /tmp hides the host's)."""
+
+    def __init__(self):
+        self.root = subprocess.run(["mktemp", "-d", "/tmp/gd-ctr-XXXXXX"], capture_output=True,
+                                   text=True, check=True).stdout.strip()
+        os.chmod(self.root, 0o755)
+        self.run_dir = os.path.join(self.root, "run")
+        os.mkdir(self.run_dir)
+        os.chmod(self.run_dir, 0o755)
+        self.state = os.path.join(self.root, "state")
+        self.endpoint = f"ipc://{self.run_dir}/gd.sock"
+        self.log_path = os.path.join(self.root, "gandivad.log")
+        self.log = open(self.log_path, "w")
+        self.proc = subprocess.Popen(
+            [GANDIVAD, "--endpoint", self.endpoint, "--state-dir", self.state, "--devices", "cpu:1",
+             "--slice-ms", "50", "--shared-socket", "--boundary-wait-s", "0"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint)
+        wait_for(lambda: self.cli("ps", check=False).returncode == 0, 20, "gandivad up",
+                 log=self.read_log)
+        self.blocks = self.hello()["blocks_dir"]
+        self.containers = []
+
+    def read_log(self):
+        with open(self.log_path) as f:
+            return f.read()
+
+    def cli(self, *args, check=True):
+        r = subprocess.run([GANDIVA, *args], env=self.env, capture_output=True, text=True,
+                           timeout=60)
+        if check:
+            assert r.returncode == 0, f"gandiva {' '.join(args)}: {r.stderr}"
+        return r
+
+    def hello(self):
+        sys.path.insert(0, os.path.join(BUILD, "python"))
+        import gandiva
+        return gandiva.Client(self.endpoint).hello()
+
+    def jobs(self):
+        return {j["name"]: j for j in json.loads(self.cli("ps", "--all", "--json").stdout)}
+
+    def job(self, name):
+        return self.jobs().get(name, {})
+
+    def out_dir(self, name, uid=0):
+        d = os.path.join(self.root, "out-" + name)
+        os.mkdir(d)
+        os.chown(d, uid, uid)
+        return d
+
+    def container(self, name, cmd, *, mounts=(), uid=0, env=None):
+        """`cmd` in a container with the socket and blocks directories in it."""
+        log = open(os.path.join(self.root, f"{name}.log"), "w")
+        mounts = [(self.run_dir, self.run_dir, False), (self.blocks, self.blocks, True), *mounts]
+        c = containers.Container(
+            cmd, mounts=mounts, uid=uid, gid=uid, name=name, stdout=log, stderr=subprocess.STDOUT,
+            env={"PATH": "/usr/bin:/bin", "HOME": "/tmp", "OMP_NUM_THREADS": "1",
+                 "GANDIVA_ENDPOINT": self.endpoint, **BLAS_ENV, **(env or {})})
+        c.log_path = log.name
+        self.containers.append(c)
+        return c
+
+    def training(self, name, out, *, steps=STEPS, restore=None, uid=0):
+        """`gandiva run` of the job in a new container; its result in out (host) as /out."""
+        run = [GANDIVA, "run", "--name", name]
+        if restore:
+            run += ["--restore", restore]
+        return self.container(
+            name, [*run, "--", PYTHON, JOB, "--steps", str(steps), "--step-ms", str(STEP_MS),
+                   "--result", "/out/result.json"],
+            mounts=[(out, "/out", True)], uid=uid)
+
+    def close(self):
+        for c in self.containers:
+            c.remove()
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+        self.log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture
+def node():
+    why = containers.runtime_problem()
+    if why:
+        pytest.skip(why)
+    n = Node()
+    yield n
+    n.close()
+
+
+def result(out):
+    with open(os.path.join(out, "result.json")) as f:
+        return json.load(f)
+
+
+def log_of(c):
+    with open(c.log_path) as f:
+        return f.read()
+
+
+def ns_pids(pid):
+    """The pid's NSpid line: its pid in each pid namespace, outermost first."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("NSpid:"):
+                return [int(p) for p in line.split()[1:]]
+    return []
+
+
+def parent_of(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def test_two_containers_are_time_sliced_and_train_as_each_alone(node, reference):
+    outs = {n: node.out_dir(n) for n in ("a", "b")}
+    cs = {n: node.training(n, outs[n]) for n in ("a", "b")}
+    node_wait = lambda: all(node.job(n).get("pid", 0) > 0 for n in cs)  # noqa: E731
+    wait_for(node_wait, 60, "both jobs started", log=node.read_log)
+    jobs = node.jobs()
+    for n in cs:
+        pid = jobs[n]["pid"]
+        # gandivad holds the job's pid in its own namespace (the kernel's): the
+        # training process, whose parent is the container's first (gandiva run, its 1).
+        pids = ns_pids(pid)
+        assert len(pids) == 2 and pids[0] == pid and pids[1] != pid, (n, pids)
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            assert JOB.encode() in f.read()
+        assert ns_pids(parent_of(pid)) == [parent_of(pid), 1], n
+        assert os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
+        assert os.readlink(f"/proc/{pid}/ns/mnt") != os.readlink("/proc/self/ns/mnt")
+    # Their blocks are the users' files in the blocks directory, none in the host's /dev/shm.
+    blocks = [f for f in os.listdir(node.blocks) if f.startswith("gandiva.")]
+    assert len(blocks) == 2, blocks
+    for f in blocks:
+        assert os.stat(os.path.join(node.blocks, f)).st_mode & 0o777 == 0o600
+    host_pid = node.hello()["pid"]
+    assert not [f for f in os.listdir("/dev/shm") if f.startswith("gandiva.") and
+                f".{host_pid}." in f]
+    for n, c in cs.items():
+        assert c.wait(timeout=120) == 0, log_of(c)
+    jobs = node.jobs()
+    for n in cs:
+        got = result(outs[n])
+        assert got["losses"] == reference["losses"], f"{n}: trained otherwise than alone"
+        assert got["weights_sha256"] == reference["weights_sha256"]
+        assert jobs[n]["state"] == "exited" and jobs[n]["exit_code"] == 0
+        assert jobs[n]["iterations"] >= STEPS - 1
+    # Sliced: the device went from one to the other and back, more than once.
+    switches = json.loads(node.cli("switches", "--json").stdout)
+    ids = {jobs["a"]["id"], jobs["b"]["id"]}
+    between = [s for s in switches if {s["from"], s["to"]} == ids]
+    assert len(between) >= 3, switches
+    assert not os.listdir(node.blocks), "an ended job's block stays behind"
+
+
+def test_a_containerised_job_suspends_and_resumes(node, reference):
+    out = node.out_dir("s")
+    c = node.training("s", out)
+    wait_for(lambda: node.job("s").get("iterations", 0) >= 5, 60, "the job to train",
+             log=node.read_log)
+    job = node.job("s")["id"]
+    node.cli("suspend", str(job))
+    wait_for(lambda: node.job("s")["state"] == "suspended", 20, "the job to park")
+    held_at = node.job("s")["iterations"]
+    time.sleep(1.0)  # 50 steps' time: none taken while suspended
+    assert node.job("s")["iterations"] == held_at
+    assert c.proc.poll() is None
+    node.cli("resume", str(job))
+    assert c.wait(timeout=120) == 0, log_of(c)
+    assert held_at < STEPS
+    assert result(out)["losses"] == reference["losses"]
+
+
+def test_a_checkpoint_in_one_container_restores_in_another(node, reference):
+    ckpt = node.out_dir("ckpt")
+    # The first container has the host's ckpt at /ckpt; the host has no /ckpt.
+    first = node.container(
+        "first", [GANDIVA, "run", "--name", "first", "--", PYTHON, JOB, "--steps", str(STEPS),
+                  "--step-ms", str(STEP_MS), "--result", "/ckpt/unused.json"],
+        mounts=[(ckpt, "/ckpt", True)])
+    wait_for(lambda: node.job("first").get("iterations", 0) >= 10, 60, "the job to train",
+             log=node.read_log)
+    job = node.job("first")["id"]
+    # The directory as the job sees it: the job writes its checkpoint itself.
+    before = node.job("first")["iterations"]
+    r = node.cli("checkpoint", str(job), "--to", "/ckpt")
+    assert "checkpointed" in r.stdout, r.stdout
+    assert os.path.exists(os.path.join(ckpt, "state.gdck"))
+    assert not os.path.exists("/ckpt")
+    after = node.job("first")["iterations"]
+    first.kill()
+    containers.wait_gone(first)
+    # A new container restores it, from its own mount of the same directory.
+    out = node.out_dir("second")
+    second = node.container(
+        "second", [GANDIVA, "run", "--name", "second", "--restore", "/restore", "--", PYTHON, JOB,
+                   "--steps", str(STEPS), "--step-ms", str(STEP_MS), "--result",
+                   "/out/result.json"],
+        mounts=[(ckpt, "/restore", False), (out, "/out", True)])
+    assert second.wait(timeout=120) == 0, log_of(second)
+    got = result(out)
+    # It went on from where the checkpoint was (not from step 0), and trained
+    # as one run never interrupted.
+    assert got["resumed_at"] is not None and 0 < got["resumed_at"] < STEPS, got["resumed_at"]
+    assert before - 1 <= got["resumed_at"] <= after + 1, (got["resumed_at"], before, after)
+    assert got["losses"] == reference["losses"]
+    assert got["weights_sha256"] == reference["weights_sha256"]
+    assert node.job("first")["state"] == "failed"
+
+
+def test_a_killed_container_leaves_its_job_failed_and_its_device_free(node):
+    c = node.training("doomed", node.out_dir("doomed"), steps=100000)
+    wait_for(lambda: node.job("doomed").get("iterations", 0) >= 3, 60, "the job to train",
+             log=node.read_log)
+    assert len(os.listdir(node.blocks)) == 1
+    c.kill()
+    containers.wait_gone(c)
+    wait_for(lambda: node.job("doomed")["state"] in ("failed", "exited"), 20,
+             "gandivad to see the job end", log=node.read_log)
+    job = node.job("doomed")
+    assert job["state"] == "failed", job
+    assert job["exit_reason"] == "lost", job  # gandiva run died with it: no exit status came
+    devices = json.loads(node.cli("devices", "--json").stdout)
+    assert devices[0]["jobs"] == [] and devices[0]["running"] == [], devices
+    assert not os.listdir(node.blocks)
+    # The device serves the next container's job at once.
+    out = node.out_dir("next")
+    nxt = node.training("next", out, steps=5)
+    assert nxt.wait(timeout=120) == 0, log_of(nxt)
+    assert node.job("next")["state"] == "exited"
+
+
+def test_a_launch_from_a_container_is_refused(node):
+    c = node.container("launcher", [GANDIVA, "run", "--detach", "--", "/usr/bin/true"])
+    assert c.wait(timeout=60) != 0
+    assert "inside a container" in log_of(c), log_of(c)
+    assert "launcher" not in node.jobs()
+
+
+def security_helpers():
+    """tests/security/conftest.py's users (gd-alice, gd-bob), created if missing."""
+    import importlib.util
+    path = os.path.join(HERE, "..", "security", "conftest.py")
+    spec = importlib.util.spec_from_file_location("security_conftest", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_one_users_container_cannot_open_anothers_block(node):
+    if not shutil.which("useradd"):
+        pytest.skip("needs useradd to create the test's users")
+    sec = security_helpers()
+    sec.ensure_users()
+    if sec.as_user("gd-bob", GANDIVA, "--help").returncode != 0:
+        pytest.skip("the build is not readable by other users")
+    alice, bob = (int(subprocess.run(["id", "-u", u], capture_output=True, text=True,
+                                     check=True).stdout) for u in ("gd-alice", "gd-bob"))
+    c = node.training("alices", node.out_dir("alices", uid=alice), steps=100000, uid=alice)
+    wait_for(lambda: node.job("alices").get("iterations", 0) >= 2, 60, "alice's job to train",
+             log=lambda: node.read_log() + log_of(c))
+    job = node.job("alices")
+    [block] = [os.path.join(node.blocks, f) for f in os.listdir(node.blocks)]
+    st = os.stat(block)
+    assert st.st_uid == alice and st.st_mode & 0o777 == 0o600, (st.st_uid, oct(st.st_mode))
+    # Bob's container has the same mounts; the kernel keeps him out of alice's
+    # block, out of the directory's listing and from creating anything there,
+    # and gandivad (his uid from SO_PEERCRED) from her job.
+    probe = ("import os, sys\n"
+             "def tried(f):\n"
+             "    try:\n"
+             "        f(); return 'allowed'\n"
+             "    except PermissionError:\n"
+             "        return 'denied'\n"
+             f"print('open', tried(lambda: open({block!r}, 'r+b')))\n"
+             f"print('list', tried(lambda: os.listdir({node.blocks!r})))\n"
+             f"print('create', tried(lambda: open({node.blocks!r} + '/mine', 'w')))\n")
+    spy = node.container("bobs", [PYTHON, "-c", probe], uid=bob)
+    assert spy.wait(timeout=60) == 0, log_of(spy)
+    said = log_of(spy)
+    assert "open denied" in said and "list denied" in said and "create denied" in said, said
+    kill = node.container("bobs-kill", [GANDIVA, "kill", str(job["id"])], uid=bob)
+    assert kill.wait(timeout=60) != 0
+    assert "may not" in log_of(kill), log_of(kill)
+    assert node.job("alices")["state"] in ("running", "suspended", "suspending")
+    assert c.proc.poll() is None
