@@ -15,6 +15,8 @@ using runtime::ControlBlock;
 namespace {
 // While waiting for a job to park, look up at least this often (exits, API changes).
 constexpr uint64_t kParkPollNs = 5 * kMs;
+// How often an unmanaged job (no boundary yet) is looked at for a late first park.
+constexpr uint64_t kUnmanagedPollNs = 100 * kMs;
 }  // namespace
 
 DeviceLoop::DeviceLoop(DeviceInfo info, uint64_t slice_ns, size_t max_switch_records)
@@ -168,6 +170,18 @@ void DeviceLoop::SetHeld(uint64_t job, bool held) {
   wake_.notify_all();
 }
 
+bool DeviceLoop::Unmanage(uint64_t job) {
+  std::lock_guard lock(mu_);
+  if (!slicer_.Unmanage(job)) return false;
+  GD_LOG(kWarn,
+         "%s: job %llu marked no iteration boundary: it runs unsliced beside the others "
+         "until it marks one",
+         info_.name.c_str(), static_cast<unsigned long long>(job));
+  ObserveAlone(MonotonicNowNs());  // sharing: it runs beside whoever runs
+  wake_.notify_all();              // a job waiting for its devices may start now
+  return true;
+}
+
 bool DeviceLoop::IsHeld(uint64_t job) const {
   std::lock_guard lock(mu_);
   return slicer_.IsHeld(job);
@@ -269,9 +283,11 @@ void DeviceLoop::Loop() {
   }
 }
 
-// Jobs that were asked to suspend and have parked.
+// Jobs that were asked to suspend and have parked (an unmanaged one at a late first boundary).
 void DeviceLoop::CollectParked() {
-  for (uint64_t id : slicer_.Stopping()) {
+  std::vector<uint64_t> asked = slicer_.Stopping();
+  for (uint64_t id : slicer_.Unmanaged()) asked.push_back(id);
+  for (uint64_t id : asked) {
     Member& m = members_.at(id);
     ControlBlock* cb = m.cb.get();
     if (cb->phase.load(std::memory_order_acquire) != runtime::kPhaseParked) continue;
@@ -352,6 +368,8 @@ void DeviceLoop::Sleep(std::unique_lock<std::mutex>& lock) {
   }
   uint64_t deadline = std::min(slicer_.NextDeadline(), SharingDeadline(MonotonicNowNs()));
   if (pending_switch_) deadline = std::min(deadline, MonotonicNowNs() + kParkPollNs);
+  if (!slicer_.Unmanaged().empty())
+    deadline = std::min(deadline, MonotonicNowNs() + kUnmanagedPollNs);
   if (deadline == UINT64_MAX) {
     wake_.wait_for(lock, std::chrono::seconds(1));
   } else {

@@ -122,6 +122,10 @@ class DeviceLoop {
   // The job leaves the device (its processes continued); nullopt if it was not on it.
   std::optional<DeviceMember> RemoveJob(uint64_t job);
   void SetHeld(uint64_t job, bool held);
+  // The job has marked no boundary in the node's wait for its first: it stops
+  // holding its devices from the jobs sliced on them (Slicer::Unmanage). False
+  // if it had parked before, or is not on this loop.
+  bool Unmanage(uint64_t job);
   bool IsHeld(uint64_t job) const;
   void SetWeight(uint64_t job, double weight);
   void SetSlice(uint64_t slice_ns);

@@ -53,6 +53,7 @@ void Slicer::Hold(uint64_t job) {
       e.hold_on_park = true;
       break;
     case JobState::kStopping:
+    case JobState::kUnmanaged:
       e.hold_on_park = true;
       break;
     case JobState::kWaiting:
@@ -71,7 +72,7 @@ void Slicer::Release(uint64_t job) {
   if (e.state == JobState::kHeld) {
     e.state = JobState::kWaiting;
     queue_.push_back(job);
-  } else if (e.state == JobState::kStopping) {
+  } else if (e.state == JobState::kStopping || e.state == JobState::kUnmanaged) {
     e.hold_on_park = false;
   }
 }
@@ -80,13 +81,16 @@ bool Slicer::IsHeld(uint64_t job) const {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return false;
   const Entry& e = it->second;
-  return e.state == JobState::kHeld || (e.state == JobState::kStopping && e.hold_on_park);
+  return e.state == JobState::kHeld ||
+         ((e.state == JobState::kStopping || e.state == JobState::kUnmanaged) && e.hold_on_park);
 }
 
 void Slicer::OnParked(uint64_t job, uint64_t now) {
   auto it = jobs_.find(job);
-  if (it == jobs_.end() || it->second.state != JobState::kStopping) return;
+  if (it == jobs_.end()) return;
   Entry& e = it->second;
+  if (e.state != JobState::kStopping && e.state != JobState::kUnmanaged) return;
+  e.never_parked = false;
   if (e.hold_on_park) {
     e.state = JobState::kHeld;
     e.hold_on_park = false;
@@ -94,6 +98,15 @@ void Slicer::OnParked(uint64_t job, uint64_t now) {
     e.state = JobState::kWaiting;
     queue_.push_back(job);
   }
+}
+
+bool Slicer::Unmanage(uint64_t job) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return false;
+  Entry& e = it->second;
+  if (e.state != JobState::kStopping || !e.never_parked) return false;
+  e.state = JobState::kUnmanaged;  // its suspend request stays: it parks at a late first boundary
+  return true;
 }
 
 std::vector<SliceAction> Slicer::Tick(uint64_t now) {
@@ -194,7 +207,10 @@ bool Slicer::FitTogether(const std::vector<uint64_t>& jobs) const {
 }
 
 std::vector<uint64_t> Slicer::RunningAlone() const {
-  const std::vector<int> active = ActivePerDevice();
+  // An unmanaged job holds no place, but it does run beside whoever runs.
+  std::vector<int> active = ActivePerDevice();
+  for (const auto& [id, e] : jobs_)
+    if (e.state == JobState::kUnmanaged) Count(active, e.devices, 1);
   std::vector<uint64_t> alone;
   for (const auto& [id, e] : jobs_)
     if (e.state == JobState::kRunning && !AnyAbove(active, e.devices, 1)) alone.push_back(id);
@@ -228,6 +244,13 @@ std::vector<uint64_t> Slicer::Stopping() const {
   std::vector<uint64_t> out;
   for (const auto& [id, e] : jobs_)
     if (e.state == JobState::kStopping) out.push_back(id);
+  return out;
+}
+
+std::vector<uint64_t> Slicer::Unmanaged() const {
+  std::vector<uint64_t> out;
+  for (const auto& [id, e] : jobs_)
+    if (e.state == JobState::kUnmanaged) out.push_back(id);
   return out;
 }
 

@@ -14,6 +14,13 @@
 // New jobs start by parking at their first boundary, then queue like the rest.
 // Held jobs (suspended by a user) are never resumed until released.
 //
+// A new job that marks no boundary (an unmodified program gandiva cannot see
+// iterate) would hold its devices forever, waiting for a park that never
+// comes. Once the node has waited long enough for its first boundary
+// (--boundary-wait-s), it is unmanaged: it runs on beside the sliced jobs and
+// holds no place on its devices (capacity, memory). It stays asked to park, so
+// should it mark a boundary after all, it parks there and queues like any job.
+//
 // Several devices, one slicer: a job may span devices (a data-parallel job on
 // cpu0 and cpu1), given as a mask of the slicer's device indices (bit k:
 // device k). Such a job runs only on all its devices at once, so they switch
@@ -42,7 +49,9 @@ struct SliceAction {
 
 class Slicer {
  public:
-  enum class JobState { kRunning, kStopping, kWaiting, kHeld };
+  // kStopping: asked to park, holding its devices until it does (a new job,
+  // until its first boundary). kUnmanaged: see above.
+  enum class JobState { kRunning, kStopping, kWaiting, kHeld, kUnmanaged };
 
   Slicer(uint64_t slice_ns, int capacity) : slice_ns_(slice_ns), capacity_(capacity) {}
 
@@ -84,6 +93,10 @@ class Slicer {
 
   // The job acknowledged a suspend and parked at `now`.
   void OnParked(uint64_t job, uint64_t now);
+  // The job has marked no boundary since it joined, and the node waits no
+  // longer: it gives up its place (kStopping -> kUnmanaged). False (no change)
+  // for a job that has parked before, or is not stopping.
+  bool Unmanage(uint64_t job);
 
   // Decides what to do at `now`: suspends for jobs whose slice is up (or that
   // must park), resumes for waiting jobs while there is room.
@@ -96,8 +109,10 @@ class Slicer {
   std::vector<uint64_t> Running() const;
   // The job that runs next when a slot frees, or 0.
   uint64_t NextWaiting() const { return queue_.empty() ? 0 : queue_.front(); }
-  // Jobs asked to suspend that have not parked yet.
+  // Jobs asked to suspend that have not parked yet (holding their devices).
   std::vector<uint64_t> Stopping() const;
+  // Jobs that marked no boundary in time, running unsliced (see above).
+  std::vector<uint64_t> Unmanaged() const;
   size_t size() const { return jobs_.size(); }
 
  private:
@@ -105,7 +120,8 @@ class Slicer {
     double weight = 1.0;
     JobState state = JobState::kStopping;
     bool suspend_sent = false;  // kStopping: the suspend action was returned already
-    bool hold_on_park = false;  // kStopping: stay held when it parks
+    bool hold_on_park = false;  // kStopping, kUnmanaged: stay held when it parks
+    bool never_parked = true;   // since it joined: its first boundary is still to come
     uint64_t slice_start = 0;   // kRunning
     uint64_t footprint = 0;     // device bytes, see SetFootprint
     uint64_t memory_cap = 0;    // see SetMemoryCap

@@ -8,10 +8,13 @@ boundaries seen") in ps, metrics and gandivad's log; GANDIVA_AUTO_TORCH=0
 turns the hook off; a script that attaches its optimizer itself is counted
 once; a job gandivad launches (run --detach) gets the hook too.
 
+A job that comes after the script without an optimizer on its device trains
+to its end: once gandivad has waited --boundary-wait-s for that script's first
+boundary, it stops holding the device.
+
 Every job runs at once under one gandivad (cpu0: the counted ones; cpu1: the
-pair; cpu2: the script without an optimizer, which never parks: until its first
-boundary a job holds its device, and jobs queued behind it wait), so that the
-suite takes about as long as its longest job."""
+pair; cpu2: the script without an optimizer and the one behind it), so that
+the suite takes about as long as its longest job."""
 
 import json
 import os
@@ -42,7 +45,7 @@ class Run:
         self.d = Daemon(tmp, "--devices", "cpu:3", "--slice-ms", "50", "--boundary-wait-s", "1",
                         "--metrics", f"127.0.0.1:{self.port}")
         self.result = {n: tmp / f"{n}.json" for n in
-                       (*COUNTED, "off", "attached", "detached", *(f"pair{s}" for s in SEEDS))}
+                       (*COUNTED, "off", "attached", "detached", "behind", *(f"pair{s}" for s in SEEDS))}
         self.stop_file = tmp / "stop"
         env = dict(os.environ, OMP_NUM_THREADS="1")
         env.pop("GANDIVA_CONTROL_BLOCK", None)
@@ -63,6 +66,9 @@ class Run:
                  *script("no_optimizer.py", "--until-file", str(self.stop_file))],
                 env=self.d.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True),
         }
+        # Registered after it on its device (cpu2): it waits for no park that never comes.
+        self.d.wait_for(lambda: "inference" in self.d.jobs(), 60, "the script without an optimizer")
+        self.runs["behind"] = self.run("behind", "plain_loop.py", "--steps", "20", device="cpu2")
         for s in SEEDS:  # 100 steps of >= 20 ms (2 s) each, in 50 ms slices on cpu1
             self.runs[f"pair{s}"] = self.run(f"pair{s}", "plain_loop.py", "--steps", "100", "--seed",
                                              str(s), "--sleep-ms", "20", device="cpu1")
@@ -142,6 +148,14 @@ def test_a_script_without_an_optimizer_is_reported(run):
     run.stop_file.touch()
     run.runs["inference"].communicate(timeout=60)
     assert run.runs["inference"].returncode == 0
+
+
+def test_a_job_behind_one_without_boundaries_trains_to_its_end(run):
+    job = run.jobs["behind"]
+    assert run.got("behind")["steps"] == job["iterations"] == 20, job
+    assert job["state"] == "exited" and job["slices"] >= 1, job
+    assert run.jobs["inference"]["state"] == "starting", "it ran on, unsliced, all along"
+    assert "marked no iteration boundary: it runs unsliced" in run.d.read_log()
 
 
 def test_auto_torch_off_marks_no_boundaries(run):

@@ -165,6 +165,75 @@ TEST_F(SlicerTest, HeldJobsStayParkedUntilReleased) {
   EXPECT_EQ(slicer_.state(1), State::kRunning);
 }
 
+// A job that never marks a boundary (an unmodified program gandiva cannot see
+// iterate) must not keep the jobs that came after it waiting for its park.
+TEST_F(SlicerTest, AJobWithNoBoundaryHoldsItsDeviceOnlyUntilItIsUnmanaged) {
+  slicer_.AddJob(1, 1.0);  // never parks
+  Tick();
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  slicer_.OnParked(2, clock_.NowNs());  // 2 reaches its first boundary at once
+  for (int t = 0; t < 500; ++t) {       // 1 never does
+    clock_.Advance(kMs);
+    Tick();
+  }
+  EXPECT_EQ(slicer_.state(2), State::kWaiting) << "2 started beside a job still asked to park";
+  EXPECT_TRUE(slicer_.Unmanage(1));
+  EXPECT_EQ(slicer_.state(1), State::kUnmanaged);
+  Tick();
+  EXPECT_EQ(slicer_.state(2), State::kRunning);
+  EXPECT_EQ(slicer_.Stopping(), std::vector<uint64_t>{});
+  EXPECT_EQ(slicer_.Unmanaged(), std::vector<uint64_t>{1});
+  EXPECT_FALSE(slicer_.RunsAlone(2)) << "the unmanaged job runs beside it";
+  EXPECT_FALSE(slicer_.Unmanage(1)) << "unmanaged once";
+}
+
+TEST_F(SlicerTest, AnUnmanagedJobThatMarksALateFirstBoundaryJoinsTheRotation) {
+  slicer_.AddJob(1, 1.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  slicer_.OnParked(2, clock_.NowNs());
+  ASSERT_TRUE(slicer_.Unmanage(1));
+  Tick();
+  ASSERT_EQ(slicer_.state(2), State::kRunning);
+  slicer_.OnParked(1, clock_.NowNs());  // its first boundary, late: it parks there
+  EXPECT_EQ(slicer_.state(1), State::kWaiting);
+  Run(1000);
+  // From now on the two take turns as any two jobs do.
+  std::map<uint64_t, int> turns;
+  for (uint64_t id : resumes_) ++turns[id];
+  EXPECT_GE(turns[1], 4);
+  EXPECT_GE(turns[2], 4);
+  for (size_t i = 1; i < resumes_.size(); ++i) EXPECT_NE(resumes_[i], resumes_[i - 1]);
+}
+
+TEST_F(SlicerTest, OnlyAJobThatNeverParkedIsUnmanaged) {
+  slicer_.AddJob(1, 1.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  ParkAllStopping();  // 1 runs, 2 waits
+  clock_.Advance(100 * kMs);
+  Tick();
+  ASSERT_EQ(slicer_.state(1), State::kStopping);  // its slice is up: it parks at its next boundary
+  EXPECT_FALSE(slicer_.Unmanage(1)) << "a job that has parked before has boundaries";
+  EXPECT_FALSE(slicer_.Unmanage(2)) << "a waiting job is parked";
+  EXPECT_FALSE(slicer_.Unmanage(7)) << "no such job";
+}
+
+TEST_F(SlicerTest, AHoldOnAnUnmanagedJobTakesEffectWhenItParks) {
+  slicer_.AddJob(1, 1.0);
+  Tick();
+  ASSERT_TRUE(slicer_.Unmanage(1));
+  slicer_.Hold(1);
+  EXPECT_TRUE(slicer_.IsHeld(1));
+  slicer_.OnParked(1, clock_.NowNs());
+  Tick();
+  EXPECT_EQ(slicer_.state(1), State::kHeld);
+  slicer_.Release(1);
+  Tick();
+  EXPECT_EQ(slicer_.state(1), State::kRunning);
+}
+
 TEST_F(SlicerTest, RemovingTheRunningJobStartsTheNext) {
   slicer_.AddJob(1, 1.0);
   slicer_.AddJob(2, 1.0);
