@@ -2,8 +2,10 @@
 kubelet (kubelet_standin.py; no Kubernetes runs here): registration,
 ListAndWatch and its update when a device is marked unhealthy, a preferred
 allocation by gandivad's load, Allocate's CDI devices and environment, and a
-job started as that answer describes (the CDI spec's mounts made in a mount
-namespace of its own, the build tree hidden) that joins the real gandivad."""
+job started as that answer describes that joins the real gandivad: in a runc
+container (tests/pyhelpers/containers.py) made from the CDI spec's edits, or,
+where runc cannot run, with the spec's mounts made in a mount namespace of its
+own. Either way the build tree is out of the job's sight."""
 
 import json
 import os
@@ -14,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, GANDIVA, PLUGIN, PROTO, daemon_factory, wait_for  # noqa: F401
+from conftest import BUILD, GANDIVA, HERE, PLUGIN, PROTO, daemon_factory, wait_for  # noqa: F401
 from cdi_apply import edits_for
 
 pytest.importorskip("grpc", reason="needs python3-grpcio")
@@ -25,6 +27,9 @@ if not shutil.which("protoc") or not shutil.which("unshare"):
     pytest.skip("needs protoc (protobuf-compiler) and unshare", allow_module_level=True)
 
 from kubelet_standin import KubeletStandIn  # noqa: E402
+import sys  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "pyhelpers"))
+import containers  # noqa: E402
 
 SHARES = 3
 
@@ -63,7 +68,7 @@ def node(daemon_factory, tmp_path):  # noqa: F811
     log.close()
 
 
-def test_kubelet_standin_drives_the_plugin(node, tmp_path):
+def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
     d, kubelet, plugin, health = node
     reg = kubelet.next_registration(timeout=10)
     assert (reg.version, reg.endpoint, reg.resource_name) == ("v1beta1", "gandiva.sock",
@@ -110,20 +115,43 @@ def test_kubelet_standin_drives_the_plugin(node, tmp_path):
                     str(spec_path)], check=True, capture_output=True, timeout=30)
     env, mounts, nodes = edits_for(json.loads(spec_path.read_text()),
                                    [c.name for c in container.cdi_devices])
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "OMP_NUM_THREADS": "1",
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "OMP_NUM_THREADS": "1",
            **dict(container.envs), **env}
-    job = start_in_mount_namespace(env, mounts, [
-        "/opt/gandiva/bin/gandiva", "run", "--device", env["GANDIVA_DEVICES"], "--name",
-        "pod-job", "--", "/usr/bin/python3", "-c", JOB], tmp_path)
+    cmd = ["/opt/gandiva/bin/gandiva", "run", "--device", env["GANDIVA_DEVICES"], "--name",
+           "pod-job", "--", "/usr/bin/python3", "-c", JOB]
+    out = tmp_path / "job.stdout"
+    if containers.runtime_problem() is None:
+        # The host's /opt and /work stay out: what the job has of gandiva comes
+        # through the spec's mounts.
+        monkeypatch.setattr(containers, "HOST_DIRS",
+                            tuple(d for d in containers.HOST_DIRS if d not in ("/opt", "/work")))
+        job = containers.Container(
+            cmd, mounts=[(m["hostPath"], m["containerPath"], "rw" in m.get("options", []))
+                         for m in mounts],
+            env=env, name="pod", stdout=open(out, "w"), stderr=open(tmp_path / "job.stderr", "w"))
+        stop = job.remove
+        in_container = True
+    else:
+        proc = start_in_mount_namespace(env, mounts, cmd, tmp_path, open(out, "w"))
+        in_container = False
+
+        def stop():
+            proc.terminate()
+            proc.wait(timeout=10)
     try:
         j = d.wait_for(lambda: (d.jobs().get("pod-job") or {}).get("iterations", 0) > 5 and
                        d.jobs()["pod-job"], what="the pod's job counted iterations")
         assert j["device"] == "cpu1"
-        out = job.stdout.readline()
-        assert out.startswith("package /opt/gandiva/python/gandiva/"), out
+        printed = out.read_text()
+        assert printed.startswith("package /opt/gandiva/python/gandiva/"), printed
+        if in_container:
+            # Its control block is a file in gandivad's blocks directory, which
+            # the spec mounted (GANDIVA_BLOCKS_DIR), not in the host's /dev/shm.
+            assert env["GANDIVA_BLOCKS_DIR"] == "/run/gandiva-blocks"
+            import gandiva
+            assert os.listdir(gandiva.Client(d.endpoint).hello()["blocks_dir"])
     finally:
-        job.terminate()
-        job.wait(timeout=10)
+        stop()
         busy.terminate()
         busy.wait(timeout=10)
 
@@ -145,7 +173,7 @@ while True:
 """
 
 
-def start_in_mount_namespace(env, mounts, cmd, tmp_path):
+def start_in_mount_namespace(env, mounts, cmd, tmp_path, stdout):
     """cmd in a mount namespace of its own where the spec's mounts are made
     (over fresh tmpfs on /opt and /run) and the build tree is hidden, so that
     the job reaches gandiva only through what the CDI spec brings. The rest of
@@ -168,5 +196,5 @@ def start_in_mount_namespace(env, mounts, cmd, tmp_path):
     script = tmp_path / "container.sh"
     script.write_text("\n".join(lines) + "\n")
     return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh",
-                             str(script), *cmd], env=env, stdout=subprocess.PIPE, text=True,
+                             str(script), *cmd], env=env, stdout=stdout,
                             stderr=open(tmp_path / "job.stderr", "w"))
