@@ -13,8 +13,10 @@ container's) in gandivad and their blocks in the blocks directory, not /dev/shm;
 a containerised job suspended makes no progress and resumes; a checkpoint taken
 in one container (to a directory named as the job sees it) is restored in a
 new container; a container killed leaves its job failed and its device free;
+a gandivad restarted takes a containerised job back (its host pid, its block);
 a launch from inside a container is refused; one user's container cannot open
-another user's block."""
+another user's block. The suspend, kill and restart scenarios run a job that
+steps without PyTorch (importing it costs seconds of this machine's 2 cores)."""
 
 import json
 import os
@@ -92,15 +94,24 @@ class Node:
         self.endpoint = f"ipc://{self.run_dir}/gd.sock"
         self.log_path = os.path.join(self.root, "gandivad.log")
         self.log = open(self.log_path, "w")
+        self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint)
+        self.start()
+        self.blocks = self.hello()["blocks_dir"]
+        self.containers = []
+
+    def start(self):
         self.proc = subprocess.Popen(
             [GANDIVAD, "--endpoint", self.endpoint, "--state-dir", self.state, "--devices", "cpu:1",
              "--slice-ms", "50", "--shared-socket", "--boundary-wait-s", "0"],
             stdout=self.log, stderr=subprocess.STDOUT)
-        self.env = dict(os.environ, GANDIVA_ENDPOINT=self.endpoint)
         wait_for(lambda: self.cli("ps", check=False).returncode == 0, 20, "gandivad up",
                  log=self.read_log)
-        self.blocks = self.hello()["blocks_dir"]
-        self.containers = []
+
+    def restart(self):
+        """gandivad stopped (SIGTERM: its jobs run on) and started on the same state."""
+        self.proc.terminate()
+        self.proc.wait(timeout=20)
+        self.start()
 
     def read_log(self):
         with open(self.log_path) as f:
@@ -314,6 +325,25 @@ def test_a_killed_container_leaves_its_job_failed_and_its_device_free(node):
     devices = json.loads(node.cli("devices", "--json").stdout)
     assert devices[0]["jobs"] == [] and devices[0]["running"] == [], devices
     assert not os.listdir(node.blocks)
+
+
+def test_a_restarted_gandivad_takes_a_containerised_job_back(node):
+    c = node.stepper("kept", 100000)
+    wait_for(lambda: node.job("kept").get("iterations", 0) >= 3, 60, "the job to step",
+             log=node.read_log)
+    before = node.job("kept")
+    node.restart()
+    # The same job, by its host pid and its block in the blocks directory, managed again.
+    wait_for(lambda: node.job("kept").get("iterations", 0) > before["iterations"] + 3, 30,
+             "the job to step under the new gandivad", log=node.read_log)
+    after = node.job("kept")
+    assert (after["id"], after["pid"]) == (before["id"], before["pid"])
+    assert after["state"] in ("running", "suspending", "suspended"), after
+    assert "re-adopted: pid" in node.read_log(), node.read_log()
+    node.cli("suspend", str(after["id"]))
+    wait_for(lambda: node.job("kept")["state"] == "suspended", 20, "the job to park")
+    c.kill()
+    containers.wait_gone(c)
 
 
 def test_a_launch_from_a_container_is_refused(node):
