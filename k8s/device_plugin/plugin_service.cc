@@ -10,6 +10,10 @@ namespace gandiva::k8s {
 
 namespace {
 
+// How many shares of its device the container was given: the pod's command
+// passes it to `gandiva run --weight` (packaging/kubernetes/example-training-job.yaml),
+// so that two shares get twice one share's time. Nothing in gandiva reads it itself.
+constexpr const char* kEnvShares = "GANDIVA_SHARES";
 constexpr const char* kHealthy = "Healthy";
 constexpr const char* kUnhealthy = "Unhealthy";
 
@@ -122,6 +126,7 @@ grpc::Status PluginService::Allocate(grpc::ServerContext*, const v1beta1::Alloca
     // The CDI device says so too; here as well for a runtime that applies the
     // CDI edits before these (either way the same value).
     (*r->mutable_envs())[runtime::kEnvDevices] = *device;
+    (*r->mutable_envs())[kEnvShares] = std::to_string(ids.size());
     GD_LOG(kInfo, "allocated %zu share(s) of %s", ids.size(), device->c_str());
   }
   return grpc::Status::OK;

@@ -1,6 +1,6 @@
 // kubelet's DevicePlugin service over the node's shares (shares.h): the share
 // list and its updates (ListAndWatch), preferred allocations by measured load,
-// and Allocate's answer, CDI device names and GANDIVA_DEVICES.
+// and Allocate's answer: CDI device names, GANDIVA_DEVICES and GANDIVA_SHARES.
 #ifndef GANDIVA_K8S_PLUGIN_SERVICE_H_
 #define GANDIVA_K8S_PLUGIN_SERVICE_H_
 

@@ -100,10 +100,11 @@ def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
     chosen = kubelet.preferred(shares, 2)
     assert [s.split("-")[0] for s in chosen] == ["cpu1", "cpu1"]
 
-    reply = kubelet.allocate(chosen[:1])
-    [container] = reply.container_responses
+    reply = kubelet.allocate(chosen[:1], chosen)
+    one, [container] = reply.container_responses[0], reply.container_responses[1:]
+    assert dict(one.envs) == {"GANDIVA_DEVICES": "cpu1", "GANDIVA_SHARES": "1"}
     assert [c.name for c in container.cdi_devices] == ["gandiva.io/gpu=cpu1"]
-    assert dict(container.envs) == {"GANDIVA_DEVICES": "cpu1"}
+    assert dict(container.envs) == {"GANDIVA_DEVICES": "cpu1", "GANDIVA_SHARES": "2"}
     import grpc
     with pytest.raises(grpc.RpcError) as split:
         kubelet.allocate(["cpu0-s0", "cpu1-s0"])
@@ -117,8 +118,9 @@ def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
                                    [c.name for c in container.cdi_devices])
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "OMP_NUM_THREADS": "1",
            **dict(container.envs), **env}
-    cmd = ["/opt/gandiva/bin/gandiva", "run", "--device", env["GANDIVA_DEVICES"], "--name",
-           "pod-job", "--", "/usr/bin/python3", "-c", JOB]
+    # As the example Job's command: its shares are its weight.
+    cmd = ["/opt/gandiva/bin/gandiva", "run", "--device", env["GANDIVA_DEVICES"], "--weight",
+           env["GANDIVA_SHARES"], "--name", "pod-job", "--", "/usr/bin/python3", "-c", JOB]
     out = tmp_path / "job.stdout"
     if containers.runtime_problem() is None:
         # The host's /opt and /work stay out: what the job has of gandiva comes
@@ -141,7 +143,7 @@ def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
     try:
         j = d.wait_for(lambda: (d.jobs().get("pod-job") or {}).get("iterations", 0) > 5 and
                        d.jobs()["pod-job"], what="the pod's job counted iterations")
-        assert j["device"] == "cpu1"
+        assert j["device"] == "cpu1" and j["weight"] == 2
         printed = out.read_text()
         assert printed.startswith("package /opt/gandiva/python/gandiva/"), printed
         if in_container:
