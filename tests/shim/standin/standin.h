@@ -128,6 +128,30 @@ std::mutex& GlobalMutex();
 bool Initialized();
 void RecordLaunch(Function* f);
 
+// The driver's checkpoint API (standin_checkpoint.cc). Every entry point that makes,
+// waits for or touches device work holds an ApiGate for the call: while the process
+// is locked or checkpointed (cuCheckpointProcessLock until ...Unlock) it blocks, as the
+// driver's API locks do, and cuCheckpointProcessLock waits until no thread holds one.
+// Nested gates (an entry point calling another) count once.
+class ApiGate {
+ public:
+  ApiGate();
+  ~ApiGate();
+  ApiGate(const ApiGate&) = delete;
+  ApiGate& operator=(const ApiGate&) = delete;
+};
+// Starts the thread that serves other processes' checkpoint calls on this process
+// (the driver's restore thread); idempotent. Called by cuInit.
+void StartCheckpointService();
+
+// Device memory for the checkpoint (standin_memory.cc), called with the process
+// locked: copies every allocation's bytes (plain and physical) to host memory and
+// releases the device memory, keeping every address reserved and every handle valid;
+// restore makes the memory again (all of it, or none when the device lacks room) at
+// the same addresses, with the same bytes and access.
+CUresult CheckpointDeviceMemory();
+CUresult RestoreDeviceMemory();
+
 }  // namespace gandiva::standin
 
 #endif  // GANDIVA_TESTS_SHIM_STANDIN_STANDIN_H_

@@ -108,6 +108,7 @@ GD_STANDIN_EXPORT CUresult cuInit(unsigned int flags) {
   if (!StandinGpuVisible()) return CUDA_ERROR_NO_DEVICE;
   g_initialized.store(true, std::memory_order_release);
   GetCounters();
+  StartCheckpointService();
   return CUDA_SUCCESS;
 }
 
@@ -251,12 +252,14 @@ GD_STANDIN_EXPORT CUresult cuCtxGetDevice(CUdevice* d) {
 }
 
 GD_STANDIN_EXPORT CUresult cuCtxSynchronize() {
+  ApiGate gate;
   if (!CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
   WaitAllStreams();
   return StickyError();
 }
 
 GD_STANDIN_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  ApiGate gate;
   if (!ctx && !CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
   WaitAllStreams();
   return CUDA_SUCCESS;

@@ -139,6 +139,7 @@ using namespace gandiva::standin;
 // ---- Modules: kernels named in a real nvcc image.
 
 GD_STANDIN_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) {
+  ApiGate gate;
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
   std::vector<KernelInfo> kernels;
@@ -279,6 +280,7 @@ bool TestKernelAccessesOk(const KernelInfo& k, const std::vector<char>& buf, con
 }
 
 CUresult Launch(const LaunchArgs& a) {
+  ApiGate gate;
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
   auto* fn = reinterpret_cast<Function*>(a.f);
@@ -361,6 +363,7 @@ GD_STANDIN_EXPORT CUresult cuFuncSetAttribute(CUfunction f, CUfunction_attribute
 // ---- Streams, capture, graphs.
 
 GD_STANDIN_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned int flags) {
+  ApiGate gate;
   if (!s || (flags & ~unsigned{CU_STREAM_NON_BLOCKING})) return CUDA_ERROR_INVALID_VALUE;
   auto* st = new Stream();
   st->non_blocking = flags & CU_STREAM_NON_BLOCKING;
@@ -381,6 +384,7 @@ GD_STANDIN_EXPORT CUresult cuStreamDestroy_v2(CUstream s) {
 }
 
 GD_STANDIN_EXPORT CUresult cuStreamSynchronize(CUstream s) {
+  ApiGate gate;
   Stream* st = ResolveStream(s);
   if (st->capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (!s || s == CU_STREAM_LEGACY) {
@@ -423,6 +427,7 @@ GD_STANDIN_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgrap
 }
 
 GD_STANDIN_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s) {
+  ApiGate gate;
   if (!exec) return CUDA_ERROR_INVALID_HANDLE;
   auto* g = reinterpret_cast<Graph*>(exec);
   for (Function* f : g->kernels) RecordLaunch(f);
@@ -458,6 +463,7 @@ GD_STANDIN_EXPORT CUresult cuEventCreate(CUevent* e, unsigned int flags) {
 }
 
 GD_STANDIN_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  ApiGate gate;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   if (!StreamValid(s)) return CUDA_ERROR_INVALID_HANDLE;
   auto* ev = reinterpret_cast<Event*>(e);
@@ -471,6 +477,7 @@ GD_STANDIN_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
 GD_STANDIN_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return cuEventRecord(e, s); }
 
 GD_STANDIN_EXPORT CUresult cuEventSynchronize(CUevent e) {
+  ApiGate gate;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   auto* ev = reinterpret_cast<Event*>(e);
   SleepUntil(ev->at_ns);

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
+#include <vector>
 
 #include "standin.h"
 
@@ -27,12 +29,22 @@ struct Physical {
 struct Mapping {
   size_t size;
   Physical* physical;
+  size_t offset = 0;     // into the physical memory
+  int prot = PROT_NONE;  // cuMemSetAccess's, restored with the mapping after a checkpoint
 };
 
 std::map<CUdeviceptr, size_t> g_plain;     // cuMemAlloc / pitch / async
 std::map<CUdeviceptr, size_t> g_reserved;  // cuMemAddressReserve
 std::map<CUdeviceptr, Mapping> g_mapped;   // cuMemMap
 std::map<void*, size_t> g_host;            // cuMemHostAlloc
+std::set<Physical*> g_physical;            // cuMemCreate pieces not freed yet
+
+// Device memory moved to host by cuCheckpointProcessCheckpoint (under GlobalMutex).
+struct Checkpointed {
+  bool active = false;
+  std::map<CUdeviceptr, std::vector<char>> plain;   // by address
+  std::map<Physical*, std::vector<char>> physical;  // by handle
+} g_checkpointed;
 
 size_t DeviceMemory() {
   const char* v = std::getenv("GD_STANDIN_DEVICE_MEM");
@@ -52,9 +64,12 @@ void Unreserve(size_t bytes) { GetCounters().device_bytes.fetch_sub(bytes); }
 
 void MaybeFreePhysical(Physical* p) {
   if (!p->released || p->mappings > 0) return;
-  close(p->fd);
-  Unreserve(p->size);
-  GetCounters().physical_live.fetch_sub(1);
+  g_physical.erase(p);
+  if (p->fd >= 0) {  // a checkpointed piece has given its memory back already
+    close(p->fd);
+    Unreserve(p->size);
+    GetCounters().physical_live.fetch_sub(1);
+  }
   delete p;
 }
 
@@ -81,6 +96,7 @@ bool HostRangePinned(const void* p, size_t n) {
 
 bool DeviceRangeOk(CUdeviceptr ptr, size_t n) {
   std::lock_guard<std::mutex> lock(GlobalMutex());
+  if (g_checkpointed.active) return false;  // nothing of it is on the device
   if (InRange(g_plain, ptr, n)) return true;
   // Mapped VMM memory may span several adjacent mappings.
   CUdeviceptr at = ptr;
@@ -113,6 +129,7 @@ GD_STANDIN_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
 }
 
 GD_STANDIN_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
+  ApiGate gate;
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;  // memory belongs to a context
   if (!dptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -146,6 +163,7 @@ GD_STANDIN_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, un
 }
 
 GD_STANDIN_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  ApiGate gate;
   if (ptr == 0) return CUDA_SUCCESS;
   size_t size;
   {
@@ -173,6 +191,7 @@ GD_STANDIN_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr ptr, CUstream s) {
 }
 
 GD_STANDIN_EXPORT CUresult cuMemHostAlloc(void** p, size_t bytes, unsigned int flags) {
+  ApiGate gate;
   constexpr unsigned kKnown =
       CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
   if (!p || bytes == 0 || (flags & ~kKnown)) return CUDA_ERROR_INVALID_VALUE;
@@ -191,6 +210,7 @@ GD_STANDIN_EXPORT CUresult cuMemAllocHost_v2(void** p, size_t bytes) {
 }
 
 GD_STANDIN_EXPORT CUresult cuMemFreeHost(void* p) {
+  ApiGate gate;
   WaitAllStreams();  // as the driver: no copy still in flight reads or writes it
   size_t size;
   {
@@ -208,6 +228,7 @@ GD_STANDIN_EXPORT CUresult cuMemFreeHost(void* p) {
 
 static CUresult CopyChecked(void* dst, const void* src, size_t n, CUdeviceptr dcheck,
                             CUdeviceptr scheck) {
+  ApiGate gate;
   if (const CUresult sticky = StickyError(); sticky != CUDA_SUCCESS) return sticky;
   if (dcheck && !DeviceRangeOk(dcheck, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (scheck && !DeviceRangeOk(scheck, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
@@ -216,6 +237,7 @@ static CUresult CopyChecked(void* dst, const void* src, size_t n, CUdeviceptr dc
 }
 
 GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
+  ApiGate gate;
   WaitLegacyStream();
   return CopyChecked(reinterpret_cast<void*>(dst), src, n, dst, 0);
 }
@@ -224,6 +246,7 @@ GD_STANDIN_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src
 }
 
 GD_STANDIN_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
+  ApiGate gate;
   WaitLegacyStream();
   return CopyChecked(dst, reinterpret_cast<const void*>(src), n, 0, src);
 }
@@ -244,6 +267,7 @@ GD_STANDIN_EXPORT CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src
 // the stream; to pageable memory the call returns once the copy is done.
 static CUresult CopyAsync(void* dst, const void* src, size_t n, CUdeviceptr device_dst,
                           CUdeviceptr device_src, CUstream stream) {
+  ApiGate gate;
   if (const CUresult sticky = StickyError(); sticky != CUDA_SUCCESS) return sticky;
   if (!StreamValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (device_dst && !DeviceRangeOk(device_dst, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
@@ -296,6 +320,7 @@ GD_STANDIN_EXPORT CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdevicept
 
 // Unified addressing: either side may be host or device memory.
 GD_STANDIN_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  ApiGate gate;
   std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), n);
   return CUDA_SUCCESS;
 }
@@ -311,6 +336,7 @@ GD_STANDIN_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, 
 }
 
 GD_STANDIN_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char v, size_t n) {
+  ApiGate gate;
   if (!DeviceRangeOk(dst, n)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   std::memset(reinterpret_cast<void*>(dst), v, n);
   return CUDA_SUCCESS;
@@ -320,6 +346,7 @@ GD_STANDIN_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v, 
 }
 
 GD_STANDIN_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int v, size_t n) {
+  ApiGate gate;
   if (!DeviceRangeOk(dst, n * 4)) return CUDA_ERROR_ILLEGAL_ADDRESS;
   auto* p = reinterpret_cast<unsigned int*>(dst);
   for (size_t i = 0; i < n; ++i) p[i] = v;
@@ -341,6 +368,7 @@ GD_STANDIN_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemA
 
 GD_STANDIN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment,
                                                CUdeviceptr, unsigned long long) {
+  ApiGate gate;
   if (!ptr || size == 0 || size % kGranularity) return CUDA_ERROR_INVALID_VALUE;
   if (alignment < kGranularity) alignment = kGranularity;
   const size_t span = size + alignment;
@@ -358,6 +386,7 @@ GD_STANDIN_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, si
 }
 
 GD_STANDIN_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  ApiGate gate;
   std::lock_guard<std::mutex> lock(GlobalMutex());
   auto it = g_reserved.find(ptr);
   if (it == g_reserved.end() || it->second != size) return CUDA_ERROR_INVALID_VALUE;
@@ -371,6 +400,7 @@ GD_STANDIN_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 
 GD_STANDIN_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
                                        const CUmemAllocationProp* prop, unsigned long long flags) {
+  ApiGate gate;
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
   if (!handle || !prop || flags || size == 0 || size % kGranularity ||
       prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
@@ -385,11 +415,14 @@ GD_STANDIN_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, siz
   }
   auto* p = new Physical{fd, size, 0, false};
   GetCounters().physical_live.fetch_add(1);
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  g_physical.insert(p);
   *handle = reinterpret_cast<CUmemGenericAllocationHandle>(p);
   return CUDA_SUCCESS;
 }
 
 GD_STANDIN_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  ApiGate gate;
   auto* p = reinterpret_cast<Physical*>(handle);
   if (!p) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard<std::mutex> lock(GlobalMutex());
@@ -400,6 +433,7 @@ GD_STANDIN_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 GD_STANDIN_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                                     CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  ApiGate gate;
   auto* p = reinterpret_cast<Physical*>(handle);
   if (!p || flags || offset + size > p->size || size % kGranularity)
     return CUDA_ERROR_INVALID_VALUE;
@@ -414,11 +448,12 @@ GD_STANDIN_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                   static_cast<off_t>(offset));
   if (at == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
   ++p->mappings;
-  g_mapped[ptr] = Mapping{size, p};
+  g_mapped[ptr] = Mapping{size, p, offset};
   return CUDA_SUCCESS;
 }
 
 GD_STANDIN_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  ApiGate gate;
   std::lock_guard<std::mutex> lock(GlobalMutex());
   auto it = g_mapped.find(ptr);
   if (it == g_mapped.end() || it->second.size != size) return CUDA_ERROR_INVALID_VALUE;
@@ -434,11 +469,95 @@ GD_STANDIN_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
 
 GD_STANDIN_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
                                           size_t count) {
+  ApiGate gate;
   if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
   if (!DeviceRangeOk(ptr, size)) return CUDA_ERROR_INVALID_VALUE;
   const int prot = desc[0].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
                    : desc[0].flags == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
                                                                        : PROT_NONE;
-  return mprotect(reinterpret_cast<void*>(ptr), size, prot) == 0 ? CUDA_SUCCESS
-                                                                 : CUDA_ERROR_INVALID_VALUE;
+  if (mprotect(reinterpret_cast<void*>(ptr), size, prot) != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  auto it = g_mapped.upper_bound(ptr);
+  if (it != g_mapped.begin()) --it;  // the mapping holding ptr, then those up to ptr + size
+  for (; it != g_mapped.end() && it->first < ptr + size; ++it)
+    if (it->first + it->second.size > ptr) it->second.prot = prot;
+  return CUDA_SUCCESS;
 }
+
+// ---- The device-memory half of cuCheckpointProcessCheckpoint / ...Restore.
+
+namespace gandiva::standin {
+namespace {
+
+// A bare reservation again at [ptr, ptr + size): its contents gone, the address kept.
+void ToReservation(CUdeviceptr ptr, size_t size) {
+  mmap(reinterpret_cast<void*>(ptr), size, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+}
+
+}  // namespace
+
+CUresult CheckpointDeviceMemory() {
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  if (g_checkpointed.active) return CUDA_ERROR_ILLEGAL_STATE;
+  Checkpointed saved;
+  // Copy everything first: a failure leaves the process as it was.
+  for (const auto& [ptr, size] : g_plain) {
+    const char* at = reinterpret_cast<const char*>(ptr);
+    saved.plain[ptr].assign(at, at + size);
+  }
+  for (Physical* p : g_physical) {
+    std::vector<char>& bytes = saved.physical[p];
+    bytes.resize(p->size);
+    if (pread(p->fd, bytes.data(), p->size, 0) != static_cast<ssize_t>(p->size))
+      return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  // Then release: the device holds nothing of this process any more.
+  for (const auto& [ptr, size] : g_plain) {
+    ToReservation(ptr, size);
+    Unreserve(size);
+  }
+  for (const auto& [ptr, m] : g_mapped) ToReservation(ptr, m.size);
+  for (Physical* p : g_physical) {
+    close(p->fd);
+    p->fd = -1;
+    Unreserve(p->size);
+    GetCounters().physical_live.fetch_sub(1);
+  }
+  saved.active = true;
+  g_checkpointed = std::move(saved);
+  return CUDA_SUCCESS;
+}
+
+CUresult RestoreDeviceMemory() {
+  std::lock_guard<std::mutex> lock(GlobalMutex());
+  if (!g_checkpointed.active) return CUDA_ERROR_ILLEGAL_STATE;
+  // All of it or nothing: the device must have room for the whole checkpoint.
+  size_t total = 0;
+  for (const auto& [ptr, size] : g_plain) total += size;
+  for (Physical* p : g_physical) total += p->size;
+  if (!Reserve(total)) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (Physical* p : g_physical) {
+    const std::vector<char>& bytes = g_checkpointed.physical[p];
+    p->fd = memfd_create("gd-standin-physical", MFD_CLOEXEC);
+    if (p->fd < 0 || ftruncate(p->fd, static_cast<off_t>(p->size)) != 0 ||
+        pwrite(p->fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
+      std::abort();  // the stand-in's own host memory failed: nothing sensible to model
+    GetCounters().physical_live.fetch_add(1);
+  }
+  for (const auto& [ptr, m] : g_mapped) {
+    if (mmap(reinterpret_cast<void*>(ptr), m.size, m.prot, MAP_SHARED | MAP_FIXED, m.physical->fd,
+             static_cast<off_t>(m.offset)) == MAP_FAILED)
+      std::abort();
+  }
+  for (const auto& [ptr, size] : g_plain) {
+    void* at = mmap(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    if (at == MAP_FAILED) std::abort();
+    std::memcpy(at, g_checkpointed.plain[ptr].data(), size);
+  }
+  g_checkpointed = Checkpointed{};
+  return CUDA_SUCCESS;
+}
+
+}  // namespace gandiva::standin
