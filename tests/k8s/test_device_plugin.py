@@ -32,6 +32,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "pyhelpers"))
 import containers  # noqa: E402
 
 SHARES = 3
+# The pod's checkpoint directory (the example Job's /checkpoints; under /run
+# here, where the mount-namespace fallback can make mount points).
+CKPT = "/run/ckpt"
 
 
 def health_of(response):
@@ -110,50 +113,55 @@ def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
         kubelet.allocate(["cpu0-s0", "cpu1-s0"])
     assert split.value.code() == grpc.StatusCode.INVALID_ARGUMENT
 
-    # The container Allocate describes: the CDI spec's edits for its devices.
+    # The container Allocate describes: the CDI spec's edits for its devices,
+    # and, as the example Job has, a checkpoint directory for a preemption.
     spec_path = tmp_path / "gandiva.json"
     subprocess.run([GANDIVA, "cdi", "generate", "--endpoint", d.endpoint, "--output",
                     str(spec_path)], check=True, capture_output=True, timeout=30)
     env, mounts, nodes = edits_for(json.loads(spec_path.read_text()),
                                    [c.name for c in container.cdi_devices])
     env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "OMP_NUM_THREADS": "1",
-           **dict(container.envs), **env}
-    # As the example Job's command: its shares are its weight.
-    cmd = ["/opt/gandiva/bin/gandiva", "run", "--device", env["GANDIVA_DEVICES"], "--weight",
-           env["GANDIVA_SHARES"], "--name", "pod-job", "--", "/usr/bin/python3", "-c", JOB]
-    out = tmp_path / "job.stdout"
-    if containers.runtime_problem() is None:
-        # The host's /opt and /work stay out: what the job has of gandiva comes
-        # through the spec's mounts.
-        monkeypatch.setattr(containers, "HOST_DIRS",
-                            tuple(d for d in containers.HOST_DIRS if d not in ("/opt", "/work")))
-        job = containers.Container(
-            cmd, mounts=[(m["hostPath"], m["containerPath"], "rw" in m.get("options", []))
-                         for m in mounts],
-            env=env, name="pod", stdout=open(out, "w"), stderr=open(tmp_path / "job.stderr", "w"))
-        stop = job.remove
-        in_container = True
-    else:
-        proc = start_in_mount_namespace(env, mounts, cmd, tmp_path, open(out, "w"))
-        in_container = False
+           "GANDIVA_CHECKPOINT_ON_TERM": CKPT, **dict(container.envs), **env}
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir(mode=0o700)
+    mounts = mounts + [{"hostPath": str(ckpt), "containerPath": CKPT, "options": ["rw"]}]
+    pods = Pods(tmp_path, env, mounts, monkeypatch)
 
-        def stop():
-            proc.terminate()
-            proc.wait(timeout=10)
+    # As the example Job's command: its shares are its weight.
+    def command(name, *restore):
+        return ["/opt/gandiva/bin/gandiva", "run", "--device", env["GANDIVA_DEVICES"], "--weight",
+                env["GANDIVA_SHARES"], "--name", name, *restore, "--", "/usr/bin/python3", "-c",
+                JOB]
+
     try:
+        first = pods.start("pod-job", command("pod-job"))
         j = d.wait_for(lambda: (d.jobs().get("pod-job") or {}).get("iterations", 0) > 5 and
                        d.jobs()["pod-job"], what="the pod's job counted iterations")
         assert j["device"] == "cpu1" and j["weight"] == 2
-        printed = out.read_text()
+        printed = first.output()
         assert printed.startswith("package /opt/gandiva/python/gandiva/"), printed
-        if in_container:
+        if pods.in_container:
             # Its control block is a file in gandivad's blocks directory, which
             # the spec mounted (GANDIVA_BLOCKS_DIR), not in the host's /dev/shm.
             assert env["GANDIVA_BLOCKS_DIR"] == "/run/gandiva-blocks"
             import gandiva
             assert os.listdir(gandiva.Client(d.endpoint).hello()["blocks_dir"])
+
+        # Preempted, as kubelet does it: SIGTERM to the container's first
+        # process (`gandiva run`, which hands it to the job). The job saves its
+        # state at its next boundary and ends.
+        first.terminate()
+        assert first.wait(timeout=30) != 0
+        assert (ckpt / "state.gdck").exists()
+        # The pod again, as the example Job's command restarts it (--restore).
+        second = pods.start("pod-job-2", command("pod-job-2", "--restore", CKPT))
+        d.wait_for(lambda: "start " in second.output(), what="the restarted job's first boundary")
+        resumed_at = int(second.output().split("start ")[1].split()[0])
+        assert resumed_at > 5, second.output()  # the saved step, not 0
+        assert d.wait_for(lambda: (d.jobs().get("pod-job-2") or {}).get("iterations", 0) > 0,
+                          what="the restarted job counted iterations")
     finally:
-        stop()
+        pods.stop_all()
         busy.terminate()
         busy.wait(timeout=10)
 
@@ -164,18 +172,74 @@ def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
 
 
 # The pod's training job: gandiva's package as the container sees it, one
-# boundary per step.
+# boundary per step, its step counter as its checkpointed state (restored at
+# its first boundary when started with --restore).
 JOB = """
 import time
 import gandiva
+step = [0]
+gandiva.register_state("step", lambda: step[0].to_bytes(8, "little"),
+                       lambda b: step.__setitem__(0, int.from_bytes(b, "little")))
 print("package", gandiva.__file__, flush=True)
+gandiva.step()
+print("start", step[0], flush=True)
 while True:
     time.sleep(0.01)
+    step[0] += 1
     gandiva.step()
 """
 
 
-def start_in_mount_namespace(env, mounts, cmd, tmp_path, stdout):
+class Pods:
+    """The pods' containers: runc containers (tests/pyhelpers/containers.py)
+    with the spec's mounts, without the host's /opt and /work, so that what
+    the job has of gandiva comes through the spec; or, where runc cannot run,
+    mount namespaces (start_in_mount_namespace)."""
+
+    def __init__(self, tmp_path, env, mounts, monkeypatch):
+        self.tmp, self.env, self.mounts = tmp_path, env, mounts
+        self.in_container = containers.runtime_problem() is None
+        if self.in_container:
+            monkeypatch.setattr(containers, "HOST_DIRS", tuple(
+                d for d in containers.HOST_DIRS if d not in ("/opt", "/work")))
+        self.pods = []
+
+    def start(self, name, cmd):
+        pod = Pod(self.tmp / f"{name}.stdout")
+        err = open(self.tmp / f"{name}.stderr", "w")
+        if self.in_container:
+            c = containers.Container(
+                cmd, mounts=[(m["hostPath"], m["containerPath"], "rw" in m.get("options", []))
+                             for m in self.mounts],
+                env=self.env, name=name, stdout=open(pod.out, "w"), stderr=err)
+            pod.terminate, pod.wait, pod.stop = (lambda: c.kill("TERM")), c.wait, c.remove
+        else:
+            p = start_in_mount_namespace(self.env, self.mounts, cmd, self.tmp / name,
+                                         open(pod.out, "w"), err)
+            pod.terminate, pod.wait = p.terminate, p.wait
+
+            def stop():
+                if p.poll() is None:
+                    p.kill()
+                p.wait(timeout=10)
+            pod.stop = stop
+        self.pods.append(pod)
+        return pod
+
+    def stop_all(self):
+        for pod in self.pods:
+            pod.stop()
+
+
+class Pod:
+    def __init__(self, out):
+        self.out = out
+
+    def output(self):
+        return self.out.read_text()
+
+
+def start_in_mount_namespace(env, mounts, cmd, work, stdout, stderr):
     """cmd in a mount namespace of its own where the spec's mounts are made
     (over fresh tmpfs on /opt and /run) and the build tree is hidden, so that
     the job reaches gandiva only through what the CDI spec brings. The rest of
@@ -195,8 +259,8 @@ def start_in_mount_namespace(env, mounts, cmd, tmp_path, stdout):
             lines.append(f"mount -o remount,bind,ro '{c}'")
     lines.append(f"mount -t tmpfs -o mode=0755 gd-hide '{os.path.realpath(BUILD)}'")
     lines.append('exec "$@"')
-    script = tmp_path / "container.sh"
-    script.write_text("\n".join(lines) + "\n")
-    return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh",
-                             str(script), *cmd], env=env, stdout=stdout,
-                            stderr=open(tmp_path / "job.stderr", "w"))
+    script = f"{work}.sh"
+    with open(script, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", script,
+                             *cmd], env=env, stdout=stdout, stderr=stderr)
