@@ -93,6 +93,7 @@ bool ServeOnce(const Config& c, ApiClient& gandivad, std::vector<DeviceView>& kn
   GD_LOG(kInfo, "serving %s on %s: %zu device(s), %d share(s) each", c.resource.c_str(),
          socket.c_str(), known.size(), c.plugin.shares_per_device);
   bool registered = false;
+  unsigned failed_registrations = 0;
   auto next_poll = std::chrono::steady_clock::now();
   while (!g_stop) {
     if (std::chrono::steady_clock::now() >= next_poll) {
@@ -105,8 +106,8 @@ bool ServeOnce(const Config& c, ApiClient& gandivad, std::vector<DeviceView>& kn
         if (Status s = Register(c); s.ok()) {
           registered = true;
           GD_LOG(kInfo, "registered %s with kubelet", c.resource.c_str());
-        } else {
-          GD_LOG(kWarn, "%s (trying again)", s.message().c_str());
+        } else if (failed_registrations++ % 30 == 0) {  // the first, then every 30th
+          GD_LOG(kWarn, "%s (trying again every %d ms)", s.message().c_str(), c.poll_ms);
         }
       }
       known = Advertised(known, ReadNode(gandivad), c.health_dir);

@@ -64,15 +64,18 @@ def node(daemon_factory, tmp_path):  # noqa: F811
         [PLUGIN, "--kubelet-dir", str(plugin_dir), "--endpoint", d.endpoint, "--shares",
          str(SHARES), "--health-dir", str(health), "--poll-ms", "100"],
         stdout=log, stderr=subprocess.STDOUT)
-    yield d, kubelet, plugin, health
+    restarted = [None]  # the stand-in a test started in kubelet's place, if any
+    yield d, kubelet, plugin, health, restarted
     plugin.send_signal(signal.SIGTERM)
     plugin.wait(timeout=10)
-    kubelet.stop()
+    for k in (kubelet, restarted[0]):
+        if k:
+            k.stop()
     log.close()
 
 
 def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
-    d, kubelet, plugin, health = node
+    d, kubelet, plugin, health, restarted = node
     reg = kubelet.next_registration(timeout=10)
     assert (reg.version, reg.endpoint, reg.resource_name) == ("v1beta1", "gandiva.sock",
                                                               "gandiva.io/gpu")
@@ -164,6 +167,20 @@ def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
         pods.stop_all()
         busy.terminate()
         busy.wait(timeout=10)
+
+    # kubelet restarts: it clears its directory (the plugin's socket with it)
+    # and serves a new kubelet.sock; the plugin serves and registers again.
+    stream.cancel()
+    kubelet.stop()
+    plugin_dir = tmp_path / "device-plugins"
+    for name in os.listdir(plugin_dir):
+        os.unlink(plugin_dir / name)
+    kubelet = restarted[0] = KubeletStandIn(plugin_dir, PROTO)
+    reg = kubelet.next_registration(timeout=10)
+    assert (reg.endpoint, reg.resource_name) == ("gandiva.sock", "gandiva.io/gpu")
+    kubelet.connect(reg.endpoint)
+    stream = kubelet.list_and_watch()
+    assert len(next_list(stream, lambda h: True)) == 2 * SHARES
 
     # gandivad gone: every share unhealthy (a job started now would run without it).
     d.stop()
