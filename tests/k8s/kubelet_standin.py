@@ -71,12 +71,14 @@ class KubeletStandIn:
     def options(self):
         return self._unary("GetDevicePluginOptions", self.pb.Empty(), self.pb.DevicePluginOptions)
 
-    def list_and_watch(self):
-        """The stream of ListAndWatchResponse; cancel() it when done."""
+    def list_and_watch(self, timeout=120):
+        """The stream of ListAndWatchResponse; cancel() it when done. It ends
+        (DEADLINE_EXCEEDED) after timeout seconds, so that a test waiting for
+        an update that never comes fails instead of hanging."""
         call = self.channel.unary_stream("/v1beta1.DevicePlugin/ListAndWatch",
                                          request_serializer=self.pb.Empty.SerializeToString,
                                          response_deserializer=self.pb.ListAndWatchResponse.FromString)
-        return call(self.pb.Empty())
+        return call(self.pb.Empty(), timeout=timeout)
 
     def preferred(self, available, size, must_include=()):
         req = self.pb.PreferredAllocationRequest(container_requests=[

@@ -102,9 +102,11 @@ def test_kubelet_standin_drives_the_plugin(node, tmp_path, monkeypatch):
     # container's two shares stay on one device.
     busy = d.run("sleep", "60", name="busy", device="cpu0")
     d.wait_for(lambda: d.jobs().get("busy", {}).get("pid"), what="the busy job started")
-    time.sleep(0.3)  # the plugin reads gandivad every 100 ms
-    chosen = kubelet.preferred(shares, 2)
-    assert [s.split("-")[0] for s in chosen] == ["cpu1", "cpu1"]
+    # The plugin reads gandivad every 100 ms: until it has seen the job, cpu0
+    # and cpu1 tie and cpu0 (first by name) would be preferred.
+    chosen = wait_for(lambda: [s for s in kubelet.preferred(shares, 2) if s.startswith("cpu1-")],
+                      what="a preferred allocation on cpu1")
+    assert len(chosen) == 2  # both shares on cpu1, none on cpu0
 
     reply = kubelet.allocate(chosen[:1], chosen)
     one, [container] = reply.container_responses[0], reply.container_responses[1:]
