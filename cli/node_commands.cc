@@ -135,9 +135,14 @@ int DevicesCommand(const Args& args) {
   else
     std::fputs(DevicesTable((*reply)["devices"]).c_str(), stdout);
   // Other devices-like facts of the node, for people (the JSON stays the device list).
-  if (auto hello = c.Call(MessageType::kHello); hello && !c.json())
+  if (auto hello = c.Call(MessageType::kHello); hello && !c.json()) {
     std::printf("memory limits of launched jobs: %s\n",
                 (*hello)["memory_limits"].get<std::string>().c_str());
+    // What a container mounts for its jobs' control blocks (docs/containers.md).
+    if (hello->contains("blocks_dir"))
+      std::printf("control blocks of jobs in containers: %s\n",
+                  (*hello)["blocks_dir"].get<std::string>().c_str());
+  }
   return kExitOk;
 }
 
