@@ -45,6 +45,8 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
   --device-memory-mib N  memory of each --devices device (GPUs found by NVML report their own);
                      when jobs sliced on a device do not fit together, the one leaving swaps out
   --slice-ms N       time slice, 50..250 ms (default 100)
+  --switch-share PCT  most of a device's time that swapping jobs' memory at hand-overs may
+                     cost: slices lengthen to keep it so, 0..50 (default 2; 0: never)
   --lease-ms N       a parked job resumes itself after N ms without a heartbeat (default 3000)
   --freeze-parked on|off  stop a parked job's processes (SIGSTOP) until it runs again (default on)
   --endpoint EP      local API endpoint (default $GANDIVA_ENDPOINT or an owner-only Unix socket)
@@ -114,6 +116,9 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   GD_ASSIGN_OR_RETURN(long long lease, flags.GetInt("lease-ms", 3000));
   if (lease < 100 || lease > 600000) return InvalidArgument("--lease-ms must be 100..600000");
   opts->slice_ms = static_cast<uint64_t>(slice);
+  GD_ASSIGN_OR_RETURN(double share, flags.GetDouble("switch-share", 2));
+  if (!(share >= 0 && share <= 50)) return InvalidArgument("--switch-share must be 0..50 (%)");
+  opts->switch_share = share / 100;
   opts->lease_ms = static_cast<uint64_t>(lease);
   GD_ASSIGN_OR_RETURN(long long rank_timeout, flags.GetInt("rank-timeout-ms", 60000));
   if (rank_timeout < 100) return InvalidArgument("--rank-timeout-ms must be at least 100");
@@ -325,6 +330,7 @@ int RunDaemon(const std::vector<std::string>& args) {
   log::SetTag("gandivad");
   Flags flags({"devices",
                "slice-ms",
+               "switch-share",
                "lease-ms",
                "endpoint",
                "tcp",

@@ -69,6 +69,7 @@ Node::Node(NodeOptions options)
   for (const auto& d : options_.devices) {
     loops_.push_back(
         std::make_unique<DeviceLoop>(d, options_.slice_ms * kMs, options_.max_switch_records));
+    loops_.back()->SetSwitchShare(options_.switch_share);
     devices_[d.name] = loops_.back().get();
   }
   RegisterNodeHandlers(dispatcher_, *this);

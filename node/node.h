@@ -56,6 +56,9 @@ struct NodeOptions {
   std::string node = "node";
   std::vector<DeviceInfo> devices;
   uint64_t slice_ms = 100;
+  // The share of a device's time that swapping jobs' memory at hand-overs may
+  // cost; slices lengthen to keep it so (DeviceLoop::SetSwitchShare). 0: never.
+  double switch_share = 0.02;
   uint64_t lease_ms = 3000;  // a parked job resumes itself after this long without heartbeat
   std::string endpoint;      // reported by hello
   size_t max_switch_records = 100000;

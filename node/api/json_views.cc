@@ -108,6 +108,7 @@ Json DeviceToJson(const DeviceSnapshot& d) {
               {"resident_bytes", d.resident_bytes},
               {"capacity", d.capacity},
               {"slice_ms", d.slice_ms},
+              {"slice_now_ms", d.slice_now_ms},
               {"jobs", d.jobs},
               {"running", d.running},
               {"switches", d.switch_count},

@@ -199,6 +199,27 @@ void DeviceLoop::SetSlice(uint64_t slice_ns) {
   wake_.notify_all();
 }
 
+void DeviceLoop::SetSwitchShare(double share) {
+  std::lock_guard lock(mu_);
+  switch_share_ = share > 0 && share < 1 ? share : 0;
+  if (switch_share_ == 0) slicer_.SetMinSlice(0);
+  wake_.notify_all();
+}
+
+void DeviceLoop::UpdateMinSlice(const SwitchRecord& s) {
+  const uint64_t cost = s.swapped ? s.handover_ns : 0;
+  swap_cost_ewma_ns_ = (swap_cost_ewma_ns_ + cost) / 2;
+  if (switch_share_ == 0) return;
+  // A slice of S after a hand-over of H costs H / (H + S) of the device's time.
+  const uint64_t min_slice =
+      static_cast<uint64_t>(swap_cost_ewma_ns_ * (1 - switch_share_) / switch_share_);
+  if (min_slice > slicer_.slice_ns() && min_slice > slicer_.SliceNow() + slicer_.SliceNow() / 8)
+    GD_LOG(kInfo,
+           "%s: swapping at hand-overs takes %.1f ms: slices of %.0f ms keep it under %.0f%%",
+           info_.name.c_str(), swap_cost_ewma_ns_ / 1e6, min_slice / 1e6, switch_share_ * 100);
+  slicer_.SetMinSlice(min_slice);
+}
+
 DeviceUsage DeviceLoop::Usage(uint64_t job) const {
   std::lock_guard lock(mu_);
   auto it = members_.find(job);
@@ -220,6 +241,7 @@ DeviceSnapshot DeviceLoop::Snapshot(const std::string& device) {
   DeviceSnapshot s;
   s.info = devices_[index];
   s.slice_ms = slicer_.slice_ns() / kMs;
+  s.slice_now_ms = slicer_.SliceNow() / kMs;
   for (uint64_t id : slicer_.Running())
     if (slicer_.DevicesOf(id) >> index & 1) s.running.push_back(id);
   for (const auto& [id, m] : members_) {
@@ -259,6 +281,7 @@ void DeviceLoop::CompletePendingSwitch() {
   const uint64_t resumed = it->second.cb->resumed_at_ns.load(std::memory_order_acquire);
   if (resumed < s.at_ns) return;  // not running yet
   s.handover_ns = resumed - s.at_ns;
+  UpdateMinSlice(s);
   switches_.push_back(s);
   ++switch_count_[s.device];
   if (switches_.size() > max_switch_records_) switches_.pop_front();
@@ -295,10 +318,12 @@ void DeviceLoop::CollectParked() {
     if (cb->swap_request.load() == runtime::kSwapOut &&
         cb->swap_state.load(std::memory_order_acquire) == runtime::kSwapResident)
       continue;
+    bool swapped_out = false;
     if (cb->swap_request.load() == runtime::kSwapOut) {
       cb->swap_request.store(runtime::kSwapNone);
       if (cb->swap_state.load() == runtime::kSwapSwappedOut) {
         ++m.usage.swaps;
+        swapped_out = true;
       } else {
         GD_LOG(kWarn, "job %llu could not swap out; its memory stays on %s",
                static_cast<unsigned long long>(id), info_.name.c_str());
@@ -313,6 +338,7 @@ void DeviceLoop::CollectParked() {
     slicer_.OnParked(id, parked_at);
     last_parked_job_ = id;
     last_parked_at_ns_ = parked_at;
+    last_parked_swapped_ = swapped_out;
   }
 }
 
@@ -331,13 +357,15 @@ void DeviceLoop::CarryOut(const SliceAction& a, uint64_t now) {
   Thaw(a.job);
   m.awake = false;
   // A job swapped out comes back into device memory before it runs (the shim does it).
-  if (cb->swap_state.load() == runtime::kSwapSwappedOut) cb->swap_request.store(runtime::kSwapIn);
+  const bool swap_in = cb->swap_state.load() == runtime::kSwapSwappedOut;
+  if (swap_in) cb->swap_request.store(runtime::kSwapIn);
   runtime::RequestResume(cb);
   ++m.usage.slices;
   m.usage.running_since_ns = now;
   if (last_parked_job_ != 0 && last_parked_job_ != a.job)
-    pending_switch_ = SwitchRecord{SwitchDevice(last_parked_job_, a.job), last_parked_job_, a.job,
-                                   last_parked_at_ns_, 0};
+    pending_switch_ = SwitchRecord{
+        SwitchDevice(last_parked_job_, a.job), last_parked_job_, a.job, last_parked_at_ns_, 0,
+        last_parked_swapped_ || swap_in};
   last_parked_job_ = 0;
 }
 

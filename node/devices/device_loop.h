@@ -51,12 +51,14 @@ struct SwitchRecord {
   uint64_t to = 0;
   uint64_t at_ns = 0;
   uint64_t handover_ns = 0;
+  bool swapped = false;  // memory moved: `from` swapped out, or `to` swapped in
 };
 
 // A device's figures for list_devices.
 struct DeviceSnapshot {
   DeviceInfo info;
   uint64_t slice_ms = 0;
+  uint64_t slice_now_ms = 0;  // in effect: longer than slice_ms when switching is costly
   std::vector<uint64_t> jobs;
   std::vector<uint64_t> running;
   uint64_t resident_bytes = 0;
@@ -129,6 +131,11 @@ class DeviceLoop {
   bool IsHeld(uint64_t job) const;
   void SetWeight(uint64_t job, double weight);
   void SetSlice(uint64_t slice_ns);
+  // The share of the device's time that switching between jobs may cost, in
+  // (0, 1); 0: slices are never lengthened. From each hand-over measured (the
+  // outgoing job's park to the incoming one running: a swap of their memory
+  // included), the slice becomes at least long enough for that share.
+  void SetSwitchShare(double share);
   // pack: up to `capacity` jobs run at once; slice: they take turns; auto: measured
   // (windows of window_ns each), the better kept. See share_mode.h.
   void SetShareMode(ShareMode mode, int capacity, uint64_t window_ns);
@@ -194,7 +201,17 @@ class DeviceLoop {
   // The last park seen, and a resume that followed it whose start is not yet known.
   uint64_t last_parked_job_ = 0;
   uint64_t last_parked_at_ns_ = 0;
+  bool last_parked_swapped_ = false;  // it swapped out as it parked
   std::optional<SwitchRecord> pending_switch_;
+  // Switch cost: what the recent hand-overs cost in swaps (a hand-over that
+  // moved memory costs its length, any other one nothing: it is what slicing
+  // has always cost), as an EWMA of alpha 1/2, so that a pair that stops
+  // swapping gets short slices back within a few switches; against the share
+  // of the device's time it may take (SetSwitchShare).
+  double switch_share_ = 0;
+  uint64_t swap_cost_ewma_ns_ = 0;
+  // Lengthens the slicer's slices so that swapping costs at most switch_share_.
+  void UpdateMinSlice(const SwitchRecord& s);
   ProcessFreezer* freezer_ = nullptr;
   ShareMode share_mode_;
   int pack_capacity_;

@@ -65,6 +65,12 @@ class Slicer {
   void SetWeight(uint64_t job, double weight);
   void SetSlice(uint64_t slice_ns) { slice_ns_ = slice_ns; }
   uint64_t slice_ns() const { return slice_ns_; }
+  // The shortest slice, whatever SetSlice says: switching costly jobs (a swap
+  // of their memory at each hand-over) lengthens every slice so that switching
+  // stays a small share of the device's time (DeviceLoop sets it). 0: none.
+  void SetMinSlice(uint64_t ns) { min_slice_ns_ = ns; }
+  // The slice in effect for a job of weight 1: the longer of the two.
+  uint64_t SliceNow() const { return std::max(slice_ns_, min_slice_ns_); }
   // Jobs that may run at once on each device, >= 1. Lowering it suspends the
   // jobs over it (those whose slice started first) at the next Tick.
   void SetCapacity(int capacity) { capacity_ = capacity < 1 ? 1 : capacity; }
@@ -157,9 +163,10 @@ class Slicer {
   bool FitsBeside(uint64_t job) const;
   // Capacity lowered: suspends running jobs over it, earliest slice first.
   void TrimToCapacity(std::vector<SliceAction>& actions);
-  uint64_t SliceOf(const Entry& e) const { return static_cast<uint64_t>(slice_ns_ * e.weight); }
+  uint64_t SliceOf(const Entry& e) const { return static_cast<uint64_t>(SliceNow() * e.weight); }
 
   uint64_t slice_ns_;
+  uint64_t min_slice_ns_ = 0;
   int capacity_;
   uint64_t memory_limit_ = 0;
   std::map<uint64_t, Entry> jobs_;

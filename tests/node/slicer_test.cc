@@ -234,6 +234,26 @@ TEST_F(SlicerTest, AHoldOnAnUnmanagedJobTakesEffectWhenItParks) {
   EXPECT_EQ(slicer_.state(1), State::kRunning);
 }
 
+TEST_F(SlicerTest, AMinimumSliceLengthensEverySliceAndGoesAwayAtZero) {
+  slicer_.AddJob(1, 2.0);
+  slicer_.AddJob(2, 1.0);
+  Tick();
+  ParkAllStopping();  // 1 runs
+  slicer_.SetMinSlice(500 * kMs);
+  EXPECT_EQ(slicer_.SliceNow(), 500 * kMs);
+  EXPECT_EQ(slicer_.slice_ns(), 100 * kMs) << "the slice as set is kept";
+  EXPECT_EQ(slicer_.NextDeadline(), clock_.NowNs() + 1000 * kMs) << "weights scale it";
+  clock_.Advance(999 * kMs);
+  Tick();
+  EXPECT_EQ(slicer_.state(1), State::kRunning);
+  slicer_.SetMinSlice(50 * kMs);  // shorter than the slice: the slice rules
+  EXPECT_EQ(slicer_.SliceNow(), 100 * kMs);
+  slicer_.SetMinSlice(0);
+  EXPECT_EQ(slicer_.SliceNow(), 100 * kMs);
+  Tick();
+  EXPECT_EQ(slicer_.state(1), State::kStopping) << "its 200 ms are long up";
+}
+
 TEST_F(SlicerTest, RemovingTheRunningJobStartsTheNext) {
   slicer_.AddJob(1, 1.0);
   slicer_.AddJob(2, 1.0);

@@ -142,6 +142,7 @@ Json DeviceReply() {
           {"resident_bytes", 0},
           {"capacity", 1},
           {"slice_ms", 100},
+          {"slice_now_ms", 100},
           {"jobs", {1, 2}},
           {"running", {1}},
           {"switches", 12},
