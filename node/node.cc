@@ -548,8 +548,11 @@ DeviceUsage Node::UsageOf(const Job& job) const {
 
 StatusOr<MovableJob> Node::LiveJob(int64_t id) {
   GD_ASSIGN_OR_RETURN(Job job, jobs_.Live(id));
-  return MovableJob{job.id,     job.name, job.command,    job.cwd,        job.env,
-                    job.weight, job.pid,  job.SharedCb(), job.managed_by, job.owner_uid};
+  MovableJob movable{job.id,     job.name, job.command,    job.cwd,        job.env,
+                     job.weight, job.pid,  job.SharedCb(), job.managed_by, job.owner_uid};
+  // The block's name says so, across a restart too (it is in the job table).
+  movable.in_container = job.block && runtime::SharedControlBlock::IsFileName(job.block->name());
+  return movable;
 }
 
 void Node::SetHeld(uint64_t id, bool held) {

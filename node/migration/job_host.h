@@ -31,6 +31,9 @@ struct MovableJob {
   std::shared_ptr<runtime::ControlBlock> cb;  // stays mapped while this lives
   std::string managed_by;                     // "" unless another system owns its processes
   int64_t owner_uid = -1;                     // the user it was registered for; -1: gandivad's
+  // Registered from a container (its block is a file in STATE/blocks): its
+  // command, cwd and environment are the container's (docs/containers.md).
+  bool in_container = false;
 };
 
 // A job arriving by migration, to be started here and held warm.

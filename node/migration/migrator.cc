@@ -170,6 +170,13 @@ StatusOr<Json> Migrator::Migrate(const Json& req) {
     return FailedPrecondition("job " + std::to_string(job.id) + " is managed by " + job.managed_by +
                               ", which owns its processes: it cannot be migrated (preempt or "
                               "requeue it there; with a checkpoint it continues where it stopped)");
+  // Its destination would start the container's command, cwd and environment
+  // with gandivad's launch, outside any container.
+  if (job.in_container)
+    return FailedPrecondition(
+        "job " + std::to_string(job.id) +
+        " runs in a container, which a migration cannot move: checkpoint it (gandiva "
+        "checkpoint) and restore it in a container on the other node (docs/containers.md)");
   auto peer = options_.peers.find(to);
   if (peer == options_.peers.end()) return NotFound("no peer node '" + to + "' (see --peers)");
   if (!options_.has_key)

@@ -351,6 +351,9 @@ def test_a_containerised_job_suspends_and_resumes(node):
     time.sleep(0.5)  # 50 steps' time: none taken while suspended
     assert node.job("s")["iterations"] == held_at
     assert c.proc.poll() is None
+    # A migration would start it on the other node outside any container.
+    r = node.cli("migrate", str(job), "--to", "elsewhere", check=False)
+    assert r.returncode != 0 and "runs in a container" in r.stderr, r.stderr
     node.cli("resume", str(job))
     assert c.wait(timeout=120) == 0, log_of(c)
     assert held_at < 150
