@@ -97,6 +97,7 @@ class Pair:
             if any(p.returncode != 0 for p in procs):
                 raise RuntimeError(f"a job failed; see {tmp}")
             device = client.call("list_devices")["devices"][0]
+            slice_now = max(slice_now, device["slice_now_ms"])
             jobs = client.jobs()
             return {"wall_s": wall, "switches": device["switches"],
                     "mean_handover_ms": device["mean_handover_ms"],
