@@ -37,6 +37,12 @@ echo
 echo "== bench_auto_boundary (the automatic PyTorch boundary against gandiva.step()) =="
 "$python" "$here/job/bench_auto_boundary.py" --build-dir "$build" --out "$out"
 echo
+# A pair that swaps at hand-overs (the CUDA shim on its stand-in): only when built.
+if [ -x "$build/tests/shim/gd_shim_procaddr_app" ] && [ -e "$build/shim/libgandiva_shim.so" ]; then
+  echo "== bench_swap_slicing (a pair that does not fit together, against back-to-back) =="
+  "$python" "$here/job/bench_swap_slicing.py" --build-dir "$build" --out "$out"
+  echo
+fi
 # Migration (~2 minutes, up to ~7 GiB of memory at 2 GiB of state): only when built.
 if [ -x "$build/bench/migration/transfer_floor" ] && [ -x "$build/bench/migration/synthetic_state_job" ]; then
   echo "== bench_migration =="
