@@ -49,6 +49,8 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
                      cost: slices lengthen to keep it so, 0..50 (default 2; 0: never)
   --lease-ms N       a parked job resumes itself after N ms without a heartbeat (default 3000)
   --freeze-parked on|off  stop a parked job's processes (SIGSTOP) until it runs again (default on)
+  --release swap|driver  how a parked GPU job gives its device memory back when it must: the
+                     shim's swap (default) or the driver's checkpoint API (driver >= 570)
   --endpoint EP      local API endpoint (default $GANDIVA_ENDPOINT or an owner-only Unix socket)
   --tcp EP           also serve on TCP, e.g. tcp://0.0.0.0:7070; CURVE-authenticated:
                      needs --key and --authorized-keys or --peer-keys
@@ -133,6 +135,10 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
   if (freeze != "on" && freeze != "off")
     return InvalidArgument("--freeze-parked must be on or off");
   opts->freeze_parked = freeze == "on";
+  const std::string release = flags.Get("release", "swap");
+  if (release != "swap" && release != "driver")
+    return InvalidArgument("--release must be swap or driver");
+  opts->release_through_driver = release == "driver";
   GD_ASSIGN_OR_RETURN(long long max_jobs, flags.GetInt("max-jobs", 256));
   if (max_jobs < 1 || max_jobs > 100000) return InvalidArgument("--max-jobs must be 1..100000");
   opts->max_jobs = static_cast<size_t>(max_jobs);
@@ -349,6 +355,7 @@ int RunDaemon(const std::vector<std::string>& args) {
                "rank-timeout-ms",
                "boundary-wait-s",
                "freeze-parked",
+               "release",
                "metrics",
                "max-jobs",
                "admin-group",

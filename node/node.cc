@@ -191,6 +191,8 @@ std::map<std::string, std::string> Node::JobEnvironment(
   std::map<std::string, std::string> env = mps_.JobEnvironment();
   // Without it, a job on gpu1 would run on the first GPU CUDA shows it.
   env["CUDA_VISIBLE_DEVICES"] = visible;
+  // How its shim gives device memory back when asked to swap out (docs/shim.md).
+  if (options_.release_through_driver) env["GANDIVA_SHIM_RELEASE"] = "driver";
   return env;
 }
 

@@ -72,6 +72,9 @@ struct NodeOptions {
   MigrationTimeouts timeouts;
   uint64_t rank_timeout_ms = 60000;  // a gang's rank that has not registered by then fails it
   bool freeze_parked = true;         // stop parked jobs' processes (ProcessFreezer)
+  // --release driver: a parked GPU job releases its device memory through the driver's
+  // checkpoint API instead of the shim's swap (GANDIVA_SHIM_RELEASE in its environment).
+  bool release_through_driver = false;
   size_t max_jobs = 256;             // live jobs at once; more are refused (resource_exhausted)
   size_t max_jobs_per_user = 64;     // live jobs of one user (owner uid) at once; 0: no limit
   std::optional<gid_t> admin_group;  // --admin-group: its members act on every job

@@ -313,7 +313,17 @@ MemoryTotals MemoryTracker::TotalsLocked() const {
     ++t.allocations;
     t.device_bytes += p.size;
   }
+  if (released_by_driver_) {
+    t.swapped_bytes += t.device_bytes;
+    t.device_bytes = 0;
+  }
   return t;
+}
+
+void MemoryTracker::SetReleasedByDriver(bool released) {
+  std::lock_guard<std::mutex> lock(mu_);
+  released_by_driver_ = released;
+  PublishLocked();
 }
 
 void MemoryTracker::PublishLocked() {

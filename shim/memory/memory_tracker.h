@@ -92,6 +92,10 @@ class MemoryTracker {
   };
   Drift DriftSinceFirstBoundary();
 
+  // While the driver holds this process's device memory on the host
+  // (memory/driver_release.h), all of it counts as swapped out, none as resident.
+  void SetReleasedByDriver(bool released);
+
   // What the shim would do with device memory now, recorded at each inferred boundary
   // in a trace (trace/): what it tracks, what a swap-out would copy (resident
   // VMM-backed allocations) and what a device-memory checkpoint would write (every
@@ -146,6 +150,7 @@ class MemoryTracker {
   uint64_t next_seq_ = 0;
   uint64_t freed_after_first_boundary_ = 0;
   bool vmm_enabled_ = true;
+  bool released_by_driver_ = false;  // under mu_
   size_t vmm_min_bytes_ = 1 << 20;
   size_t granularity_[16] = {};
 };

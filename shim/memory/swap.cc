@@ -20,6 +20,7 @@
 #include "gandiva/common/futex.h"
 #include "gandiva/common/log.h"
 #include "interpose/driver.h"
+#include "memory/driver_release.h"
 #include "memory/scoped_context.h"
 #include "memory/swap_staging.h"
 
@@ -180,9 +181,50 @@ void SetState(ControlBlock* cb, runtime::SwapState state) {
   runtime::FutexWakeAll(&cb->swap_state);
 }
 
+// --release driver: the same protocol (swap_request, swap_state), the driver's
+// checkpoint API instead of the shim's copies.
+void ReleaseThroughDriver(ControlBlock* cb) {
+  const DriverReleaseResult r = DriverReleaseOut();
+  if (r.status != CUDA_SUCCESS) {
+    GD_LOG(kError,
+           "shim: releasing device memory through the driver failed at %s (CUresult %d); "
+           "memory stays resident",
+           r.step, r.status);
+    SetState(cb, runtime::kSwapFailed);
+    return;
+  }
+  GD_LOG(kInfo, "shim: the driver took %.1f MiB to host: lock %.2f ms, checkpoint %.1f ms",
+         cb->swapped_bytes.load(std::memory_order_relaxed) / 1048576.0, r.lock_ns / 1e6,
+         r.move_ns / 1e6);
+  SetState(cb, runtime::kSwapSwappedOut);
+}
+
+void RestoreThroughDriver(ControlBlock* cb) {
+  uint64_t last_log = 0;
+  for (;;) {  // as swap-in: the job cannot run without its memory
+    const DriverReleaseResult r = DriverReleaseIn();
+    if (r.status == CUDA_SUCCESS) {
+      GD_LOG(kInfo, "shim: the driver restored device memory: restore %.1f ms, unlock %.2f ms",
+             r.lock_ns / 1e6, r.move_ns / 1e6);
+      SetState(cb, runtime::kSwapResident);
+      return;
+    }
+    if (cb->swap_state.load(std::memory_order_relaxed) != runtime::kSwapFailed)
+      SetState(cb, runtime::kSwapFailed);
+    const uint64_t now = MonotonicNowNs();
+    if (now - last_log > 5'000'000'000ull) {
+      GD_LOG(kWarn, "shim: %s failed (CUresult %d); retrying until the device has room", r.step,
+             r.status);
+      last_log = now;
+    }
+    usleep(50'000);
+  }
+}
+
 void OnParked(ControlBlock* cb) {
   if (cb->swap_request.load(std::memory_order_acquire) != runtime::kSwapOut) return;
   if (cb->swap_state.load(std::memory_order_relaxed) == runtime::kSwapSwappedOut) return;
+  if (CurrentReleaseMechanism() == ReleaseMechanism::kDriver) return ReleaseThroughDriver(cb);
   const SwapResult r = SwapOutAll();
   if (r.status != CUDA_SUCCESS) {
     GD_LOG(kError, "shim: swap-out failed (CUresult %d); memory stays resident", r.status);
@@ -195,6 +237,7 @@ void OnParked(ControlBlock* cb) {
 }
 
 void OnResuming(ControlBlock* cb) {
+  if (DriverReleased()) return RestoreThroughDriver(cb);  // whatever the setting says now
   if (cb->swap_state.load(std::memory_order_relaxed) != runtime::kSwapSwappedOut) {
     if (cb->swap_state.load(std::memory_order_relaxed) == runtime::kSwapFailed)
       SetState(cb, runtime::kSwapResident);

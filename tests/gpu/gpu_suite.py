@@ -6,7 +6,7 @@ and reports every figure in one table (and JSON). See docs/gpu.md.
                            [--json FILE] [--traces DIR] [--only ROW,...] [--quick] [--keep]
 
 Rows: driver_api, torch_unmodified, torch_registered, slicing_pair, swap_pair,
-checkpoint_restore, migration, copy_floor, traces. The traces row records the driver
+checkpoint_restore, migration, copy_floor, release, traces. The traces row records the driver
 calls of its jobs (GANDIVA_SHIM_TRACE) into --traces (default: beside --json), so a
 run on a GPU leaves them behind for tests/shim/traces (its README says how). Exit status: 0 all rows passed or
 skipped, 1 a row failed, 77 no GPU (nvidia-smi lists none, or torch has no CUDA)
@@ -30,7 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 ROWS = ["driver_api", "torch_unmodified", "torch_registered", "slicing_pair", "swap_pair",
-        "checkpoint_restore", "migration", "copy_floor", "traces"]
+        "checkpoint_restore", "migration", "copy_floor", "release", "traces"]
 
 
 class Skip(Exception):
@@ -53,6 +53,7 @@ def find_tools(args):
         b = os.path.abspath(args.bundle)
         t = {"gandiva": f"{b}/bin/gandiva", "gandivad": f"{b}/bin/gandivad",
              "procaddr_app": f"{b}/bin/gd_shim_procaddr_app", "swap_bench": f"{b}/bin/swap_bench",
+             "release_bench": f"{b}/bin/release_bench",
              "trace_tool": f"{b}/bin/gandiva-shim-trace", "replay": f"{b}/bin/shim_trace_replay",
              "shim": f"{b}/lib/libgandiva_shim.so", "fatbin": f"{b}/lib/kernels.fatbin",
              "standin_dir": None, "pythonpath": f"{b}/py", "ld_library_path": f"{b}/lib"}
@@ -61,6 +62,7 @@ def find_tools(args):
         t = {"gandiva": f"{b}/cli/gandiva", "gandivad": f"{b}/node/gandivad",
              "procaddr_app": f"{b}/tests/shim/gd_shim_procaddr_app",
              "swap_bench": f"{b}/bench/shim/swap_bench", "shim": f"{b}/shim/libgandiva_shim.so",
+             "release_bench": f"{b}/bench/shim/release_bench",
              "trace_tool": f"{b}/shim/gandiva-shim-trace", "replay": f"{b}/tests/shim/shim_trace_replay",
              "fatbin": f"{b}/tests/shim/kernels.fatbin", "standin_dir": f"{b}/tests/shim/standin",
              "pythonpath": f"{b}/python", "ld_library_path": os.environ.get("LD_LIBRARY_PATH", "")}
@@ -471,6 +473,33 @@ def row_copy_floor(s):
     staged = next(m for m in b["modes"] if m["mode"] == "staged")
     met = staged["out_x"] <= 1.5 and staged["in_x"] <= 1.5
     note = f"default (staged) goal <= 1.5x: {'met' if met else 'missed'}"
+    return figures, note if s.cuda else note + " (stand-in: CPU memcpy figures, not a GPU's)"
+
+
+def row_release(s):
+    """The two ways a parked job releases its device memory (gandivad --release
+    swap|driver), side by side on the same memory in one process
+    (bench/shim/release_bench): the shim's swap and the driver's checkpoint API
+    (cuCheckpointProcessLock/Checkpoint/Restore/Unlock, driver >= 570). Every byte is
+    checked after the cycles; the driver must leave no more device memory in use than
+    swap does. Skips where the driver lacks the checkpoint API."""
+    s.need("release_bench")
+    out = f"{s.work}/release_bench.json"
+    args = [s.tools["release_bench"], "--json", out] + ([] if s.cuda else ["--standin", "--mib", "64", "--rounds", "2"])
+    r = subprocess.run(args, env=s.env, capture_output=True, text=True, timeout=600)
+    if r.returncode == 77:
+        raise Skip(r.stdout.strip()[-200:])
+    check(r.returncode == 0, f"release_bench: {r.stderr[-400:]}")
+    b = {m["release"]: m for m in load(out)["mechanisms"]}
+    figures = {}
+    for name, m in b.items():
+        figures[f"{name}_out_s"] = round(m["out_s"], 4)
+        figures[f"{name}_in_s"] = round(m["in_s"], 4)
+        figures[f"{name}_left_mib"] = round(m["device_used_released_bytes"] / 2**20, 1)
+    figures["driver_x_swap"] = b["driver"]["x_swap"]
+    check(b["driver"]["device_used_released_bytes"] <= b["swap"]["device_used_released_bytes"],
+          f"the driver left more device memory in use than swap: {figures}")
+    note = "driver/swap time ratio (out + in)"
     return figures, note if s.cuda else note + " (stand-in: CPU memcpy figures, not a GPU's)"
 
 

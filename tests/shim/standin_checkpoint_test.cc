@@ -233,7 +233,7 @@ TEST_F(StandinCheckpoint, LockCompletesWorkInFlightAndBlocksCallsUntilUnlocked) 
 }
 
 TEST_F(StandinCheckpoint, LockTimesOutWhileACallIsInFlightAndLeavesTheProcessRunning) {
-  // ~0.4 s of modelled kernel work, and a thread waiting for it inside a call. (The
+  // ~0.8 s of modelled kernel work, and a thread waiting for it inside a call. (The
   // stand-in reads the kernel time at its first launch: ctest runs each test alone.)
   setenv("GD_STANDIN_KERNEL_NS", "5000000", 1);
   std::ifstream in(GD_CUBIN, std::ios::binary);
@@ -249,21 +249,22 @@ TEST_F(StandinCheckpoint, LockTimesOutWhileACallIsInFlightAndLeavesTheProcessRun
   void* args[] = {&x, &a, &n};
   CUstream stream;
   ASSERT_EQ(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  for (int i = 0; i < 80; ++i)  // 80 x GD_STANDIN_KERNEL_NS (5 ms here)
+  for (int i = 0; i < 160; ++i)  // 160 x GD_STANDIN_KERNEL_NS (5 ms here)
     ASSERT_EQ(cuLaunchKernel(scale, 4, 1, 1, 256, 1, 1, 0, stream, args, nullptr), CUDA_SUCCESS);
-  std::atomic<bool> synced{false};
+  std::atomic<bool> synced{false}, calling{false};
   std::thread waiter([&] {
     cuCtxSetCurrent(ctx_);
+    calling.store(true);
     EXPECT_EQ(cuStreamSynchronize(stream), CUDA_SUCCESS);
     synced.store(true);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the waiter is in its call
+  while (!calling.load()) std::this_thread::yield();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // it is in its call now
+  ASSERT_FALSE(synced.load());                                  // 0.7 s of work left
   CUcheckpointLockArgs timeout{};
   timeout.timeoutMs = 10;
-  if (!synced.load()) {
-    EXPECT_EQ(cuCheckpointProcessLock(pid_, &timeout), CUDA_ERROR_NOT_READY);
-    EXPECT_EQ(State(pid_), CU_PROCESS_STATE_RUNNING);  // left running, as documented
-  }
+  EXPECT_EQ(cuCheckpointProcessLock(pid_, &timeout), CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(State(pid_), CU_PROCESS_STATE_RUNNING);  // left running, as documented
   // Without a timeout the lock waits for the call (and the work) to finish.
   ASSERT_EQ(cuCheckpointProcessLock(pid_, nullptr), CUDA_SUCCESS);
   EXPECT_TRUE(synced.load());
