@@ -8,7 +8,6 @@ PACKAGES=(
   ccache                  # the Makefile compiles through it where it is installed
   clang-format git        # make format-check (CI)
   clang-14 libclang-rt-14-dev  # make fuzz: libFuzzer and the sanitizers' runtimes
-  libboost-dev            # Boost.Interprocess: the shared-memory control block
   libzmq3-dev cppzmq-dev  # ZeroMQ + cppzmq: controller API and migration streams
   libsodium-dev           # CURVE keys for authenticated TCP endpoints
   libssl-dev              # libcrypto: AES-256-GCM bulk frames, GMAC chunk tags, random keys
@@ -21,6 +20,7 @@ PACKAGES=(
   python3-matplotlib      # simulator plots
   python3-cryptography    # tests/integration: a migration's source written in Python (AES-256-GCM)
   iproute2                # network namespaces for multi-node tests
+  runc                    # tests/integration/test_containers.py, tests/k8s: jobs in real containers
   prometheus              # promtool: tests check gandivad's metrics scrape
   slurmctld slurmd slurm-client munge libslurm-dev  # the Slurm plugin (spank.h) and a real Slurm for its tests
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc  # the Kubernetes device plugin (k8s/, optional)
