@@ -91,12 +91,18 @@ std::string OpenDevice(bool standin) {
   return standin ? "stand-in (CPU test double)" : device;
 }
 
+// Device memory in use (the whole device's, the context included), or kUnknown where
+// the driver does not say: cuMemGetInfo fails while the process is checkpointed
+// (CUDA_ERROR_OPERATING_SYSTEM on driver 580).
+constexpr size_t kUnknown = ~size_t{0};
 size_t DeviceUsed() {
   size_t free_bytes = 0, total = 0;
   static auto info = Fn<PFN_cuMemGetInfo_v3020>("cuMemGetInfo_v2");
-  info(&free_bytes, &total);
+  if (info(&free_bytes, &total) != CUDA_SUCCESS) return kUnknown;
   return total - free_bytes;
 }
+
+double Mib(size_t bytes) { return bytes == kUnknown ? -1 : bytes / 1048576.0; }
 
 struct Memory {
   std::vector<CUdeviceptr> ptrs;
@@ -193,8 +199,11 @@ int main(int argc, char** argv) {
   for (const Row& r : rows)
     std::printf("%-8s %11.4f %9.4f %9.2f %9.4f %9.2f %9.2f %14.1f %14.1f\n", r.mechanism.c_str(),
                 r.out_cold_s, r.out_s, gb / r.out_s, r.in_s, gb / r.in_s,
-                (r.out_s + r.in_s) / (swap.out_s + swap.in_s), r.used_before / 1048576.0,
-                r.used_released / 1048576.0);
+                (r.out_s + r.in_s) / (swap.out_s + swap.in_s), Mib(r.used_before),
+                Mib(r.used_released));
+  std::printf(
+      "used: the device's memory in use (cuMemGetInfo), -1: the driver does not say "
+      "while released\n");
   std::printf("x swap: (out + in) / swap's (out + in), same process, same bytes%s\n",
               o.standin ? "; stand-in: CPU memcpy figures, not a GPU's" : "");
 
@@ -208,9 +217,10 @@ int main(int argc, char** argv) {
       std::fprintf(out,
                    "%s\n    {\"release\": \"%s\", \"out_cold_s\": %.6f, \"out_s\": %.6f, "
                    "\"in_s\": %.6f, \"x_swap\": %.3f, \"device_used_bytes\": %zu, "
-                   "\"device_used_released_bytes\": %zu}",
+                   "\"device_used_released_mib\": %.1f}",
                    i ? "," : "", r.mechanism.c_str(), r.out_cold_s, r.out_s, r.in_s,
-                   (r.out_s + r.in_s) / (swap.out_s + swap.in_s), r.used_before, r.used_released);
+                   (r.out_s + r.in_s) / (swap.out_s + swap.in_s), r.used_before,
+                   Mib(r.used_released));
     }
     std::fprintf(out, "\n  ]\n}\n");
     std::fclose(out);

@@ -495,9 +495,9 @@ def row_release(s):
     for name, m in b.items():
         figures[f"{name}_out_s"] = round(m["out_s"], 4)
         figures[f"{name}_in_s"] = round(m["in_s"], 4)
-        figures[f"{name}_left_mib"] = round(m["device_used_released_bytes"] / 2**20, 1)
+        figures[f"{name}_left_mib"] = m["device_used_released_mib"]  # -1: not said
     figures["driver_x_swap"] = b["driver"]["x_swap"]
-    check(b["driver"]["device_used_released_bytes"] <= b["swap"]["device_used_released_bytes"],
+    check(b["driver"]["device_used_released_mib"] <= b["swap"]["device_used_released_mib"],
           f"the driver left more device memory in use than swap: {figures}")
     note = "driver/swap time ratio (out + in)"
     return figures, note if s.cuda else note + " (stand-in: CPU memcpy figures, not a GPU's)"

@@ -3,8 +3,10 @@
 // is locked, gives back every byte of device memory at checkpoint and brings it back
 // at the same addresses at restore, for the process itself and for another process.
 // Calls the stand-in directly (no shim).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,18 +33,26 @@ constexpr size_t kVmmBytes = 4 << 20;  // two granules
 class StandinCheckpoint : public ::testing::Test {
  protected:
   void SetUp() override {
+    // The stand-in's device accounting, through its counters file (cuMemGetInfo fails
+    // while checkpointed, as on NVIDIA's driver). One file per process: the stand-in
+    // maps it once.
+    const std::string path =
+        ::testing::TempDir() + "gd_standin_ckpt_" + std::to_string(getpid()) + ".counters";
+    setenv("GD_STANDIN_COUNTERS", path.c_str(), 0);
     ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+    const int fd = open(getenv("GD_STANDIN_COUNTERS"), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    counters_ = static_cast<const uint64_t*>(mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, 0));
+    close(fd);
+    ASSERT_NE(static_cast<const void*>(counters_), MAP_FAILED);
     ASSERT_EQ(cuDeviceGet(&dev_, 0), CUDA_SUCCESS);
     ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx_, dev_), CUDA_SUCCESS);
     ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
     pid_ = getpid();
   }
 
-  size_t DeviceUsed() {
-    size_t free_bytes = 0, total = 0;
-    EXPECT_EQ(cuMemGetInfo_v2(&free_bytes, &total), CUDA_SUCCESS);
-    return total - free_bytes;
-  }
+  // The stand-in's Counters: launches, device_bytes, physical_live (64 bits each).
+  size_t DeviceUsed() { return __atomic_load_n(&counters_[1], __ATOMIC_ACQUIRE); }
 
   CUprocessState State(int pid) {
     CUprocessState s = CU_PROCESS_STATE_FAILED;
@@ -90,6 +100,7 @@ class StandinCheckpoint : public ::testing::Test {
   CUdevice dev_;
   CUcontext ctx_;
   int pid_ = 0;
+  const uint64_t* counters_ = nullptr;
   CUdeviceptr plain_ = 0, vmm_ = 0;
   CUmemGenericAllocationHandle handle_ = 0;
 };
@@ -139,12 +150,14 @@ TEST_F(StandinCheckpoint, RefusesReservedFieldsUnknownPidsAndNullResults) {
     _exit(0);
   }
   CUprocessState s;
-  EXPECT_EQ(cuCheckpointProcessGetState(child, &s), CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(cuCheckpointProcessLock(child, nullptr), CUDA_ERROR_INVALID_VALUE);
+  // As driver 580 answered on an H200: a process without CUDA is "not initialized", a
+  // pid naming no process an operating-system error.
+  EXPECT_EQ(cuCheckpointProcessGetState(child, &s), CUDA_ERROR_NOT_INITIALIZED);
+  EXPECT_EQ(cuCheckpointProcessLock(child, nullptr), CUDA_ERROR_NOT_INITIALIZED);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
-  EXPECT_EQ(cuCheckpointProcessLock(0, nullptr), CUDA_ERROR_INVALID_VALUE);
-  EXPECT_EQ(cuCheckpointProcessLock(-1, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuCheckpointProcessGetState(child, &s), CUDA_ERROR_OPERATING_SYSTEM);
+  EXPECT_EQ(cuCheckpointProcessLock(-1, nullptr), CUDA_ERROR_OPERATING_SYSTEM);
 
   // Restore onto another GPU: the stand-in has only its own.
   ASSERT_EQ(cuCheckpointProcessLock(pid_, nullptr), CUDA_SUCCESS);
@@ -171,6 +184,8 @@ TEST_F(StandinCheckpoint, CheckpointGivesBackAllDeviceMemoryAndRestoreBringsEver
   EXPECT_EQ(DeviceUsed(), used);  // locking moves nothing
   ASSERT_EQ(cuCheckpointProcessCheckpoint(pid_, nullptr), CUDA_SUCCESS);
   EXPECT_EQ(DeviceUsed(), 0u);
+  size_t free_bytes, total;  // answered at once, refused (driver 580)
+  EXPECT_EQ(cuMemGetInfo_v2(&free_bytes, &total), CUDA_ERROR_OPERATING_SYSTEM);
 
   // Restore needs room for all of it: none, and it stays checkpointed.
   const char* saved = std::getenv("GD_STANDIN_DEVICE_MEM");

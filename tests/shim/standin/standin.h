@@ -143,6 +143,8 @@ class ApiGate {
 // Starts the thread that serves other processes' checkpoint calls on this process
 // (the driver's restore thread); idempotent. Called by cuInit.
 void StartCheckpointService();
+// True while the process is checkpointed (its device memory on the host).
+bool ProcessCheckpointed();
 
 // Device memory for the checkpoint (standin_memory.cc), called with the process
 // locked: copies every allocation's bytes (plain and physical) to host memory and

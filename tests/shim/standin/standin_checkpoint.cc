@@ -10,17 +10,22 @@
 // CUDA_ERROR_ILLEGAL_STATE; non-zero reserved fields CUDA_ERROR_INVALID_VALUE.
 //
 // The calls name a process by pid. The process itself is served in place (the driver
-// allows it: NVIDIA's own sample checkpoints os.getpid()); another process's calls go
+// allows it: NVIDIA's sample checkpoints os.getpid(), as driver 580 did here on an
+// H200); another process's calls go
 // to that process's checkpoint thread (the driver's "restore thread", whose id
 // cuCheckpointProcessGetRestoreThreadId returns) over an abstract Unix socket,
-// "gd-standin-ckpt.<pid>", started by cuInit. A pid with no such thread is not a CUDA
-// process: CUDA_ERROR_INVALID_VALUE (what NVIDIA's driver returns for it has not been
-// observed here; this is the error the documentation lists for a bad argument).
+// "gd-standin-ckpt.<pid>", started by cuInit. As NVIDIA's driver 580 answered on an
+// H200 (2026-11-28): a live process that has not initialised CUDA gets
+// CUDA_ERROR_NOT_INITIALIZED, a pid that names no process CUDA_ERROR_OPERATING_SYSTEM,
+// a null result pointer CUDA_ERROR_INVALID_VALUE; cuMemGetInfo while checkpointed
+// fails at once with CUDA_ERROR_OPERATING_SYSTEM (it does not wait).
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -147,7 +152,7 @@ void ServiceLoop(int listener) {
 
 // Another process's call: asked of its checkpoint thread.
 CUresult Ask(int pid, const Request& req, Reply* reply) {
-  if (pid <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) return CUDA_ERROR_OPERATING_SYSTEM;
   if (pid == getpid()) {
     *reply = Serve(req);
     return static_cast<CUresult>(reply->result);
@@ -156,7 +161,7 @@ CUresult Ask(int pid, const Request& req, Reply* reply) {
   if (s < 0) return CUDA_ERROR_OPERATING_SYSTEM;
   socklen_t len;
   const sockaddr_un a = ServiceAddress(pid, &len);
-  CUresult r = CUDA_ERROR_INVALID_VALUE;  // not a CUDA process
+  CUresult r = CUDA_ERROR_NOT_INITIALIZED;  // a process that never initialised CUDA
   if (connect(s, reinterpret_cast<const sockaddr*>(&a), len) == 0) {
     r = CUDA_ERROR_OPERATING_SYSTEM;
     if (send(s, &req, sizeof(req), MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof(req)) &&
@@ -180,6 +185,12 @@ constexpr unsigned char kStandinUuidBytes[16] = {0x53, 0x74, 0x61, 0x6e, 0x64, 0
                                                  0x20, 0x47, 0x50, 0x55, 0x30, 0x30, 0x30, 0x30};
 
 }  // namespace
+
+bool ProcessCheckpointed() {
+  ProcessState& p = Process();
+  std::lock_guard<std::mutex> lock(p.mu);
+  return p.state == CU_PROCESS_STATE_CHECKPOINTED;
+}
 
 ApiGate::ApiGate() {
   if (t_gate_depth++ > 0) return;

@@ -120,6 +120,8 @@ using namespace gandiva::standin;
 // As the driver: the memory of the current context's device, so a context is needed.
 GD_STANDIN_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total) {
   if (!Initialized()) return CUDA_ERROR_NOT_INITIALIZED;
+  // Not gated: NVIDIA's driver answers it at once while checkpointed, with this error.
+  if (ProcessCheckpointed()) return CUDA_ERROR_OPERATING_SYSTEM;
   if (!CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
   if (!free_bytes || !total) return CUDA_ERROR_INVALID_VALUE;
   const size_t t = DeviceMemory(), used = GetCounters().device_bytes.load();
