@@ -174,6 +174,23 @@ TEST_F(StandinCheckpoint, RefusesReservedFieldsUnknownPidsAndNullResults) {
   ASSERT_EQ(cuCheckpointProcessUnlock(pid_, nullptr), CUDA_SUCCESS);
 }
 
+TEST_F(StandinCheckpoint, ManagedMemoryIsNotCheckpointedAndTheProcessStaysLocked) {
+  // As driver 580 answered on an H200: lock succeeds, checkpoint does not.
+  CUdeviceptr managed = 0;
+  ASSERT_EQ(cuMemAllocManaged(&managed, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(cuCheckpointProcessLock(pid_, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuCheckpointProcessCheckpoint(pid_, nullptr), CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(State(pid_), CU_PROCESS_STATE_LOCKED);
+  EXPECT_EQ(DeviceUsed(), 1u << 20);  // nothing moved
+  ASSERT_EQ(cuCheckpointProcessUnlock(pid_, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree_v2(managed), CUDA_SUCCESS);
+  // Once it is freed, the process checkpoints again.
+  ASSERT_EQ(cuCheckpointProcessLock(pid_, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuCheckpointProcessCheckpoint(pid_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuCheckpointProcessRestore(pid_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuCheckpointProcessUnlock(pid_, nullptr), CUDA_SUCCESS);
+}
+
 TEST_F(StandinCheckpoint, CheckpointGivesBackAllDeviceMemoryAndRestoreBringsEveryByteBack) {
   std::vector<unsigned char> pattern;
   ASSERT_NO_FATAL_FAILURE(MakeMemory(&pattern));

@@ -38,6 +38,7 @@ std::map<CUdeviceptr, size_t> g_reserved;  // cuMemAddressReserve
 std::map<CUdeviceptr, Mapping> g_mapped;   // cuMemMap
 std::map<void*, size_t> g_host;            // cuMemHostAlloc
 std::set<Physical*> g_physical;            // cuMemCreate pieces not freed yet
+std::set<CUdeviceptr> g_managed;           // cuMemAllocManaged (also in g_plain)
 
 // Device memory moved to host by cuCheckpointProcessCheckpoint (under GlobalMutex).
 struct Checkpointed {
@@ -161,7 +162,12 @@ GD_STANDIN_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, 
 // resident on the device); the driver takes exactly one attach flag.
 GD_STANDIN_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
   if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
-  return cuMemAlloc_v2(dptr, bytes);
+  const CUresult r = cuMemAlloc_v2(dptr, bytes);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lock(GlobalMutex());
+    g_managed.insert(*dptr);
+  }
+  return r;
 }
 
 GD_STANDIN_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
@@ -174,6 +180,7 @@ GD_STANDIN_EXPORT CUresult cuMemFree_v2(CUdeviceptr ptr) {
     if (it == g_plain.end()) return CUDA_ERROR_INVALID_VALUE;
     size = it->second;
     g_plain.erase(it);
+    g_managed.erase(ptr);
   }
   WaitAllStreams();  // like the real driver, freeing waits for the device
   munmap(reinterpret_cast<void*>(ptr), size);
@@ -502,6 +509,9 @@ void ToReservation(CUdeviceptr ptr, size_t size) {
 CUresult CheckpointDeviceMemory() {
   std::lock_guard<std::mutex> lock(GlobalMutex());
   if (g_checkpointed.active) return CUDA_ERROR_ILLEGAL_STATE;
+  // Managed (UVM) memory cannot be checkpointed: driver 580 on an H200 answered
+  // CUDA_ERROR_NOT_SUPPORTED and left the process locked.
+  if (!g_managed.empty()) return CUDA_ERROR_NOT_SUPPORTED;
   Checkpointed saved;
   // Copy everything first: a failure leaves the process as it was.
   for (const auto& [ptr, size] : g_plain) {
