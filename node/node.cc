@@ -188,7 +188,11 @@ std::map<std::string, std::string> Node::JobEnvironment(
   for (const std::string& name : devices) infos.push_back(FindDeviceInfo(name));
   const std::string visible = CudaVisibleDevices(infos);
   if (visible.empty()) return {};  // not on GPUs
-  std::map<std::string, std::string> env = mps_.JobEnvironment();
+  // The driver refuses to checkpoint an MPS client (cuCheckpointProcessLock:
+  // CUDA_ERROR_NOT_SUPPORTED, driver 580 on an H200): under --release driver jobs
+  // get their own contexts, not MPS.
+  std::map<std::string, std::string> env;
+  if (!options_.release_through_driver) env = mps_.JobEnvironment();
   // Without it, a job on gpu1 would run on the first GPU CUDA shows it.
   env["CUDA_VISIBLE_DEVICES"] = visible;
   // How its shim gives device memory back when asked to swap out (docs/shim.md).
