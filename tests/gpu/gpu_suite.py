@@ -597,6 +597,15 @@ def main():
     s = Suite(args)
     s.traces = os.path.abspath(args.traces or os.path.join(os.path.dirname(os.path.abspath(args.json)), "traces"))
     results = []
+    device = "cpu (dry run)"
+    if s.cuda:
+        device = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip()
+
+    def write_json():
+        with open(args.json, "w") as f:
+            json.dump({"device": device, "dry_run": not s.cuda, "calibration": s.calibration,
+                       "rows": results}, f, indent=1)
+
     for name in rows:
         fn = globals()[f"row_{name}"]
         t = time.monotonic()
@@ -613,9 +622,7 @@ def main():
                         "figures": figures, "note": note})
         print(f"{name:<20} {status:<5} {results[-1]['seconds']:>7.1f}s  "
               f"{' '.join(f'{k}={v}' for k, v in figures.items())}  {note}", flush=True)
-    device = "cpu (dry run)"
-    if s.cuda:
-        device = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip()
+        write_json()  # after every row: a run cut short (a lent GPU's time) keeps what it did
     print()
     print(f"device: {device}; work folder: {s.work}{'' if args.keep else ' (removed)'}")
     print(f"{'row':<20} {'status':<6} {'s':>7}  figures / note")
@@ -623,9 +630,6 @@ def main():
         figs = " ".join(f"{k}={v}" for k, v in r["figures"].items())
         print(f"{r['row']:<20} {r['status']:<6} {r['seconds']:>7.1f}  {figs}")
         print(f"{'':<36}{r['note']}")
-    with open(args.json, "w") as f:
-        json.dump({"device": device, "dry_run": not s.cuda, "calibration": s.calibration,
-                   "rows": results}, f, indent=1)
     if not args.keep:
         shutil.rmtree(s.work, ignore_errors=True)
     return 1 if any(r["status"] == "FAIL" for r in results) else 0
