@@ -1,6 +1,7 @@
 // Job, operation and device records as reply fields; see node_handlers.h.
 #include "api/node_handlers.h"
 #include "gandiva/common/clock.h"
+#include "gandiva/contract/environment.h"
 #include "gandiva/contract/profiler.h"
 
 namespace gandiva::controller {
@@ -37,6 +38,11 @@ protocol::BoundarySource BoundarySourceOf(uint32_t source) {
   return source == 2   ? protocol::BoundarySource::kInferred
          : source == 1 ? protocol::BoundarySource::kExplicit
                        : protocol::BoundarySource::kNone;
+}
+// A variable of the job's environment, or "".
+std::string EnvOf(const Job& job, const char* name) {
+  auto it = job.env.find(name);
+  return it == job.env.end() ? std::string() : it->second;
 }
 protocol::SwapState SwapStateOf(uint32_t state) {
   return state == runtime::kSwapSwappedOut ? protocol::SwapState::kSwappedOut
@@ -97,6 +103,9 @@ Json JobToJson(const Job& job, bool held, const DeviceUsage& usage,
               {"gpu_memory_bytes", job.GpuMemoryCap()},
               {"migrated_from", job.migrated_from},
               {"managed_by", job.managed_by},
+              {"pod_namespace", EnvOf(job, runtime::kEnvPodNamespace)},
+              {"pod", EnvOf(job, runtime::kEnvPodName)},
+              {"container", EnvOf(job, runtime::kEnvContainerName)},
               {"operation", OperationToJson(operation)}};
 }
 

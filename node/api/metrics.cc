@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace gandiva::controller {
@@ -72,9 +74,16 @@ std::string RenderMetrics(const std::string& node, const Json& jobs_reply,
   const Json& devices = devices_reply["devices"];
   const std::string n = "node=\"" + Escape(node) + "\"";
   auto job_labels = [&](const Json& j) {
-    return n + ",job=\"" + std::to_string(j["id"].get<uint64_t>()) + "\",name=\"" +
-           Escape(j["name"].get<std::string>()) + "\",device=\"" +
-           Escape(j["device"].get<std::string>()) + "\"";
+    std::string labels = n + ",job=\"" + std::to_string(j["id"].get<uint64_t>()) + "\",name=\"" +
+                         Escape(j["name"].get<std::string>()) + "\",device=\"" +
+                         Escape(j["device"].get<std::string>()) + "\"";
+    // A job in a Kubernetes pod: its namespace, pod and container, as it said them.
+    constexpr std::pair<const char*, const char*> kPodLabels[] = {
+        {"pod_namespace", "namespace"}, {"pod", "pod"}, {"container", "container"}};
+    for (const auto& [field, label] : kPodLabels)
+      if (const std::string v = j.value(field, ""); !v.empty())
+        labels += std::string(",") + label + "=\"" + Escape(v) + "\"";
+    return labels;
   };
   auto device_labels = [&](const Json& d) {
     return n + ",device=\"" + Escape(d["name"].get<std::string>()) + "\"";

@@ -46,8 +46,15 @@ def test_a_scrape_passes_promtool_and_follows_the_jobs(daemon_factory):
     assert promtool, "promtool is missing: scripts/install_deps.sh installs Debian's prometheus"
     port = free_port()
     d = daemon_factory("--devices", "cpu:1", "--slice-ms", "50", "--metrics", f"127.0.0.1:{port}")
-    jobs = [d.run(PYTHON, SCHED_JOB, "--steps", "400", "--step-ms", "5", name=f"m{i}")
-            for i in range(2)]
+    # m0 runs in a Kubernetes pod (as the pod spec hands its names down; one
+    # with a quote, which the exposition format escapes); m1 in none.
+    pod = {"GANDIVA_POD_NAMESPACE": "team-a", "GANDIVA_POD_NAME": 'train"0',
+           "GANDIVA_CONTAINER_NAME": "trainer"}
+    d.env.update(pod)
+    jobs = [d.run(PYTHON, SCHED_JOB, "--steps", "400", "--step-ms", "5", name="m0")]
+    for k in pod:
+        del d.env[k]
+    jobs.append(d.run(PYTHON, SCHED_JOB, "--steps", "400", "--step-ms", "5", name="m1"))
     try:
         first = wait_for(lambda: (t := scrape_once_up(port)) and len(
             [v for v in samples(t, "gandiva_job_iterations_total").values() if v > 5]) == 2 and t,
@@ -66,6 +73,12 @@ def test_a_scrape_passes_promtool_and_follows_the_jobs(daemon_factory):
         second = wait_for(both_moved_on, 60, "both jobs' iteration counters to move on")
         after = samples(second, "gandiva_job_iterations_total")
         assert all('device="cpu0"' in k and 'node="' in k for k in after)
+        in_pod = [k for k in after if 'name="m0"' in k]
+        assert len(in_pod) == 1 and in_pod[0].endswith(
+            ',namespace="team-a",pod="train\\"0",container="trainer"'), after
+        assert not any("pod=" in k for k in after if 'name="m1"' in k), after
+        m0 = next(j for j in d.cli_json("ps") if j["name"] == "m0")
+        assert (m0["pod_namespace"], m0["pod"], m0["container"]) == ("team-a", 'train"0', "trainer")
         switches = samples(second, "gandiva_device_switches_total")
         assert list(switches.values())[0] > 0, "two jobs on one device take turns"
         states = samples(second, "gandiva_job_state")

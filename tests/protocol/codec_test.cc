@@ -129,6 +129,9 @@ Json JobReply() {
           {"exit_code", -1},
           {"migrated_from", ""},
           {"managed_by", ""},
+          {"pod_namespace", ""},
+          {"pod", ""},
+          {"container", ""},
           {"operation", nullptr},
           {"ranks", 1},
           {"gang_error", ""}};

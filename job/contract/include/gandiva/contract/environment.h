@@ -27,6 +27,12 @@ inline constexpr const char* kEnvDevices = "GANDIVA_DEVICES";
 // The job's device-memory cap in bytes (`gandiva run --gpu-memory SIZE`): the CUDA
 // shim reports it as the device's memory and refuses allocations beyond it.
 inline constexpr const char* kEnvGpuMemoryBytes = "GANDIVA_GPU_MEMORY_BYTES";
+// Which Kubernetes pod the job runs in, as the pod's spec hands them down
+// (docs/kubernetes.md): gandivad shows them in list_jobs and labels the job's
+// metrics with them. What the job says: names to show, never trusted.
+inline constexpr const char* kEnvPodNamespace = "GANDIVA_POD_NAMESPACE";
+inline constexpr const char* kEnvPodName = "GANDIVA_POD_NAME";
+inline constexpr const char* kEnvContainerName = "GANDIVA_CONTAINER_NAME";
 
 }  // namespace gandiva::runtime
 
