@@ -15,7 +15,7 @@ StatusOr<Json> Launch(Node& node, const Call& call) {
   const Json& req = call.body();
   // gandivad starts a launched job in its own namespaces: a command, cwd and
   // restore directory named from inside a container mean other files there.
-  GD_ASSIGN_OR_RETURN(const bool in_container, InOtherMountNamespace(call.caller.pid));
+  GD_ASSIGN_OR_RETURN(const bool in_container, InContainer(call.caller.pid));
   if (in_container)
     return FailedPrecondition(
         "launch from inside a container would start the job outside it: run it in the "

@@ -62,7 +62,7 @@ StatusOr<Json> RegisterJob(Node& node, const Call& call) {
   const Json& req = call.body();
   NewJob n;
   // The kernel says where the caller runs (jobs/container_peer.h), not the caller.
-  GD_ASSIGN_OR_RETURN(n.in_container, InOtherMountNamespace(call.caller.pid));
+  GD_ASSIGN_OR_RETURN(n.in_container, InContainer(call.caller.pid));
   n.command = req.at("command").get<std::vector<std::string>>();
   n.name = req.value("name", "");
   GD_RETURN_IF_ERROR(DevicesFromRequest(req, n));

@@ -2,6 +2,7 @@
 #include "jobs/container_peer.h"
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -42,11 +43,20 @@ int64_t InnermostPid(const std::string& proc_dir) {
 
 }  // namespace
 
-StatusOr<bool> InOtherMountNamespace(int64_t pid) {
+StatusOr<bool> InContainer(int64_t pid) {
   if (pid <= 0) return false;
   GD_ASSIGN_OR_RETURN(std::string ours, NamespaceOf("/proc/self", "mnt"));
   GD_ASSIGN_OR_RETURN(std::string theirs, NamespaceOf("/proc/" + std::to_string(pid), "mnt"));
-  return ours != theirs;
+  if (ours == theirs) return false;
+  // Another mount namespace: whether its /dev/shm is ours (the same file system
+  // and directory, seen through its root). None there: not ours either.
+  struct stat mine {
+  }, its{};
+  if (stat("/dev/shm", &mine) != 0)
+    return Internal(std::string("cannot stat /dev/shm: ") + std::strerror(errno));
+  const std::string their_shm = "/proc/" + std::to_string(pid) + "/root/dev/shm";
+  if (stat(their_shm.c_str(), &its) != 0) return true;
+  return its.st_dev != mine.st_dev || its.st_ino != mine.st_ino;
 }
 
 StatusOr<int> HostPidOf(int64_t caller_pid, int64_t pid) {
