@@ -121,6 +121,9 @@ def test_migration_arrives_across_as_many_devices(tmp_path, reference):
                     "--", *ddp_cmd(out, work_ms=100))
         first = run.stdout.strip()
         wait_for(lambda: progress(out) >= 20, what="the gang training on a")
+        # Held while b warms up its copy (torchrun and two ranks importing torch: on
+        # a loaded machine longer than the rest of the run), so the move is mid-run.
+        a.cli("suspend", first)
         op = json.loads(a.cli("migrate", first, "--to", "b", "--json").stdout)
         assert op["state"] == "done", op
         wait_for(lambda: b.job(op["to_job"]).get("state") in ("exited", "failed"),
