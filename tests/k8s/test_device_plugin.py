@@ -219,8 +219,9 @@ class Pods:
         self.tmp, self.env, self.mounts = tmp_path, env, mounts
         self.in_container = containers.runtime_problem() is None
         if self.in_container:
+            hidden = ("/opt", "/work", containers.CHECKOUT, containers.BUILD_TREE)
             monkeypatch.setattr(containers, "HOST_DIRS", tuple(
-                d for d in containers.HOST_DIRS if d not in ("/opt", "/work")))
+                d for d in containers.HOST_DIRS if d not in hidden))
         self.pods = []
 
     def start(self, name, cmd):

@@ -29,8 +29,15 @@ import time
 RUNC = shutil.which("runc")
 
 # Host directories every container sees, read-only: the jobs' Python with torch
-# (/usr), the build and the tests (/work), and what programs read in /etc.
-HOST_DIRS = ("/usr", "/etc", "/var", "/opt", "/home", "/root", "/work")
+# (/usr), the build and the tests (/work here; CHECKOUT and BUILD_TREE wherever a
+# clone is, as CI's may be under /tmp, which a container has of its own), and
+# what programs read in /etc.
+CHECKOUT = os.path.realpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BUILD_TREE = os.path.realpath(os.environ.get("GANDIVA_BUILD_DIR", os.path.join(CHECKOUT, "build")))
+_BASE_DIRS = ("/usr", "/etc", "/var", "/opt", "/home", "/root", "/work")
+HOST_DIRS = _BASE_DIRS + tuple(
+    d for d in dict.fromkeys((CHECKOUT, BUILD_TREE))
+    if not any(d == b or d.startswith(b + "/") for b in _BASE_DIRS))
 HOST_LINKS = ("bin", "sbin", "lib", "lib32", "lib64")
 
 _counter = 0
