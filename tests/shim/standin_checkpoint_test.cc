@@ -299,7 +299,10 @@ TEST_F(StandinCheckpoint, LockTimesOutWhileACallIsInFlightAndLeavesTheProcessRun
   EXPECT_EQ(State(pid_), CU_PROCESS_STATE_RUNNING);  // left running, as documented
   // Without a timeout the lock waits for the call (and the work) to finish.
   ASSERT_EQ(cuCheckpointProcessLock(pid_, nullptr), CUDA_SUCCESS);
-  EXPECT_TRUE(synced.load());
+  // Its call has returned (before the unlock); the thread sets the flag just after.
+  for (int i = 0; i < 2000 && !synced.load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(synced.load()) << "the call in flight did not return while locked";
   ASSERT_EQ(cuCheckpointProcessUnlock(pid_, nullptr), CUDA_SUCCESS);
   waiter.join();
   EXPECT_EQ(cuMemFree_v2(x), CUDA_SUCCESS);
