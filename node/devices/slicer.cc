@@ -72,7 +72,7 @@ void Slicer::Release(uint64_t job) {
   if (e.state == JobState::kHeld) {
     e.state = JobState::kWaiting;
     queue_.push_back(job);
-  } else if (e.state == JobState::kStopping || e.state == JobState::kUnmanaged) {
+  } else if (AwaitingPark(e)) {
     e.hold_on_park = false;
   }
 }
@@ -81,15 +81,14 @@ bool Slicer::IsHeld(uint64_t job) const {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return false;
   const Entry& e = it->second;
-  return e.state == JobState::kHeld ||
-         ((e.state == JobState::kStopping || e.state == JobState::kUnmanaged) && e.hold_on_park);
+  return e.state == JobState::kHeld || (AwaitingPark(e) && e.hold_on_park);
 }
 
 void Slicer::OnParked(uint64_t job, uint64_t now) {
   auto it = jobs_.find(job);
   if (it == jobs_.end()) return;
   Entry& e = it->second;
-  if (e.state != JobState::kStopping && e.state != JobState::kUnmanaged) return;
+  if (!AwaitingPark(e)) return;
   e.never_parked = false;
   if (e.hold_on_park) {
     e.state = JobState::kHeld;
@@ -233,25 +232,15 @@ uint64_t Slicer::NextDeadline() const {
   return next;
 }
 
-std::vector<uint64_t> Slicer::Running() const {
+std::vector<uint64_t> Slicer::JobsIn(JobState state) const {
   std::vector<uint64_t> out;
   for (const auto& [id, e] : jobs_)
-    if (e.state == JobState::kRunning) out.push_back(id);
+    if (e.state == state) out.push_back(id);
   return out;
 }
 
-std::vector<uint64_t> Slicer::Stopping() const {
-  std::vector<uint64_t> out;
-  for (const auto& [id, e] : jobs_)
-    if (e.state == JobState::kStopping) out.push_back(id);
-  return out;
-}
-
-std::vector<uint64_t> Slicer::Unmanaged() const {
-  std::vector<uint64_t> out;
-  for (const auto& [id, e] : jobs_)
-    if (e.state == JobState::kUnmanaged) out.push_back(id);
-  return out;
-}
+std::vector<uint64_t> Slicer::Running() const { return JobsIn(JobState::kRunning); }
+std::vector<uint64_t> Slicer::Stopping() const { return JobsIn(JobState::kStopping); }
+std::vector<uint64_t> Slicer::Unmanaged() const { return JobsIn(JobState::kUnmanaged); }
 
 }  // namespace gandiva::controller

@@ -137,6 +137,12 @@ class Slicer {
   static bool Active(const Entry& e) {
     return e.state == JobState::kRunning || e.state == JobState::kStopping;
   }
+  // Asked to park and not parked yet, holding its devices or not: a hold takes
+  // effect when it parks.
+  static bool AwaitingPark(const Entry& e) {
+    return e.state == JobState::kStopping || e.state == JobState::kUnmanaged;
+  }
+  std::vector<uint64_t> JobsIn(JobState state) const;
   // Calls fn(d) for each device index d set in `mask`.
   template <typename Fn>
   static void ForEachDevice(uint64_t mask, Fn fn) {
