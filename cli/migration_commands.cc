@@ -122,10 +122,16 @@ int MigrateCommand(const Args& args) {
   auto timeout = c.flags().GetInt("timeout", 600);
   auto op = FollowOperation(c, *id, timeout.ok() ? static_cast<int>(*timeout) : 600);
   if (!op) return kExitFailed;
+  // migrate_start had no answer at first (lost, or the peer restarting): sent again.
+  const uint64_t tries = op->value("start_tries", uint64_t{1});
+  const std::string again = tries > 1
+                                ? " (migrate_start had no answer " + std::to_string(tries - 1) +
+                                      (tries == 2 ? " time" : " times") + " and was sent again)"
+                                : "";
   return Finish(c, *op,
                 "job " + std::to_string(*id) + " is now job " + (*op)["to_job"].dump() + " on " +
                     to + ": " + Bytes((*op)["bytes"].get<double>()) + " sent, downtime " +
-                    Fixed((*op)["downtime_ms"].get<double>(), 1) + " ms");
+                    Fixed((*op)["downtime_ms"].get<double>(), 1) + " ms" + again);
 }
 
 }  // namespace gandiva::cli

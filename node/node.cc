@@ -161,7 +161,11 @@ void Node::Stop() {
   jobs_.ForEachLive([&](const Job& job) {
     if (!job.cb()) return;
     if (adoptable) {
-      runtime::RequestResume(job.cb());
+      // Not a migration's copy that was not handed over: it stays parked.
+      // Released, one whose state has not loaded would train from scratch, and
+      // one whose state has, before its source ended the job, beside it.
+      if (job.arrival != ArrivalStage::kWarming && job.arrival != ArrivalStage::kLoaded)
+        runtime::RequestResume(job.cb());
     } else {
       runtime::ReleaseForever(job.cb());
       runtime::SharedControlBlock::Remove(job.block->name());
@@ -354,6 +358,7 @@ StatusOr<Job> Node::Register(NewJob n) {
   job.cwd = std::move(n.cwd);
   job.env = std::move(n.env);
   job.migrated_from = std::move(n.migrated_from);
+  if (!job.migrated_from.empty()) job.arrival = ArrivalStage::kWarming;
   job.managed_by = std::move(n.managed_by);
   job.owner_uid = n.owner_uid;
   job.registered_ns = MonotonicNowNs();
@@ -476,7 +481,7 @@ void Node::OnProcessExit(uint64_t id) {
     clean = end.reason == protocol::ExitReason::kExited && code == 0 &&
             (gang == gangs_.end() || gang->second->error().empty());
   }
-  if (job->migrated) {
+  if (job->migrated()) {
     EndJobLocked(id, false, 0,
                  {protocol::ExitReason::kMigrated, 0, "it continues on another node"});
     GD_LOG(kInfo, "job %llu (%s) left for another node", static_cast<unsigned long long>(id),
@@ -573,11 +578,41 @@ bool Node::IsHeld(uint64_t id) {
   return job.ok() && JobHeld(*job);
 }
 
-void Node::MarkMigrated(uint64_t id) {
-  (void)jobs_.UpdateLive(id, [](Job& j) {
-    j.migrated = true;
+void Node::MarkMigrated(uint64_t id, const std::string& to) {
+  // Ended or not: should its process have died since the commit, the job is there all the same.
+  (void)jobs_.Update(id, [&](Job& j) {
+    j.departure = DepartureStage::kCommitted;
+    j.migrated_to = to;
+  });
+}
+
+void Node::MarkHandedOver(uint64_t id) {
+  // Its record has ended by now (its process was ended before migrate_start).
+  (void)jobs_.Update(id, [](Job& j) {
+    if (j.departure == DepartureStage::kCommitted) j.departure = DepartureStage::kHandedOver;
+  });
+}
+
+Status Node::MarkLoaded(uint64_t id) {
+  return jobs_.UpdateLive(id, [](Job& j) {
+    if (j.arrival != ArrivalStage::kWarming)
+      return FailedPrecondition("job " + std::to_string(j.id) +
+                                " is not a warming migration's copy");
+    j.arrival = ArrivalStage::kLoaded;
     return Status::Ok();
   });
+}
+
+void Node::MarkStarted(uint64_t id) {
+  (void)jobs_.UpdateLive(id, [](Job& j) {
+    j.arrival = ArrivalStage::kStarted;
+    return Status::Ok();
+  });
+}
+
+ArrivalStage Node::ArrivalStageOf(uint64_t id) {
+  auto job = jobs_.Find(id);
+  return job.ok() ? job->arrival : ArrivalStage::kNone;
 }
 
 void Node::EndMigrated(uint64_t id) {

@@ -187,9 +187,13 @@ class Node final : public JobHost {
   StatusOr<MovableJob> LiveJob(int64_t job) override;
   void SetHeld(uint64_t job, bool held) override;
   bool IsHeld(uint64_t job) override;
-  void MarkMigrated(uint64_t job) override;
+  void MarkMigrated(uint64_t job, const std::string& to) override;
+  void MarkHandedOver(uint64_t job) override;
   void EndMigrated(uint64_t job) override;
   StatusOr<Arrival> StartArrival(const ArrivingJob& job) override;
+  Status MarkLoaded(uint64_t job) override;
+  void MarkStarted(uint64_t job) override;
+  ArrivalStage ArrivalStageOf(uint64_t job) override;
   Status KillJob(uint64_t job) override;
   Status RequestTransfer(uint64_t job, runtime::Request kind, const std::string& target) override;
   // Continues the job's processes if they were stopped while it is parked,

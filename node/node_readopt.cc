@@ -99,6 +99,12 @@ void Node::Readopt() {
     GD_LOG(kWarn, "%s: %s", store_->path().c_str(), s.ToString().c_str());
   jobs_.SetStore(store_.get());
   int adopted = 0, ended = 0;
+  // Jobs this node had handed to another whose migrate_start was not answered:
+  // the state waits there, held, and this node sends it again (migration_stage.h).
+  std::vector<std::pair<uint64_t, std::string>> handing_over;
+  for (const StoredJob& s : *stored)
+    if (s.job.departure == DepartureStage::kCommitted)
+      handing_over.emplace_back(s.job.id, s.job.migrated_to);
   for (StoredJob& s : *stored) {
     if (s.job.ended) {
       if (s.job.launched) logs_.Add(s.job.id, s.job.stdout_log, s.job.stderr_log);
@@ -113,6 +119,7 @@ void Node::Readopt() {
   if (adopted || ended)
     GD_LOG(kInfo, "re-adopted %d job(s) from %s; %d ended while gandivad was away", adopted,
            store_->path().c_str(), ended);
+  for (const auto& [id, to] : handing_over) migrator_.ResumeHandOver(id, to);
 }
 
 bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
@@ -157,9 +164,12 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
   // Never two copies of one job training: a migration's copy whose state had not
   // arrived exits once released (exit_if_orphaned), and a job that had moved on
   // to another node, but whose process this node had not ended yet, is ended now.
-  if (why_not.empty() && cb->exit_if_orphaned.load())
+  // A copy whose state had loaded is the job (its source may have ended its
+  // own): taken back held, until its source's migrate_start (migration_stage.h).
+  const bool loaded_copy = job.arrival == ArrivalStage::kLoaded;
+  if (why_not.empty() && !loaded_copy && cb->exit_if_orphaned.load())
     why_not = "it was a migration's copy whose state had not arrived";
-  const bool moved_on = why_not.empty() && job.migrated;
+  const bool moved_on = why_not.empty() && job.migrated();
   if (moved_on) {
     SignalProcess(pidfd, SIGKILL);
     // As Gang::KillAll: a rank that detached is not signalled, and a rank's
@@ -242,6 +252,10 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
   job.spawned = false;  // its parent was the old gandivad: its exit status is not ours to reap
   runtime::Heartbeat(cb, MonotonicNowNs());
   runtime::RequestSuspend(cb);
+  // Its state is here, recorded before the old gandivad cleared this (if it did).
+  if (loaded_copy) cb->exit_if_orphaned.store(0);
+  const bool held = stored.held || loaded_copy;
+  const std::string migrated_from = job.migrated_from;
   const int fd = pidfd.get();
   jobs_.Restore(job, std::move(pidfd));  // the table owns the fd from here
   monitor_.WatchFd(id, fd);  // after: an exit that came first is seen now, with the job listed
@@ -251,13 +265,18 @@ bool Node::ReadoptOne(StoredJob stored, bool same_boot) {
     std::lock_guard lock(mu_);
     gangs_[id] = std::move(gang);
   }
-  dev->AddJob(id, job.SharedCb(), job.weight, stored.held, stored.usage, MaskOn(*dev, job.devices));
+  dev->AddJob(id, job.SharedCb(), job.weight, held, stored.usage, MaskOn(*dev, job.devices));
   dev->SetMemoryCap(id, job.GpuMemoryCap());
   dev->SetProcess(id, job.pid);
   if (stored.held) store_->PutHeld(id, true);
+  if (loaded_copy) migrator_.AdoptLoadedArrival(id, job.SharedCb(), migrated_from);
   GD_LOG(kInfo, "job %llu (%s) re-adopted: pid %d on %s%s", static_cast<unsigned long long>(id),
          job.name.c_str(), job.pid, DeviceListText(job.devices).c_str(),
-         stored.held ? ", suspended" : "");
+         loaded_copy ? (", its state loaded from " + migrated_from +
+                        ": held until its source sends migrate_start")
+                           .c_str()
+         : stored.held ? ", suspended"
+                       : "");
   return true;
 }
 

@@ -18,6 +18,7 @@ Json OperationToJson(const std::optional<Operation>& op) {
               {"bytes", op->bytes},
               {"downtime_ms", op->downtime_ms},
               {"to_job", op->to_job},
+              {"start_tries", op->start_tries},
               {"duration_s", op->finished_ns ? (op->finished_ns - op->started_ns) / 1e9 : 0.0}};
 }
 

@@ -27,7 +27,7 @@ JobState LiveJobState(const runtime::ControlBlock* c) {
 }
 
 JobState Job::State() const {
-  if (migrated) return JobState::kMigrated;
+  if (migrated()) return JobState::kMigrated;
   if (ended) return failed ? JobState::kFailed : JobState::kExited;
   return LiveJobState(cb());
 }

@@ -14,6 +14,7 @@
 #include "gandiva/contract/profiler.h"
 #include "gandiva/contract/shared_control_block.h"
 #include "gandiva/protocol/enums.h"
+#include "jobs/migration_stage.h"
 
 namespace gandiva::controller {
 
@@ -101,8 +102,14 @@ struct Job {
   uint32_t ranks = 1;      // processes in the job: > 1 for a gang (node/jobs/gang.h)
   std::string gang_error;  // why the gang failed (a rank died, never registered), or ""
 
-  bool migrated = false;      // moved to another node; this copy is gone
-  std::string migrated_from;  // "node/job" when it arrived by migration
+  // Its migration out, if any (jobs/migration_stage.h): moved to another node
+  // ("node/job" there) once committed; this copy is gone.
+  DepartureStage departure = DepartureStage::kNone;
+  std::string migrated_to;
+  bool migrated() const { return departure != DepartureStage::kNone; }
+  // Its migration in, if it arrived by one ("node/job" it came from).
+  ArrivalStage arrival = ArrivalStage::kNone;
+  std::string migrated_from;
   // Who owns its processes when not gandiva ("slurm"): they start and end there,
   // so gandiva never migrates the job (a second copy would run elsewhere).
   std::string managed_by;

@@ -76,7 +76,10 @@ std::string JobToStoredText(const Job& j) {
       {"usage_at_end", UsageToJson(j.usage_at_end)},
       {"ranks", j.ranks},
       {"gang_error", j.gang_error},
-      {"migrated", j.migrated},
+      {"migrated", j.migrated()},  // as a gandivad that knows no departure stage reads it
+      {"departure", DepartureStageName(j.departure)},
+      {"migrated_to", j.migrated_to},
+      {"arrival", ArrivalStageName(j.arrival)},
       {"migrated_from", j.migrated_from},
       {"managed_by", j.managed_by},
   };
@@ -129,7 +132,18 @@ StatusOr<Job> JobFromStoredText(const std::string& text) {
     j.usage_at_end = UsageFromJson(in.at("usage_at_end"));
     j.ranks = in.at("ranks").get<uint32_t>();
     j.gang_error = in.at("gang_error").get<std::string>();
-    j.migrated = in.at("migrated").get<bool>();
+    // Records written before the stages were kept say only whether the job
+    // had moved: it was handed over then (nothing went on after a restart).
+    const bool migrated = in.at("migrated").get<bool>();
+    const auto departure = DepartureStageFromName(in.value("departure", ""));
+    const auto arrival = ArrivalStageFromName(in.value("arrival", ""));
+    if (!departure || !arrival)
+      return DataLoss("a stored job record has an unknown migration stage");
+    j.departure = *departure != DepartureStage::kNone ? *departure
+                  : migrated                          ? DepartureStage::kHandedOver
+                                                      : DepartureStage::kNone;
+    j.migrated_to = in.value("migrated_to", "");
+    j.arrival = *arrival;
     j.migrated_from = in.at("migrated_from").get<std::string>();
     j.managed_by = in.at("managed_by").get<std::string>();
     if (in.contains("final")) {

@@ -87,6 +87,15 @@ Status JobTable::UpdateLive(uint64_t id, const std::function<Status(Job&)>& upda
   return s;
 }
 
+Status JobTable::Update(uint64_t id, const std::function<void(Job&)>& update) {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return NotFound("no job " + std::to_string(id));
+  update(it->second.job);
+  Persist(it->second.job);
+  return Status::Ok();
+}
+
 Status JobTable::SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned) {
   std::lock_guard lock(mu_);
   auto it = jobs_.find(id);

@@ -56,6 +56,9 @@ class JobTable {
 
   // Changes a live job's record under the lock; `update` must not call out.
   Status UpdateLive(uint64_t id, const std::function<Status(Job&)>& update);
+  // Changes a job's record, ended or not (what an ended job's migration still
+  // records); `update` must not call out. NotFound if the job is unknown.
+  Status Update(uint64_t id, const std::function<void(Job&)>& update);
   // The job's process is `pid`, watched through `pidfd`, which the table owns from now on.
   Status SetProcess(uint64_t id, int pid, UniqueFd pidfd, bool spawned);
   // Sends `sig` to the job's process through its pidfd, never by pid (a pid

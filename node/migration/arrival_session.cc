@@ -24,6 +24,21 @@ ArrivalSession::ArrivalSession(JobHost* host, const MigrationTimeouts& timeouts,
   thread_ = std::thread([this] { Loop(); });
 }
 
+ArrivalSession::ArrivalSession(JobHost* host, const MigrationTimeouts& timeouts, Loaded loaded)
+    : host_(host), timeouts_(timeouts) {
+  state_ = State::kLoaded;
+  job_ = loaded.job;
+  cb_ = std::move(loaded.cb);
+  migrated_from_ = std::move(loaded.migrated_from);
+  thread_ = std::thread([this] { Loop(); });  // after the fields it reads
+}
+
+Json StartedReply(const runtime::ControlBlock& cb) {
+  return Json{{"state", cb.phase.load() == runtime::kPhaseRunning
+                            ? protocol::MigrateStartState::kRunning
+                            : protocol::MigrateStartState::kQueued}};
+}
+
 ArrivalSession::~ArrivalSession() {
   Cancel();
   // The last reference may be a finished step's reply, dropped on the session's own thread.
@@ -170,8 +185,9 @@ Status ArrivalSession::MayResume() const {
       return Status::Ok();
     case State::kLoaded:
       return FailedPrecondition(
-          "holds its arrived state, but its source has not handed the job over (migrate_start): "
-          "released now, the job could train on both nodes");
+          "holds its arrived state, but its source has not handed the job over (migrate_start, "
+          "which the source sends until it is answered): released now, the job could train on "
+          "both nodes");
     case State::kFailed:
     case State::kAborted:
       return FailedPrecondition("is a migration's copy whose migration failed: it holds no state");
@@ -278,7 +294,16 @@ StatusOr<Json> ArrivalSession::Commit() {
     return Unavailable("the migration was aborted");
   }
   if (transfer == runtime::kTransferDone) {
+    // Its source ends its own process once this replies: the copy is the job
+    // from here. On disk first, so that a restarted gandivad holds it for its
+    // source's migrate_start; then it no longer exits should this node go.
+    GD_RETURN_IF_ERROR(host_->MarkLoaded(job_));
+    cb->exit_if_orphaned.store(0);
     SetState(State::kLoaded);
+    GD_LOG(kInfo,
+           "job %llu: its state from %s has loaded; held until its source sends "
+           "migrate_start",
+           (unsigned long long)job_, migrated_from_.c_str());
     return Json{{"bytes", cb->transfer_bytes.load()}};
   }
   if (transfer == runtime::kTransferFailed)
@@ -287,14 +312,15 @@ StatusOr<Json> ArrivalSession::Commit() {
 }
 
 StatusOr<Json> ArrivalSession::Start() {
+  GD_RETURN_IF_ERROR(Expect(State::kLoaded,
+                            "job's state has not loaded here (migrate_commit): started now, it "
+                            "would train from scratch"));
+  host_->MarkStarted(job_);  // on disk before it runs: a restarted gandivad lets it run
   host_->SetHeld(job_, false);
-  cb_->exit_if_orphaned.store(0);  // it holds the job's state now: it is the job
   // Reply once it runs (or has queued behind the device's other jobs).
   runtime::WaitForPhase(cb_.get(), runtime::kPhaseRunning, timeouts_.start_ns);
   SetState(State::kRunning);
-  return Json{{"state", cb_->phase.load() == runtime::kPhaseRunning
-                            ? protocol::MigrateStartState::kRunning
-                            : protocol::MigrateStartState::kQueued}};
+  return StartedReply(*cb_);
 }
 
 }  // namespace gandiva::controller

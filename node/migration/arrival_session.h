@@ -8,7 +8,10 @@
 // (bulk_channel.h) and the session, right after replying, accepts the
 // source's and hands it to the warm job, which reads and opens the sealed
 // frames itself; loading: the job verifies and loads the state
-// (migrate_commit); running: released (migrate_start). The steps run in order
+// (migrate_commit); loaded: the copy is the job now (its source ends its
+// own), recorded on disk before the commit's reply, and held until
+// migrate_start; running: released (migrate_start). A gandivad restarted with
+// a loaded copy starts a session in loaded (node_readopt.cc). The steps run in order
 // on the session's own thread and each request's reply goes out when its step
 // is done, so the API thread never waits for the job or the stream.
 //
@@ -48,6 +51,10 @@ using protocol::Call;
 using protocol::Json;
 using protocol::Reply;
 
+// migrate_start's answer for a copy that has been released: running, or queued
+// behind its device's other jobs.
+Json StartedReply(const runtime::ControlBlock& cb);
+
 class ArrivalSession {
  public:
   enum class State {
@@ -65,6 +72,14 @@ class ArrivalSession {
   // for the Unix socket the job reads its state from.
   ArrivalSession(JobHost* host, const MigrationTimeouts& timeouts, std::string bulk_host,
                  std::function<std::string(uint64_t job)> socket_path);
+  // A copy whose state had loaded when this gandivad restarted, held: the
+  // session starts loaded, waiting for its source's migrate_start.
+  struct Loaded {
+    uint64_t job = 0;
+    std::shared_ptr<runtime::ControlBlock> cb;
+    std::string migrated_from;  // "node/job"
+  };
+  ArrivalSession(JobHost* host, const MigrationTimeouts& timeouts, Loaded loaded);
   ~ArrivalSession();  // cancels and joins
 
   // Queues one step (a migrate_prepare, _begin, _commit or _start

@@ -16,6 +16,7 @@
 
 #include "gandiva/contract/control_block.h"
 #include "gandiva/status.h"
+#include "jobs/migration_stage.h"
 
 namespace gandiva::controller {
 
@@ -64,13 +65,28 @@ class JobHost {
   // Holds the job parked (it parks at its next boundary) or lets it queue again.
   virtual void SetHeld(uint64_t job, bool held) = 0;
   virtual bool IsHeld(uint64_t job) = 0;
-  // The job is leaving for another node: its coming exit is the move, not a failure.
-  virtual void MarkMigrated(uint64_t job) = 0;
+  // The job is leaving for `to` ("node/job" there), where its state has
+  // loaded: its coming exit is the move, not a failure. Recorded on disk
+  // (departure committed) so that a restarted node still sends migrate_start.
+  virtual void MarkMigrated(uint64_t job, const std::string& to) = 0;
+  // The destination answered migrate_start: the hand-over is done (on disk too).
+  virtual void MarkHandedOver(uint64_t job) = 0;
   // Ends the source's record of a job that has moved.
   virtual void EndMigrated(uint64_t job) = 0;
-  // Registers and starts an arriving job, held at its first boundary; should
-  // this node go away before the state is in, the copy exits.
+  // Registers and starts an arriving job (arrival warming), held at its first
+  // boundary; should this node go away before the state is in, the copy exits.
   virtual StatusOr<Arrival> StartArrival(const ArrivingJob& job) = 0;
+  // The arriving job's state has loaded and its commit succeeded: recorded on
+  // disk (arrival loaded) before the copy may outlive this node (the caller
+  // then clears exit_if_orphaned), so that a restarted node holds it until
+  // its source's migrate_start. FailedPrecondition unless it was warming.
+  virtual Status MarkLoaded(uint64_t job) = 0;
+  // Its source's migrate_start came: recorded (arrival started) before the
+  // caller releases it.
+  virtual void MarkStarted(uint64_t job) = 0;
+  // Where the job stands as a migration's copy; kNone if it did not arrive by
+  // one, or is unknown.
+  virtual ArrivalStage ArrivalStageOf(uint64_t job) = 0;
   // Ends a job's process at once (SIGKILL); NotFound if the job is unknown.
   virtual Status KillJob(uint64_t job) = 0;
   // Asks the parked job to checkpoint to / restore from `target` (see

@@ -60,6 +60,33 @@ StatusOr<uint64_t> HoldAndPark(JobHost& host, const MovableJob& job, uint64_t ti
   return std::max(cb->parked_at_ns.load(std::memory_order_relaxed), asked);
 }
 
+Status StartUntilAnswered(Peer& peer, uint64_t remote_job, const MigrationTimeouts& timeouts,
+                          const std::atomic<bool>& stopping, uint32_t* tries) {
+  const uint64_t deadline = MonotonicNowNs() + timeouts.start_retry_ns;
+  for (*tries = 1;; ++*tries) {
+    const uint64_t sent = MonotonicNowNs();
+    Status started = peer.Start(remote_job);
+    const bool unanswered = started.code() == StatusCode::kUnavailable ||
+                            started.code() == StatusCode::kDeadlineExceeded;
+    if (!unanswered || stopping || MonotonicNowNs() >= deadline) return started;
+    GD_LOG(kWarn, "migrate_start of job %llu on %s had no answer (%s); sending it again",
+           (unsigned long long)remote_job, peer.name().c_str(), started.ToString().c_str());
+    // One try a poll period, however long an unanswered one took.
+    const uint64_t next = sent + timeouts.start_retry_poll_ns;
+    for (uint64_t now = MonotonicNowNs(); now < next && !stopping; now = MonotonicNowNs())
+      usleep(static_cast<useconds_t>(std::min<uint64_t>(next - now, 50 * kMs) / 1000));
+    if (stopping) return started;
+  }
+}
+
+Status StartFailed(const std::string& peer, uint64_t remote_job, uint32_t tries,
+                   const Status& why) {
+  return Status(why.code(), "the state is on " + peer + " (job " + std::to_string(remote_job) +
+                                ", parked) but it did not start (migrate_start sent " +
+                                std::to_string(tries) + (tries == 1 ? " time" : " times") +
+                                "): " + why.message());
+}
+
 MigrationSource::MigrationSource(Context context, uint64_t job, std::string device)
     : ctx_(std::move(context)), job_(job), device_(std::move(device)) {}
 
@@ -176,18 +203,21 @@ StatusOr<MigrationSource::State> MigrationSource::Restore() {
 // 5. The state is safe there: end the source, then let the destination run.
 //    Never both running: the source is gone before the copy starts.
 StatusOr<MigrationSource::State> MigrationSource::Switch() {
-  ctx_.host->MarkMigrated(job_);  // before the kill, so its exit reads as the move it is
+  // Before the kill, so that its exit reads as the move it is, and on disk, so
+  // that a restarted node still sends migrate_start.
+  ctx_.host->MarkMigrated(job_, ctx_.peer->name() + "/" + std::to_string(remote_job_));
   // SIGKILL takes a parked, held process with it before it could run another
   // instruction of training, so the destination may start at once; the source's
   // teardown (~0.1 s for a large job) is off the downtime.
   (void)ctx_.host->KillJob(job_);  // gone already is fine
-  Status started = ctx_.peer->Start(remote_job_);
+  uint32_t tries = 0;
+  Status started =
+      StartUntilAnswered(*ctx_.peer, remote_job_, *ctx_.timeouts, *ctx_.stopping, &tries);
   const double downtime_ms = (MonotonicNowNs() - parked_at_ns_) / 1e6;
   ctx_.host->EndMigrated(job_);
-  if (!started.ok())
-    return Status(started.code(), "the state is on " + ctx_.peer->name() + " (job " +
-                                      std::to_string(remote_job_) +
-                                      ", parked) but it did not start: " + started.message());
+  ctx_.update([tries](Operation& op) { op.start_tries = tries; });
+  if (!started.ok()) return StartFailed(ctx_.peer->name(), remote_job_, tries, started);
+  ctx_.host->MarkHandedOver(job_);
   ctx_.update([downtime_ms](Operation& op) { op.downtime_ms = downtime_ms; });
   return State::kDone;
 }

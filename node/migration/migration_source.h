@@ -8,9 +8,11 @@
 // connection to the peer and hand it to the source job, which writes its state
 // into it (to the warm copy, which reads it); restoring: the copy verifies and
 // loads it (migrate_commit);
-// switching: end the source, then let the copy run (migrate_start).
+// switching: record the move (on disk), end the source, then let the copy run
+// (migrate_start, sent again until the peer answers: StartUntilAnswered).
 // A failure before switching aborts the peer's copy and releases the source,
-// which trains on from where it parked: nothing is lost.
+// which trains on from where it parked: nothing is lost. From switching on the
+// copy is the job (jobs/migration_stage.h).
 //
 // Thread-safety: one MigrationSource runs on one worker thread.
 #ifndef GANDIVA_NODE_MIGRATION_MIGRATION_SOURCE_H_
@@ -32,6 +34,16 @@ namespace gandiva::controller {
 // earlier than now). The caller releases the hold when it is done, or failed.
 StatusOr<uint64_t> HoldAndPark(JobHost& host, const MovableJob& job, uint64_t timeout_ns,
                                const std::atomic<bool>& stopping);
+
+// migrate_start of the peer's `remote_job`, sent again every
+// timeouts.start_retry_poll_ns while no answer comes (lost on the way, or the
+// peer restarting), for at most timeouts.start_retry_ns or until `stopping`.
+// Any answer ends it, a refusal too: the state is there, and the job's process
+// here has ended. `tries`: how many were sent.
+Status StartUntilAnswered(Peer& peer, uint64_t remote_job, const MigrationTimeouts& timeouts,
+                          const std::atomic<bool>& stopping, uint32_t* tries);
+// What a hand-over whose migrate_start failed reports: where the state is.
+Status StartFailed(const std::string& peer, uint64_t remote_job, uint32_t tries, const Status& why);
 
 class MigrationSource {
  public:

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "gandiva/common/clock.h"
 #include "gandiva/common/log.h"
 #include "migration/arrival_session.h"
@@ -256,13 +258,67 @@ void Migrator::MigratePrepare(Call call, Reply reply) {
 
 void Migrator::MigrateStep(Call call, Reply reply) {
   const int64_t id = call.body().at("job").get<int64_t>();
-  if (auto live = host_->LiveJob(id); !live.ok()) return reply(live.status());
+  auto live = host_->LiveJob(id);
+  if (!live.ok()) return reply(live.status());
+  // migrate_start is idempotent: a source that heard no answer (a lost reply,
+  // or this node restarting) sends it again, and a copy released already
+  // answers as one, whether or not this gandivad still has its session.
+  if (call.request.type == MessageType::kMigrateStart &&
+      host_->ArrivalStageOf(static_cast<uint64_t>(id)) == ArrivalStage::kStarted)
+    return reply(StartedReply(*live->cb));
   std::shared_ptr<ArrivalSession> session = FindArrival(static_cast<uint64_t>(id));
   if (!session)
     return reply(FailedPrecondition(call.request.type == MessageType::kMigrateStart
                                         ? "job did not arrive by migration"
                                         : "job is not arriving by migration"));
   session->Post(std::move(call), std::move(reply));
+}
+
+void Migrator::AdoptLoadedArrival(uint64_t job, std::shared_ptr<ControlBlock> cb,
+                                  std::string migrated_from) {
+  auto session = std::make_shared<ArrivalSession>(
+      host_, options_.timeouts,
+      ArrivalSession::Loaded{job, std::move(cb), std::move(migrated_from)});
+  std::lock_guard lock(mu_);
+  sessions_.push_back(session);
+  arrivals_[job] = session;
+}
+
+// ------------------------------------------------------------ hand-over after a restart
+
+void Migrator::ResumeHandOver(uint64_t job, const std::string& to) {
+  const size_t slash = to.rfind('/');
+  const std::string node = to.substr(0, slash == std::string::npos ? 0 : slash);
+  const uint64_t remote =
+      slash == std::string::npos ? 0 : std::strtoull(to.c_str() + slash + 1, nullptr, 10);
+  auto peer = options_.peers.find(node);
+  if (remote == 0 || peer == options_.peers.end()) {
+    GD_LOG(kError,
+           "job %llu had moved to %s, whose migrate_start was not answered, but %s is no peer "
+           "now (--peers): its state waits there, parked, until migrate_start is sent to it",
+           (unsigned long long)job, to.c_str(), node.c_str());
+    return;
+  }
+  if (!BeginOperation(job, OperationKind::kMigrate, OperationStep::kSwitching, node).ok()) return;
+  Update(job, [remote](Operation& op) { op.to_job = remote; });
+  GD_LOG(kInfo, "job %llu had moved to %s before this gandivad stopped; sending migrate_start",
+         (unsigned long long)job, to.c_str());
+  workers_.Start([this, job, p = peer->second, remote] { RunHandOver(job, p, remote); });
+}
+
+void Migrator::RunHandOver(uint64_t job, PeerInfo peer, uint64_t remote_job) {
+  std::unique_ptr<Peer> link = options_.connect(peer);
+  uint32_t tries = 0;
+  Status s = StartUntilAnswered(*link, remote_job, options_.timeouts, stopping_, &tries);
+  Update(job, [tries](Operation& op) { op.start_tries = tries; });
+  if (s.ok()) host_->MarkHandedOver(job);
+  if (!s.ok()) s = StartFailed(peer.name, remote_job, tries, s);
+  Finish(job, s);
+  if (s.ok())
+    GD_LOG(kInfo, "job %llu handed over to %s as job %llu", (unsigned long long)job,
+           peer.name.c_str(), (unsigned long long)remote_job);
+  else
+    GD_LOG(kWarn, "job %llu: %s", (unsigned long long)job, s.ToString().c_str());
 }
 
 StatusOr<Json> Migrator::MigrateAbort(const Json& req) {

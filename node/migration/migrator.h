@@ -51,6 +51,11 @@ struct MigrationTimeouts {
   // sends no step this long. Longer than a source may legitimately pause
   // between two steps (warm_ns + park_ns, before migrate_begin).
   uint64_t arrival_silence_ns = 600'000 * kMs;
+  // Source: once the state has loaded there and the job here has ended,
+  // migrate_start is sent this often, for this long, until the peer answers
+  // (StartUntilAnswered). A restarted node starts over.
+  uint64_t start_retry_poll_ns = 1'000 * kMs;
+  uint64_t start_retry_ns = 300'000 * kMs;
 };
 
 struct MigratorOptions {
@@ -93,6 +98,14 @@ class Migrator {
   void MigrateStep(Call call, Reply reply);  // begin, commit, start
   StatusOr<Json> MigrateAbort(const Json& req);
 
+  // A restarted node's part in migrations it was in (node_readopt.cc):
+  // a copy here whose state had loaded waits, held, for its source's
+  // migrate_start; a job this node had moved to `to` ("node/job") whose
+  // migrate_start was not answered has it sent again (an operation of the job).
+  void AdoptLoadedArrival(uint64_t job, std::shared_ptr<runtime::ControlBlock> cb,
+                          std::string migrated_from);
+  void ResumeHandOver(uint64_t job, const std::string& to);
+
  private:
   // Starts an operation on the job unless one is running.
   Status BeginOperation(uint64_t job, OperationKind kind, OperationStep step, std::string target);
@@ -101,6 +114,7 @@ class Migrator {
   void Finish(uint64_t job, const Status& result);
   void RunCheckpoint(uint64_t job, std::string dir);
   void RunMigration(uint64_t job, PeerInfo peer, std::string device);
+  void RunHandOver(uint64_t job, PeerInfo peer, uint64_t remote_job);
   std::string TransferSocketPath(const char* role, uint64_t job);
   std::shared_ptr<ArrivalSession> FindArrival(uint64_t job) const;
 

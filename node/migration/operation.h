@@ -40,6 +40,7 @@ struct Operation {
   uint64_t bytes = 0;
   double downtime_ms = 0;  // migrate: source parked -> destination running
   uint64_t to_job = 0;
+  uint32_t start_tries = 0;  // migrate: migrate_start sent this many times (the last answered)
   uint64_t started_ns = 0, finished_ns = 0;
 };
 

@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include "gandiva/common/clock.h"
 #include "migration/bulk_channel.h"
 #include "migration/peer_link.h"
 
@@ -19,18 +20,18 @@ class LinkPeer final : public Peer {
       : info_(std::move(info)),
         keys_(std::move(keys)),
         timeout_ms_(timeout_ms),
-        link_(info_.endpoint, keys_, timeout_ms) {}
+        link_(std::make_unique<PeerLink>(info_.endpoint, keys_, timeout_ms)) {}
 
   const std::string& name() const override { return info_.name; }
 
   StatusOr<uint64_t> Prepare(const protocol::Json& fields) override {
-    auto prepared = link_.Call(MessageType::kMigratePrepare, fields);
+    auto prepared = Link().Call(MessageType::kMigratePrepare, fields);
     if (!prepared.ok()) return Named(prepared.status());
     return (*prepared)["job"].get<uint64_t>();
   }
 
   StatusOr<JobState> JobStateOf(uint64_t job) override {
-    GD_ASSIGN_OR_RETURN(auto jobs, link_.Call(MessageType::kListJobs, {{"job", job}}));
+    GD_ASSIGN_OR_RETURN(auto jobs, Link().Call(MessageType::kListJobs, {{"job", job}}));
     if (jobs["jobs"].empty())
       return NotFound(info_.name + " does not list job " + std::to_string(job));
     // The reply was validated against the schema (PeerLink::Call): the state is a JobState.
@@ -41,8 +42,8 @@ class LinkPeer final : public Peer {
   // port of its bulk connection, on the host we know it by.
   Status Begin(uint64_t job) override {
     GD_ASSIGN_OR_RETURN(key_, sealed::NewBulkKey());
-    auto begun = link_.Call(MessageType::kMigrateBegin,
-                            {{"job", job}, {"bulk_key", sealed::BulkKeyToHex(key_)}});
+    auto begun = Link().Call(MessageType::kMigrateBegin,
+                             {{"job", job}, {"bulk_key", sealed::BulkKeyToHex(key_)}});
     if (!begun.ok()) return Named(begun.status());
     const int port = (*begun)["bulk_port"].get<int>();
     auto bulk = ConnectBulk(HostOfTcpEndpoint(info_.endpoint), port, key_, job, timeout_ms_);
@@ -61,13 +62,18 @@ class LinkPeer final : public Peer {
   }
 
   StatusOr<uint64_t> Commit(uint64_t job) override {
-    auto committed = link_.Call(MessageType::kMigrateCommit, {{"job", job}});
+    auto committed = Link().Call(MessageType::kMigrateCommit, {{"job", job}});
     if (!committed.ok()) return Named(committed.status());
     return committed->value("bytes", uint64_t{0});
   }
 
+  // Sent again by the source until answered (StartUntilAnswered): after a
+  // call without an answer, the next goes on a fresh connection, so that a
+  // late answer to the last one is not read as this one's.
   Status Start(uint64_t job) override {
-    return link_.Call(MessageType::kMigrateStart, {{"job", job}}).status();
+    Status started = Link().Call(MessageType::kMigrateStart, {{"job", job}}).status();
+    if (started.code() == StatusCode::kUnavailable) link_.reset();
+    return started.ok() ? started : Named(started);
   }
 
   Status Abort(uint64_t job) override {
@@ -77,12 +83,16 @@ class LinkPeer final : public Peer {
   }
 
  private:
+  PeerLink& Link() {
+    if (!link_) link_ = std::make_unique<PeerLink>(info_.endpoint, keys_, timeout_ms_);
+    return *link_;
+  }
   Status Named(const Status& s) const { return Status(s.code(), info_.name + ": " + s.message()); }
 
   PeerInfo info_;
   protocol::CurveClientKeys keys_;
   int timeout_ms_;
-  PeerLink link_;
+  std::unique_ptr<PeerLink> link_;  // reset after a call without an answer (Start)
   sealed::BulkKey key_{};
   std::unique_ptr<SealedWriter> bulk_;  // only its hello is written here
 };
@@ -100,8 +110,20 @@ StatusOr<PeerFault> ParsePeerFault(const std::string& name) {
   if (name == "corrupt-chunk") return PeerFault::kCorruptChunk;
   if (name == "flip-wire-bit") return PeerFault::kFlipWireBit;
   if (name == "cut-bulk") return PeerFault::kCutBulk;
+  if (name == "drop-start") return PeerFault::kDropStart;
   return InvalidArgument("unknown --fault '" + name +
-                         "' (known: corrupt-chunk, flip-wire-bit, cut-bulk)");
+                         "' (known: corrupt-chunk, flip-wire-bit, cut-bulk, drop-start)");
+}
+
+Status FaultInjectionPeer::Start(uint64_t job) {
+  if (fault_ == PeerFault::kDropStart) {
+    const uint64_t now = MonotonicNowNs();
+    if (first_start_ns_ == 0) first_start_ns_ = now;
+    if (now - first_start_ns_ < kDropStartNs)
+      return Unavailable("migrate_start to " + name() +
+                         " was lost on the way (--fault drop-start)");
+  }
+  return base_->Start(job);
 }
 
 Status FaultInjectionPeer::HandOver(int job_socket, uint32_t test_flags) {

@@ -61,8 +61,12 @@ std::unique_ptr<Peer> ConnectPeer(const PeerInfo& info, const protocol::CurveKey
 // before it is sealed (the destination job's checksums catch it);
 // kFlipWireBit flips one after it is sealed, as a device on the path could
 // (the bulk channel's authentication catches it); kCutBulk cuts the bulk
-// connection after that frame, as a network could.
-enum class PeerFault { kNone, kCorruptChunk, kFlipWireBit, kCutBulk };
+// connection after that frame, as a network could. kDropStart loses every
+// migrate_start of a migration for kDropStartNs from its first, as a network
+// could, unsent: the window in which a test restarts either node between the
+// commit and the start.
+enum class PeerFault { kNone, kCorruptChunk, kFlipWireBit, kCutBulk, kDropStart };
+inline constexpr uint64_t kDropStartNs = 5'000'000'000;
 StatusOr<PeerFault> ParsePeerFault(const std::string& name);
 
 // Passes every step on to `base`, and makes `fault` happen on the way.
@@ -79,12 +83,13 @@ class FaultInjectionPeer final : public Peer {
   Status HandOver(int job_socket, uint32_t test_flags) override;
   void EndBulk() override { base_->EndBulk(); }
   StatusOr<uint64_t> Commit(uint64_t job) override { return base_->Commit(job); }
-  Status Start(uint64_t job) override { return base_->Start(job); }
+  Status Start(uint64_t job) override;
   Status Abort(uint64_t job) override { return base_->Abort(job); }
 
  private:
   std::unique_ptr<Peer> base_;
   PeerFault fault_;
+  uint64_t first_start_ns_ = 0;  // kDropStart: when the first migrate_start was lost
 };
 
 }  // namespace gandiva::controller

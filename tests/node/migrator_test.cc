@@ -1,8 +1,9 @@
 // The migrator's state machines against a fake node (JobHost), fake jobs on
 // control blocks in memory, and a fake peer: a migration that succeeds, a peer
 // that fails at each step (the source is released and trains on), a corrupt
-// chunk made by the fault-injection wrapper, and the destination side whose
-// requests never make the API thread wait.
+// chunk made by the fault-injection wrapper, a migrate_start sent again until
+// answered (by a restarted source too), and the destination side whose
+// requests never make the API thread wait and whose loaded copy is the job.
 #include "migration/migrator.h"
 
 #include <gtest/gtest.h>
@@ -41,6 +42,9 @@ class FakeHost : public JobHost {
     std::unique_ptr<FakeJob> job;
     bool held = false, migrated = false, ended = false, killed = false;
     std::string managed_by;
+    std::string migrated_to;  // "node/job", once committed
+    bool handed_over = false;
+    ArrivalStage arrival = ArrivalStage::kNone;
   };
   FakeHost() { Add(1, Pattern(kStateBytes)); }
   void Add(uint64_t id, std::string state, std::chrono::milliseconds load_delay = {}) {
@@ -71,13 +75,42 @@ class FakeHost : public JobHost {
       runtime::RequestResume(jobs_.at(id).cb.get());
   }
   bool IsHeld(uint64_t id) override { return at(id).held; }
-  void MarkMigrated(uint64_t id) override { at(id).migrated = true; }
-  void EndMigrated(uint64_t id) override { at(id).ended = true; }
+  void MarkMigrated(uint64_t id, const std::string& to) override {
+    std::lock_guard lock(mu_);
+    jobs_.at(id).migrated = true;
+    jobs_.at(id).migrated_to = to;
+  }
+  void MarkHandedOver(uint64_t id) override {
+    std::lock_guard lock(mu_);
+    jobs_.at(id).handed_over = true;
+  }
+  void EndMigrated(uint64_t id) override {
+    std::lock_guard lock(mu_);
+    jobs_.at(id).ended = true;
+  }
   StatusOr<Arrival> StartArrival(const ArrivingJob& job) override {
     arriving = job;
     Add(2, "", load_delay);
     SetHeld(2, true);
+    at(2).cb->exit_if_orphaned.store(1);  // as the node leaves a warm copy
+    Stage(2, ArrivalStage::kWarming);
     return Arrival{2, at(2).cb, "/tmp/job-2.log"};
+  }
+  Status MarkLoaded(uint64_t id) override {
+    std::lock_guard lock(mu_);
+    if (jobs_.at(id).arrival != ArrivalStage::kWarming) return FailedPrecondition("not warming");
+    jobs_.at(id).arrival = ArrivalStage::kLoaded;
+    return Status::Ok();
+  }
+  void MarkStarted(uint64_t id) override { Stage(id, ArrivalStage::kStarted); }
+  ArrivalStage ArrivalStageOf(uint64_t id) override {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(id);
+    return it == jobs_.end() ? ArrivalStage::kNone : it->second.arrival;
+  }
+  void Stage(uint64_t id, ArrivalStage stage) {
+    std::lock_guard lock(mu_);
+    jobs_.at(id).arrival = stage;
   }
   // Read under the lock: the migrator's threads kill jobs while a test looks.
   bool Killed(uint64_t id) {
@@ -116,6 +149,9 @@ struct PeerRecord {
   Status read;           // how reading the bulk connection ended
   bool handed_over = false;
   bool aborted = false, started = false;
+  int lost_starts = 0;  // this many migrate_starts get no answer first
+  int starts_sent = 0;  // migrate_starts the peer was sent (answered or not)
+  Status start_answer;  // what an answered migrate_start says
 };
 
 class FakePeer : public Peer {
@@ -185,9 +221,16 @@ class FakePeer : public Peer {
       return DataLoss("b: the job could not load the state: chunk 0 checksum mismatch");
     return record_->received.size();
   }
-  Status Start(uint64_t) override {
-    GD_RETURN_IF_ERROR(Fails(PeerStep::kStart));
+  Status Start(uint64_t job) override {
+    EXPECT_EQ(job, 7u);
     std::lock_guard lock(record_->mu);
+    ++record_->starts_sent;
+    GD_RETURN_IF_ERROR(Fails(PeerStep::kStart));
+    if (record_->lost_starts > 0) {
+      --record_->lost_starts;
+      return Unavailable("no reply from peer b within 3000 ms");
+    }
+    GD_RETURN_IF_ERROR(record_->start_answer);
     record_->started = true;
     return Status::Ok();
   }
@@ -314,13 +357,69 @@ INSTANTIATE_TEST_SUITE_P(EachStep, PeerFailureTest,
                          ::testing::Values(PeerStep::kPrepare, PeerStep::kState, PeerStep::kBegin,
                                            PeerStep::kHandOver, PeerStep::kCommit));
 
-TEST_F(MigratorTest, LostStartLeavesTheStateOnThePeer) {
+TEST_F(MigratorTest, AStartNeverAnsweredLeavesTheStateOnThePeerAndSaysSo) {
+  timeouts_.start_retry_poll_ns = 20 * kMs;
+  timeouts_.start_retry_ns = 300 * kMs;
   auto m = MakeMigrator(PeerStep::kStart);
   Operation op = MigrateAndWait(*m);
   EXPECT_EQ(op.state, OperationState::kFailed);
-  EXPECT_NE(op.error.find("the state is on b (job 7, parked)"), std::string::npos) << op.error;
+  EXPECT_NE(op.error.find("the state is on b (job 7, parked) but it did not start (migrate_start "
+                          "sent "),
+            std::string::npos)
+      << op.error;
+  EXPECT_GT(op.start_tries, 1u) << "sent once, never again";
+  EXPECT_EQ(static_cast<int>(op.start_tries), record_->starts_sent);
   EXPECT_FALSE(record_->aborted) << "the only copy of the state is there now";
   EXPECT_TRUE(host_.at(1).ended);  // never both running
+  EXPECT_EQ(host_.at(1).migrated_to, "b/7");
+  EXPECT_FALSE(host_.at(1).handed_over) << "a restarted node must send it again";
+}
+
+TEST_F(MigratorTest, AStartWithoutAnswerIsSentAgainUntilItIsAnswered) {
+  timeouts_.start_retry_poll_ns = 10 * kMs;
+  record_->lost_starts = 2;
+  auto m = MakeMigrator(PeerStep::kNone);
+  Operation op = MigrateAndWait(*m);
+  EXPECT_EQ(op.state, OperationState::kDone) << op.error;
+  EXPECT_EQ(op.start_tries, 3u);
+  EXPECT_TRUE(record_->started);
+  EXPECT_TRUE(host_.Killed(1)) << "ended before the first start";
+  EXPECT_EQ(host_.at(1).migrated_to, "b/7");
+  EXPECT_TRUE(host_.at(1).handed_over);
+}
+
+TEST_F(MigratorTest, ARefusedStartIsAnAnswerAndIsNotSentAgain) {
+  timeouts_.start_retry_poll_ns = 10 * kMs;
+  record_->start_answer = FailedPrecondition("b: job 7 has exited");
+  auto m = MakeMigrator(PeerStep::kNone);
+  Operation op = MigrateAndWait(*m);
+  EXPECT_EQ(op.state, OperationState::kFailed);
+  EXPECT_EQ(op.start_tries, 1u);
+  EXPECT_NE(op.error.find("job 7 has exited"), std::string::npos) << op.error;
+  EXPECT_FALSE(host_.at(1).handed_over);
+}
+
+// A source restarted after its job's state loaded on b (node_readopt.cc)
+// sends migrate_start again, as an operation of the job.
+TEST_F(MigratorTest, ARestartedSourceSendsTheStartAgain) {
+  timeouts_.start_retry_poll_ns = 10 * kMs;
+  record_->lost_starts = 1;
+  host_.MarkMigrated(1, "b/7");
+  host_.EndMigrated(1);
+  auto m = MakeMigrator(PeerStep::kNone);
+  m->ResumeHandOver(1, "nowhere/7");  // no such peer: logged, nothing sent
+  EXPECT_FALSE(m->OperationOf(1).has_value());
+  m->ResumeHandOver(1, "b/7");
+  const uint64_t deadline = MonotonicNowNs() + 60'000 * kMs;
+  while (m->Busy(1) && MonotonicNowNs() < deadline) usleep(1000);
+  Operation op = *m->OperationOf(1);
+  EXPECT_EQ(op.kind, OperationKind::kMigrate);
+  EXPECT_EQ(op.state, OperationState::kDone) << op.error;
+  EXPECT_EQ(op.target, "b");
+  EXPECT_EQ(op.to_job, 7u);
+  EXPECT_EQ(op.start_tries, 2u);
+  EXPECT_TRUE(record_->started);
+  EXPECT_TRUE(host_.at(1).handed_over);
 }
 
 TEST_F(MigratorTest, CorruptChunkFromTheFaultWrapperAbortsAndTheSourceTrainsOn) {
@@ -548,6 +647,61 @@ TEST_F(ArrivalTest, ACopyIsNotResumedBeforeItIsHandedOver) {
   EXPECT_NE(loaded.message().find("both nodes"), std::string::npos) << loaded.ToString();
   ASSERT_TRUE(Call(MessageType::kMigrateStart, {{"job", 2}}).ok());
   EXPECT_TRUE(migrator_->MayResume(2).ok());
+}
+
+// Once migrate_commit has answered, the copy is the job (its source ends its
+// own): recorded as loaded, it no longer exits when orphaned, and stays held
+// until migrate_start, which may come more than once.
+TEST_F(ArrivalTest, ACommittedCopyIsTheJobAndItsStartIsIdempotent) {
+  Prepare();
+  EXPECT_EQ(host_.ArrivalStageOf(2), ArrivalStage::kWarming);
+  EXPECT_EQ(host_.at(2).cb->exit_if_orphaned.load(), 1u);
+  auto early = Call(MessageType::kMigrateStart, {{"job", 2}});
+  EXPECT_EQ(early.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(early.status().message().find("state has not loaded"), std::string::npos)
+      << early.status().ToString();
+  EXPECT_TRUE(host_.at(2).held) << "released before its state came";
+  {
+    std::unique_ptr<sealed::SealedWriter> sender;
+    ASSERT_NO_FATAL_FAILURE(BeginBulk(&sender));
+    const std::string state = Pattern(kStateBytes);
+    ASSERT_TRUE(sender->Write(state.data(), state.size()).ok());
+    ASSERT_TRUE(sender->Finish().ok());
+  }
+  ASSERT_TRUE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
+  EXPECT_EQ(host_.ArrivalStageOf(2), ArrivalStage::kLoaded);
+  EXPECT_EQ(host_.at(2).cb->exit_if_orphaned.load(), 0u);
+  EXPECT_TRUE(host_.at(2).held);
+  auto started = Call(MessageType::kMigrateStart, {{"job", 2}});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_EQ(host_.ArrivalStageOf(2), ArrivalStage::kStarted);
+  EXPECT_FALSE(host_.at(2).held);
+  // Its answer lost, the source sends it again: answered as a started job.
+  auto again = Call(MessageType::kMigrateStart, {{"job", 2}});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_TRUE((*again)["state"] == "running" || (*again)["state"] == "queued") << *again;
+}
+
+// A gandivad restarted with a loaded copy (node_readopt.cc) hands it a session
+// that waits for the source's migrate_start; resume stays refused until then.
+TEST_F(ArrivalTest, ALoadedCopyTakenBackAfterARestartWaitsForItsSourcesStart) {
+  migrator_ = MakeMigrator(PeerStep::kNone);
+  migrator_->RegisterHandlers(dispatcher_);
+  host_.Add(2, "");
+  host_.SetHeld(2, true);
+  host_.Stage(2, ArrivalStage::kLoaded);
+  migrator_->AdoptLoadedArrival(2, host_.at(2).cb, "a/1");
+  Status resume = migrator_->MayResume(2);
+  EXPECT_EQ(resume.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(resume.message().find("both nodes"), std::string::npos) << resume.ToString();
+  EXPECT_EQ(Call(MessageType::kMigrateCommit, {{"job", 2}}).status().code(),
+            StatusCode::kFailedPrecondition);
+  auto started = Call(MessageType::kMigrateStart, {{"job", 2}});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  EXPECT_FALSE(host_.at(2).held);
+  EXPECT_EQ(host_.ArrivalStageOf(2), ArrivalStage::kStarted);
+  EXPECT_TRUE(migrator_->MayResume(2).ok());
+  EXPECT_TRUE(Call(MessageType::kMigrateStart, {{"job", 2}}).ok());
 }
 
 TEST_F(ArrivalTest, ACopyWhoseSourceWentSilentIsDropped) {

@@ -81,9 +81,9 @@ namespace {
 // ---- Replies
 
 Json OperationReply() {
-  return {{"kind", "migrate"},   {"state", "done"}, {"step", ""},
-          {"error", ""},         {"target", "b"},   {"bytes", 1 << 20},
-          {"downtime_ms", 38.5}, {"to_job", 3},     {"duration_s", 1.25}};
+  return {{"kind", "migrate"}, {"state", "done"},   {"step", ""},          {"error", ""},
+          {"target", "b"},     {"bytes", 1 << 20},  {"downtime_ms", 38.5}, {"to_job", 3},
+          {"start_tries", 1},  {"duration_s", 1.25}};
 }
 
 Json JobReply() {
