@@ -111,7 +111,9 @@ void AddPythonStartupHook() {
   std::map<std::string, std::string> env;
   for (const char* name : {runtime::kEnvAutoTorch, runtime::kEnvPythonPath})
     if (const char* value = std::getenv(name)) env[name] = value;
-  runtime::AddStartupHook(env, runtime::FindStartupHookDirFromExecutable());
+  std::string hook = runtime::FindStartupHookDirFromExecutable();
+  if (hook.empty()) hook = runtime::FindStartupHookDirOnPath(env[runtime::kEnvPythonPath]);
+  runtime::AddStartupHook(env, hook);
   if (auto path = env.find(runtime::kEnvPythonPath); path != env.end())
     setenv(runtime::kEnvPythonPath, path->second.c_str(), 1);
 }

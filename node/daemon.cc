@@ -42,8 +42,9 @@ constexpr const char* kUsage = R"(usage: gandivad [flags]   (also: gandiva daemo
 
   --devices SPEC     devices to time-slice, e.g. cpu:1 or gpu:2,cpu:1
                      (default: the GPUs NVML finds, else cpu:1)
-  --device-memory-mib N  memory of each --devices device (GPUs found by NVML report their own);
-                     when jobs sliced on a device do not fit together, the one leaving swaps out
+  --device-memory-mib N  memory of each --devices device; caps what each GPU found by NVML
+                     reports; when jobs sliced on a device do not fit together, the one leaving
+                     swaps out
   --slice-ms N       time slice, 50..250 ms (default 100)
   --switch-share PCT  most of a device's time that swapping jobs' memory at hand-overs may
                      cost: slices lengthen to keep it so, 0..50 (default 2; 0: never)
@@ -156,17 +157,23 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
       return InvalidArgument("--admin-group: no group '" + name + "' on this node");
     opts->admin_group = found->gr_gid;
   }
+  GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
+  if (memory_mib < 0) return InvalidArgument("--device-memory-mib must be positive");
+  const uint64_t memory_cap = static_cast<uint64_t>(memory_mib) << 20;
   if (flags.Has("devices")) {
     GD_ASSIGN_OR_RETURN(opts->devices,
                         ParseDeviceSpec(flags.Get("devices"), getenv("CUDA_VISIBLE_DEVICES")));
-    GD_ASSIGN_OR_RETURN(long long memory_mib, flags.GetInt("device-memory-mib", 0));
-    if (memory_mib < 0) return InvalidArgument("--device-memory-mib must be positive");
-    for (auto& d : opts->devices) d.memory_bytes = static_cast<uint64_t>(memory_mib) << 20;
+    for (auto& d : opts->devices) d.memory_bytes = memory_cap;
   } else {
     opts->devices = DiscoverGpus();
     if (opts->devices.empty()) {
       GD_ASSIGN_OR_RETURN(opts->devices, ParseDeviceSpec("cpu:1"));
     }
+    // A GPU found by NVML reports its own memory; the flag caps it (part of a large
+    // GPU for gandiva's jobs, the rest left to other work), never raises it.
+    for (auto& d : opts->devices)
+      if (memory_cap != 0 && (d.memory_bytes == 0 || d.memory_bytes > memory_cap))
+        d.memory_bytes = memory_cap;
   }
   char host[64] = "node";
   gethostname(host, sizeof host - 1);

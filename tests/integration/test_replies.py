@@ -13,8 +13,9 @@ import time
 
 import pytest
 
-from conftest import BUILD, CNN_EXAMPLE, INTERVAL_JOB, PYTHON, wait_for
+from conftest import CNN_EXAMPLE, INTERVAL_JOB, PYTHON, wait_for
 from nodes import Node
+from standin_gpu import FATBIN as GPU_IMAGE, PROCADDR_APP as GPU_APP, SHIM, STANDIN_DIR, STANDIN_DRIVER, built
 
 import gandiva  # noqa: E402  (conftest puts the built package on sys.path)
 from gandiva.protocol import (BoundarySource, DeviceKind, JobState,  # noqa: E402
@@ -33,11 +34,6 @@ MIGRATION_MESSAGES = {"migrate", "migrate_prepare", "migrate_begin",
 SCHEDULER_MESSAGES = {"submit", "queue", "cancel"}
 CHUNK_BYTES = 1 << 20
 MIB = 1 << 20
-# The CUDA shim and its CPU stand-in for libcuda (see test_swap.py), for GPU replies.
-SHIM = os.path.join(BUILD, "shim", "libgandiva_shim.so")
-STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
-GPU_APP = os.path.join(BUILD, "tests", "shim", "gd_shim_procaddr_app")
-GPU_IMAGE = os.path.join(BUILD, "tests", "shim", "kernels.fatbin")
 
 
 class Checked:
@@ -315,8 +311,7 @@ def test_migration_replies_match_the_schema(two_nodes, tmp_path):
             "migrate_start", "migrate_abort"} <= set(checked)
 
 
-@pytest.mark.skipif(not all(os.path.exists(p) for p in (SHIM, STANDIN_DIR, GPU_APP, GPU_IMAGE)),
-                    reason="the CUDA shim and its stand-in driver are not built")
+@built(SHIM, STANDIN_DRIVER, GPU_APP, GPU_IMAGE)
 def test_gpu_job_replies_match_the_schema(daemon_factory, tmp_path):
     """GPU jobs under the shim that do not fit the device together: the replies carry
     what CPU jobs never show (a gpu device, device memory, inferred boundaries, memory
@@ -377,3 +372,11 @@ def test_scheduler_replies_match_the_schema(tmp_path):
         assert set(checked) == SCHEDULER_MESSAGES | {"read_log"}
     finally:
         cluster.stop()
+
+
+def test_device_memory_caps_the_devices_found(daemon_factory):
+    """Without --devices gandivad takes the devices it finds (NVML's GPUs; on this
+    machine none, so cpu:1); --device-memory-mib caps the memory each one reports."""
+    d = daemon_factory("--device-memory-mib", "64")
+    device = Checked(d.endpoint, {}).call("list_devices")["devices"][0]
+    assert device["memory_bytes"] == 64 * MIB, device

@@ -45,6 +45,20 @@ std::string FindStartupHookDirFromExecutable() {
   return FindStartupHookDir(ec ? std::string() : exe.string());
 }
 
+std::string FindStartupHookDirOnPath(const std::string& pythonpath) {
+  size_t start = 0;
+  while (start < pythonpath.size()) {
+    const size_t end = std::min(pythonpath.find(':', start), pythonpath.size());
+    const std::string entry = pythonpath.substr(start, end - start);
+    if (!entry.empty()) {
+      const fs::path dir = fs::path(entry) / "gandiva" / "_startup";
+      if (HoldsHook(dir)) return dir.string();
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
 bool AutoTorchOff(const std::string& value) {
   std::string v;
   for (char c : value)

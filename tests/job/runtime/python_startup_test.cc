@@ -2,7 +2,10 @@
 #include "gandiva/contract/python_startup.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -39,6 +42,21 @@ TEST(PythonStartupTest, BuildTreeHookIsFound) {
   // The build tree's, which exists in this build.
   const std::string dir = FindStartupHookDir("/nonexistent/bin/gandiva");
   EXPECT_NE(dir.find("gandiva/_startup"), std::string::npos) << dir;
+}
+
+TEST(PythonStartupTest, HookIsFoundInAPackageOnThePath) {
+  char tmpl[] = "/tmp/gd_startup_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::filesystem::path root = tmpl;
+  const std::filesystem::path hook = root / "with" / "gandiva" / "_startup";
+  std::filesystem::create_directories(hook);
+  std::filesystem::create_directories(root / "without" / "gandiva" / "_startup");
+  std::ofstream(hook / "sitecustomize.py") << "\n";
+  const std::string with = (root / "with").string(), without = (root / "without").string();
+  EXPECT_EQ(FindStartupHookDirOnPath("/nonexistent::" + without + ":" + with), hook.string());
+  EXPECT_EQ(FindStartupHookDirOnPath(without), "") << "a folder without the hook file";
+  EXPECT_EQ(FindStartupHookDirOnPath(""), "");
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace

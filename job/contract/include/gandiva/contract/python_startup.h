@@ -23,6 +23,11 @@ inline constexpr const char* kEnvPythonPath = "PYTHONPATH";
 std::string FindStartupHookDir(const std::string& anchor);
 // The same, anchored at this process's executable (/proc/self/exe).
 std::string FindStartupHookDirFromExecutable();
+// The hook's folder in a `gandiva` package on `pythonpath` (the first entry holding
+// gandiva/_startup/sitecustomize.py), for a package that is not where the binaries'
+// prefix says: an unpacked bundle, a virtual environment. For a caller running as the
+// job's user only (`gandiva run`): it looks into folders the user names.
+std::string FindStartupHookDirOnPath(const std::string& pythonpath);
 
 // Whether `value` of GANDIVA_AUTO_TORCH turns the hook off.
 bool AutoTorchOff(const std::string& value);
