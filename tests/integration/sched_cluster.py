@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import nodes
 from conftest import BUILD, GANDIVA, PYTHON, HERE

@@ -9,19 +9,14 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, GANDIVA, wait_for
+from conftest import GANDIVA, wait_for
 from nodes import Node
+from standin_gpu import CKPT_APP as APP, CUBIN, SHIM, STANDIN_DIR, STANDIN_DRIVER, built
 
-SHIM = os.path.join(BUILD, "shim", "libgandiva_shim.so")
-STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
-APP = os.path.join(BUILD, "tests", "shim", "gd_shim_ckpt_app")
-CUBIN = os.path.join(BUILD, "tests", "shim", "kernels.cubin")
 ITERATIONS = 150
 SLEEP_MS = 15
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (SHIM, APP, CUBIN, os.path.join(STANDIN_DIR, "libcuda.so.1"))),
-    reason="the CUDA shim, the stand-in driver or the checkpoint test program is not built")
+pytestmark = built(SHIM, STANDIN_DRIVER, APP, CUBIN)
 
 
 def app_cmd(result, sleep_ms=SLEEP_MS, first_bytes=None):

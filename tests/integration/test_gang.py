@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, GANDIVA, HERE, INTERVAL_JOB, PYTHON, pids_running, wait_for
+from conftest import BUILD, GANDIVA, HERE, INTERVAL_JOB, PYTHON, wait_for
 from nodes import Node
 
 DDP_JOB = os.path.join(HERE, "jobs", "ddp_job.py")

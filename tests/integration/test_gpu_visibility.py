@@ -9,13 +9,9 @@ import json
 import os
 import subprocess
 
-import pytest
-
 from conftest import BUILD
+from standin_gpu import FATBIN as IMAGE, PROCADDR_APP as APP, STANDIN_DIR, STANDIN_DRIVER, built
 
-STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
-APP = os.path.join(BUILD, "tests", "shim", "gd_shim_procaddr_app")
-IMAGE = os.path.join(BUILD, "tests", "shim", "kernels.fatbin")
 SHOW = ["/bin/sh", "-c", 'echo "visible=${CUDA_VISIBLE_DEVICES-unset}"']
 
 
@@ -59,8 +55,7 @@ def test_gpus_are_numbered_within_what_gandivad_itself_may_see(daemon_factory, t
     assert "gpu2 is not in this process's CUDA_VISIBLE_DEVICES (4,6)" in r.stdout + r.stderr
 
 
-@pytest.mark.skipif(not all(os.path.exists(p) for p in (STANDIN_DIR, APP, IMAGE)),
-                    reason="the stand-in driver and its test program are not built")
+@built(STANDIN_DRIVER, APP, IMAGE)
 def test_the_stand_in_driver_hides_a_gpu_not_listed(tmp_path):
     # The stand-in has one GPU, as a one-GPU machine: a process told to use
     # GPU 1 finds no device at cuInit, as with NVIDIA's driver.

@@ -6,12 +6,11 @@ processes."""
 
 import json
 import os
-import subprocess
 
 import pytest
 
 import gandiva
-from conftest import BUILD, PYTHON, MLP_EXAMPLE
+from conftest import PYTHON, MLP_EXAMPLE
 from test_migration import mlp_cmd, reference, same_training
 
 

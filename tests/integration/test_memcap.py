@@ -4,20 +4,14 @@ CPU test double) enforces it: memcap_app --role hog exits 0 only if it was told 
 cap as the device's memory and refused every allocation beyond it on a device with
 room. Malformed sizes and --no-shim are usage errors."""
 
-import os
 import subprocess
 
 import pytest
 
-from conftest import BUILD, GANDIVA
+from conftest import GANDIVA
+from standin_gpu import MEMCAP_APP as APP, SHIM, STANDIN_DIR, STANDIN_DRIVER, built
 
-SHIM = os.path.join(BUILD, "shim", "libgandiva_shim.so")
-STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
-APP = os.path.join(BUILD, "tests", "shim", "gd_shim_memcap_app")
-
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (SHIM, APP, os.path.join(STANDIN_DIR, "libcuda.so.1"))),
-    reason="the CUDA shim, the stand-in driver or the memory-cap test program is not built")
+pytestmark = built(SHIM, STANDIN_DRIVER, APP)
 
 
 @pytest.fixture

@@ -6,8 +6,6 @@ records its decision with the figures."""
 
 import time
 
-import pytest
-
 from conftest import INTERVAL_JOB, PYTHON, read_result
 from test_time_slicing import overlaps
 

@@ -270,7 +270,7 @@ _gang_reference = []  # each rank's loss history in a run never disturbed
 
 @pytest.mark.parametrize("devices", [[], ["cpu0", "cpu1"]], ids=["one device", "two devices"])
 def test_a_gang_is_taken_back_with_every_rank(daemon, tmp_path, devices):
-    from conftest import BUILD as build, PYTHON
+    from conftest import BUILD as build
     from test_gang import assert_same_training, ddp_cmd, progress, read
     env = dict(os.environ, PYTHONPATH=os.path.join(build, "python"), OMP_NUM_THREADS="1")
     env.pop("GANDIVA_CONTROL_BLOCK", None)

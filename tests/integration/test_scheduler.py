@@ -133,7 +133,6 @@ def test_bad_requests_get_clear_errors(cluster, tmp_path):
 
 
 def test_the_scheduler_refuses_to_start_on_bad_state_or_nodes(cluster, tmp_path):
-    env = cluster.env
     run = lambda *a: cluster.cli("scheduler", *a, check=False, timeout=30)
     r = run("--nodes", str(cluster.nodes_file), "--state-dir", str(tmp_path / "s1"), "--policy", "srtf",
             "--endpoint", f"ipc://{tmp_path}/x.sock")

@@ -12,23 +12,15 @@ import re
 import signal
 import subprocess
 
-import pytest
-
 import nodes
-from conftest import BUILD
 from sched_cluster import SchedCluster
+from standin_gpu import CKPT_APP as APP, CUBIN, SHIM, STANDIN_DIR, STANDIN_DRIVER, built
 
-SHIM = os.path.join(BUILD, "shim", "libgandiva_shim.so")
-STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
-APP = os.path.join(BUILD, "tests", "shim", "gd_shim_ckpt_app")
-CUBIN = os.path.join(BUILD, "tests", "shim", "kernels.cubin")
 MIB = 1 << 20
 FIRST_BYTES = 40 * MIB  # two such jobs do not fit on the 64 MiB device below
 ITERATIONS = 300
 
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (SHIM, APP, CUBIN, os.path.join(STANDIN_DIR, "libcuda.so.1"))),
-    reason="the CUDA shim, the stand-in driver or the checkpoint test program is not built")
+pytestmark = built(SHIM, STANDIN_DRIVER, APP, CUBIN)
 
 
 def app_cmd(result, sleep_ms):

@@ -86,7 +86,7 @@ def test_jobs_with_shards_of_one_gpu_are_sliced_by_their_shard_counts(tmp_path):
         for n, job_id in ids.items():
             lines = cluster.output(job_id).splitlines()
             assert f"batch: shards={n} job_gpus=0 step_gpus= cuda=0" in lines, lines
-        assert f"step: shards=3 job_gpus=0 step_gpus=0 cuda=0" in cluster.output(ids[3]).splitlines()
+        assert "step: shards=3 job_gpus=0 step_gpus=0 cuda=0" in cluster.output(ids[3]).splitlines()
 
         results = {n: json.loads(out[n].read_text()) for n in (1, 3)}
         assert all(r["managed"] and r["done"] for r in results.values()), "both ran under gandivad"

@@ -12,18 +12,9 @@ import os
 import sys
 import time
 
-import pytest
+from standin_gpu import FATBIN as IMAGE, PROCADDR_APP as APP, SHIM, STANDIN_DIR, STANDIN_DRIVER, built
 
-from conftest import BUILD
-
-SHIM = os.path.join(BUILD, "shim", "libgandiva_shim.so")
-STANDIN_DIR = os.path.join(BUILD, "tests", "shim", "standin")
-APP = os.path.join(BUILD, "tests", "shim", "gd_shim_procaddr_app")
-IMAGE = os.path.join(BUILD, "tests", "shim", "kernels.fatbin")
-
-pytestmark = pytest.mark.skipif(
-    not all(os.path.exists(p) for p in (SHIM, STANDIN_DIR, APP, IMAGE)),
-    reason="the CUDA shim and its stand-in driver are not built")
+pytestmark = built(SHIM, STANDIN_DRIVER, APP, IMAGE)
 
 MIB = 1 << 20
 

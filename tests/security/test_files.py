@@ -15,7 +15,6 @@ serving; nothing is written where the attacker pointed, nor lost.
 - checkpoints are 0600 in 0700 directories, and a checkpoint another user
   could have written is not restored."""
 
-import json
 import os
 import pwd
 import shutil
@@ -23,8 +22,6 @@ import stat
 import subprocess
 import sys
 import time
-
-import pytest
 
 from conftest import GANDIVA, GANDIVAD, SYNTHETIC_JOB, as_user, cli, jobs, other_users_dir, wait_for
 
