@@ -141,4 +141,20 @@ TEST_F(StandinCopy, UnmappingBeforeTheCopyRanFaultsTheContext) {
   EXPECT_EXIT(fault(), ::testing::ExitedWithCode(42), "");
 }
 
+TEST_F(StandinCopy, AsyncMemsetsAreStreamOrderedAndCheckedAsTheDriverChecks) {
+  ASSERT_EQ(cuMemsetD8_v2(dev_buf_, 0, kBytes), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD8Async(dev_buf_, 0x5a, 64, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD32Async(dev_buf_ + 64, 0x01020304u, 4, stream_), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(DeviceByte(0), 0x5a);
+  EXPECT_EQ(DeviceByte(63), 0x5a);
+  EXPECT_EQ(DeviceByte(64), 0x04);  // little-endian words
+  EXPECT_EQ(DeviceByte(80), 0x00);  // four words, no more
+  int not_a_stream = 0;
+  EXPECT_EQ(cuMemsetD8Async(dev_buf_, 1, 16, reinterpret_cast<CUstream>(&not_a_stream)),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuMemsetD8Async(dev_buf_ + kBytes - 8, 1, 16, stream_), CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(cuMemsetD32Async(dev_buf_ + 2, 1, 4, stream_), CUDA_ERROR_INVALID_VALUE);
+}
+
 }  // namespace

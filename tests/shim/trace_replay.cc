@@ -426,6 +426,12 @@ void CompareMark(Comparison& c, size_t i, const TraceRecord& a, const TraceRecor
                    " replayed");
 }
 
+// "no", "yes" (inferred, not acted on: explicit marks drove), or "yes, drove".
+std::string BoundaryWord(uint32_t flags) {
+  if (!(flags & trace::kFlagBoundary)) return "no";
+  return (flags & trace::kFlagDrove) ? "yes, drove" : "yes";
+}
+
 void CompareCall(Comparison& c, size_t i, const std::string& name, const TraceRecord& a,
                  const TraceRecord& r) {
   ++c.calls;
@@ -445,8 +451,8 @@ void CompareCall(Comparison& c, size_t i, const std::string& name, const TraceRe
     if ((a.flags & trace::kFlagBoundary) != (r.flags & trace::kFlagBoundary) ||
         (a.flags & trace::kFlagDrove) != (r.flags & trace::kFlagDrove))
       c.Differ(i, name,
-               std::string("boundary ") + ((a.flags & trace::kFlagBoundary) ? "yes" : "no") +
-                   " recorded, " + ((r.flags & trace::kFlagBoundary) ? "yes" : "no") + " replayed");
+               "boundary " + BoundaryWord(a.flags) + " recorded, " + BoundaryWord(r.flags) +
+                   " replayed");
     if (a.arg[3] != r.arg[3] || a.arg[4] != r.arg[4])
       c.Differ(i, name,
                "boundaries/period " + Num(a.arg[3]) + "/" + Num(a.arg[4]) + " recorded, " +
@@ -467,40 +473,73 @@ void CompareCall(Comparison& c, size_t i, const std::string& name, const TraceRe
                  " in the replay");
 }
 
-// Walks the recorded records the replay made again (and every decision record) beside
-// the replay's own records: calls pair up in order, decision records where both made one.
+// A trace's calls in order, and its boundary marks by anchor. A mark is written by the
+// thread that drove the boundary after its sync returned, so another thread's call can
+// land between the two in the file (as on the H200, tests/shim/traces/gpu): a mark is
+// placed by its anchor, the ordinal of the last call its own thread made before it, not
+// by where it sits in the file.
+struct Anchored {
+  std::vector<size_t> calls;
+  std::map<int64_t, size_t> marks;  // anchor (-1: before the thread's first call) -> record
+};
+
+Anchored Split(const trace::Trace& t, const std::vector<size_t>& order) {
+  Anchored out;
+  std::map<uint16_t, int64_t> last_call;  // per thread: the ordinal of its latest call
+  for (size_t i : order) {
+    const TraceRecord& r = t.records[i];
+    if (r.kind == trace::kMark) {
+      const auto it = last_call.find(r.thread);
+      out.marks.emplace(it == last_call.end() ? -1 : it->second, i);
+    } else {
+      last_call[r.thread] = static_cast<int64_t>(out.calls.size());
+      out.calls.push_back(i);
+    }
+  }
+  return out;
+}
+
+// Pairs the recorded calls the replay made again with the replay's calls, in order, and
+// the boundary marks of both by anchor.
 Comparison Compare(const trace::Trace& recorded, const std::vector<bool>& replayed,
                    const trace::Trace& replay) {
   Comparison c;
-  std::vector<size_t> wanted;
+  std::vector<size_t> wanted, all;
   for (size_t i = 0; i < recorded.records.size(); ++i)
     if (recorded.records[i].kind == trace::kMark || replayed[i]) wanted.push_back(i);
-  size_t w = 0, j = 0;
-  while (w < wanted.size() && j < replay.records.size()) {
-    const size_t i = wanted[w];
-    const TraceRecord& a = recorded.records[i];
-    const TraceRecord& r = replay.records[j];
-    if (a.kind == trace::kMark && r.kind == trace::kMark) {
-      CompareMark(c, i, a, r);
-      ++w, ++j;
-    } else if (a.kind == trace::kMark) {
-      c.Differ(i, "boundary", "recorded a boundary here; the replay inferred none");
-      ++w;
-    } else if (r.kind == trace::kMark) {
-      c.Differ(i, "boundary", "the replay inferred a boundary here; the recording did not");
-      ++j;
-    } else {
-      const std::string& name = recorded.HookName(a.hook);
-      if (replay.HookName(r.hook) != name) {
-        c.Differ(i, name, "the replay's call here is " + replay.HookName(r.hook));
-        return c;
-      }
-      CompareCall(c, i, name, a, r);
-      ++w, ++j;
+  for (size_t j = 0; j < replay.records.size(); ++j) all.push_back(j);
+  const Anchored a = Split(recorded, wanted), r = Split(replay, all);
+
+  size_t k = 0;
+  for (; k < a.calls.size() && k < r.calls.size(); ++k) {
+    const size_t i = a.calls[k];
+    const std::string& name = recorded.HookName(recorded.records[i].hook);
+    const TraceRecord& again = replay.records[r.calls[k]];
+    if (replay.HookName(again.hook) != name) {
+      c.Differ(i, name, "the replay's call here is " + replay.HookName(again.hook));
+      return c;
     }
+    CompareCall(c, i, name, recorded.records[i], again);
   }
-  for (; w < wanted.size(); ++w) c.Differ(wanted[w], "recorded", "not in the replay");
-  for (; j < replay.records.size(); ++j) c.Differ(j, "replay", "a record the recording lacks");
+  for (size_t w = k; w < a.calls.size(); ++w) c.Differ(a.calls[w], "recorded", "not in the replay");
+  for (size_t w = k; w < r.calls.size(); ++w)
+    c.Differ(r.calls[w], "replay", "a call the recording lacks");
+
+  // The recorded index a replay-only mark is reported at: its anchor's call.
+  auto at = [&](int64_t anchor) {
+    return anchor >= 0 && static_cast<size_t>(anchor) < a.calls.size() ? a.calls[anchor] : 0;
+  };
+  for (const auto& [anchor, i] : a.marks) {
+    const auto it = r.marks.find(anchor);
+    if (it == r.marks.end())
+      c.Differ(i, "boundary", "recorded a boundary here; the replay inferred none");
+    else
+      CompareMark(c, i, recorded.records[i], replay.records[it->second]);
+  }
+  for (const auto& [anchor, j] : r.marks)
+    if (!a.marks.count(anchor))
+      c.Differ(at(anchor), "boundary",
+               "the replay inferred a boundary here; the recording did not");
   return c;
 }
 

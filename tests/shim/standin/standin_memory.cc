@@ -365,6 +365,44 @@ GD_STANDIN_EXPORT CUresult cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int v, 
   return cuMemsetD32_v2(dst, v, n);
 }
 
+// Stream-ordered, as the driver's: the stand-in waits for the stream's earlier work and
+// sets the bytes at the call (a memset the stream has not reached yet is not observable
+// by a host that has not synchronised with it).
+static CUresult MemsetAsync(CUdeviceptr dst, size_t bytes, CUstream stream,
+                            void (*set)(CUdeviceptr, size_t, unsigned), unsigned v) {
+  ApiGate gate;
+  if (const CUresult sticky = StickyError(); sticky != CUDA_SUCCESS) return sticky;
+  if (!StreamValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!DeviceRangeOk(dst, bytes)) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  WaitStream(ResolveStream(stream));
+  set(dst, bytes, v);
+  return CUDA_SUCCESS;
+}
+
+static void SetBytes(CUdeviceptr dst, size_t bytes, unsigned v) {
+  std::memset(reinterpret_cast<void*>(dst), static_cast<unsigned char>(v), bytes);
+}
+static void SetWords(CUdeviceptr dst, size_t bytes, unsigned v) {
+  auto* p = reinterpret_cast<unsigned int*>(dst);
+  for (size_t i = 0; i < bytes / 4; ++i) p[i] = v;
+}
+
+GD_STANDIN_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+  return MemsetAsync(dst, n, s, SetBytes, v);
+}
+GD_STANDIN_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char v, size_t n,
+                                                CUstream s) {
+  return cuMemsetD8Async(dst, v, n, s);
+}
+GD_STANDIN_EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
+  if (dst % 4 != 0) return CUDA_ERROR_INVALID_VALUE;  // the driver wants 4-byte alignment
+  return MemsetAsync(dst, n * 4, s, SetWords, v);
+}
+GD_STANDIN_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int v, size_t n,
+                                                 CUstream s) {
+  return cuMemsetD32Async(dst, v, n, s);
+}
+
 // ---- Virtual memory management.
 
 GD_STANDIN_EXPORT CUresult cuMemGetAllocationGranularity(size_t* g, const CUmemAllocationProp* prop,
