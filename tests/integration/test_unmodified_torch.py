@@ -12,9 +12,12 @@ A job that comes after the script without an optimizer on its device trains
 to its end: once gandivad has waited --boundary-wait-s for that script's first
 boundary, it stops holding the device.
 
+A pair on a device in auto share mode is measured sliced and packed, from the
+rates their optimizer steps give, and gandivad decides how they share it.
+
 Every job runs at once under one gandivad (cpu0: the counted ones; cpu1: the
-pair; cpu2: the script without an optimizer and the one behind it), so that
-the suite takes about as long as its longest job."""
+pair; cpu2: the script without an optimizer and the one behind it; cpu3: the
+pair in auto mode), so that the suite takes about as long as its longest job."""
 
 import json
 import os
@@ -30,6 +33,7 @@ from test_metrics import samples, scrape_once_up
 JOBS = os.path.join(HERE, "jobs", "unmodified")
 COUNTED = ("plain", "gan", "accum", "loader")
 SEEDS = (5, 6)
+AUTO_PAIR = ("auto_a", "auto_b")
 
 
 def script(name, *args):
@@ -42,10 +46,11 @@ class Run:
     def __init__(self, tmp):
         self.tmp = tmp
         self.port = free_port()
-        self.d = Daemon(tmp, "--devices", "cpu:3", "--slice-ms", "50", "--boundary-wait-s", "1",
+        self.d = Daemon(tmp, "--devices", "cpu:4", "--slice-ms", "50", "--boundary-wait-s", "1",
                         "--metrics", f"127.0.0.1:{self.port}")
         self.result = {n: tmp / f"{n}.json" for n in
-                       (*COUNTED, "off", "attached", "detached", "behind", *(f"pair{s}" for s in SEEDS))}
+                       (*COUNTED, "off", "attached", "detached", "behind", *(f"pair{s}" for s in SEEDS),
+                        *AUTO_PAIR)}
         self.stop_file = tmp / "stop"
         env = dict(os.environ, OMP_NUM_THREADS="1")
         env.pop("GANDIVA_CONTROL_BLOCK", None)
@@ -72,6 +77,15 @@ class Run:
         for s in SEEDS:  # 100 steps of >= 20 ms (2 s) each, in 50 ms slices on cpu1
             self.runs[f"pair{s}"] = self.run(f"pair{s}", "plain_loop.py", "--steps", "100", "--seed",
                                              str(s), "--sleep-ms", "20", device="cpu1")
+        # Auto share mode on cpu3: a window sliced, a window packed, then a decision.
+        for name in AUTO_PAIR:
+            self.runs[name] = self.run(name, "plain_loop.py", "--steps", "400", "--sleep-ms", "10",
+                                       device="cpu3")
+        self.d.wait_for(lambda: all(self.d.jobs().get(n, {}).get("iterations", 0) > 5 for n in AUTO_PAIR),
+                        120, "the auto pair to train")
+        self.d.cli("share", "cpu3", "auto", "--window-ms", "1000")
+        self.auto = self.d.wait_for(self.auto_decided, 120, "auto mode's decision on cpu3")
+        self.auto_ids = sorted(self.d.jobs()[n]["id"] for n in AUTO_PAIR)
         self.d.cli("run", "--detach", "--name", "detached", "--device", "cpu0", "--",
                    *script("plain_loop.py", "--steps", "15", "--result", str(r["detached"])))
         for name, proc in self.runs.items():
@@ -88,6 +102,10 @@ class Run:
              *script(file, *args, "--result", str(self.result[name]))],
             env=dict(self.d.env, **(env or {})), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             text=True)
+
+    def auto_decided(self):
+        device = self.d.cli_json("devices")[3]
+        return device if device["share_phase"] == "decided" else None
 
     def got(self, name):
         return json.loads(self.result[name].read_text())
@@ -130,6 +148,20 @@ def test_a_pair_time_sliced_trains_as_each_alone(run):
         assert job["iterations"] == 100 and job["parks"] >= 2 and job["slices"] >= 2, job
         alone = json.loads((run.tmp / f"alone{s}.json").read_text())["losses"]
         assert run.got(f"pair{s}")["losses"] == alone, f"seed {s}: differs from running alone"
+
+
+def test_auto_share_mode_decides_on_the_rates_their_steps_give(run):
+    """The gandiva policy's pack/unpack decision for unmodified scripts: made on
+    rates measured from their optimizer steps, sliced and packed."""
+    device, decision = run.auto, run.auto["share_decision"]
+    assert device["name"] == "cpu3" and decision["reason"] == "measured", device
+    assert sorted(decision["jobs"]) == run.auto_ids, decision
+    assert decision["mode"] in ("pack", "slice") and decision["window_s"] == 1.0, decision
+    assert 0 < decision["slice_rate"] <= 2.4 and 0 < decision["pack_rate"] <= 2.4, decision
+    for name in AUTO_PAIR:
+        job = run.jobs[name]
+        assert job["iterations"] == run.got(name)["steps"] == 400, job
+        assert job["boundary_source"] == "explicit" and job["alone_ms"] is not None, job
 
 
 def test_a_script_without_an_optimizer_is_reported(run):
