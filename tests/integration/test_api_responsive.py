@@ -15,9 +15,10 @@ from conftest import GANDIVA, SYNTHETIC_JOB
 from nodes import Node, wait_for
 
 STATE_MIB = 1024
-# ~1 ms each on a: still training there when the migration starts, however long the
-# warm copy on b takes to start on a busy machine (CI saw 7 s with tests beside it).
-ITERATIONS = 20000
+# ~1 ms each. The job is held on a while b's copy warms up (building 1 GiB of fresh
+# state took from 7 s to over 26 s with tests beside it), so that it is mid-run
+# whenever the migration takes it, and then trains to its end on b.
+ITERATIONS = 3000
 MAX_REPLY_MS = 100.0
 
 
@@ -79,6 +80,7 @@ def test_list_jobs_answers_within_100ms_during_a_1gib_migration(nodes, tmp_path)
     pollers = [Poller(a), Poller(b)]
     for p in pollers:
         p.start()
+    a.cli("suspend", "1")
     migrate = subprocess.Popen([GANDIVA, "migrate", "1", "--to", "b", "--json"], env=a.env,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ps_runs = []
@@ -94,7 +96,9 @@ def test_list_jobs_answers_within_100ms_during_a_1gib_migration(nodes, tmp_path)
     assert migrate.returncode == 0, f"{stderr}\n{a.read_log()}\n{b.read_log()}"
     op = json.loads(stdout)
     assert op["state"] == "done", op
-    assert op["bytes"] > STATE_MIB << 20, op
+    # Nearly all of it crossed: a 4 MiB chunk that 3000 iterations left as it started
+    # may go as a "same" frame (the warm copy holds it already).
+    assert op["bytes"] > 0.95 * (STATE_MIB << 20), op
     for node, p in zip((a, b), pollers):
         worst = max(p.latencies_ms)
         print(f"node {node.name}: {len(p.latencies_ms)} list_jobs, max {worst:.1f} ms, "
