@@ -12,13 +12,14 @@ namespace gandiva::sched::live::job_row {
 const char* const kColumnList =
     "name, user, uid, vc, kind, gpus, ranks, command, cwd, env, restartable, submit_time, state, "
     "attempt, node, device, node_job, checkpoint_dir, checkpoint_time, start_time, end_time, "
-    "attained, run_time, exit_code, detail, cancel_requested, failure, retries, not_before, ended";
-const int kColumnCount = 30;
+    "attained, run_time, exit_code, detail, cancel_requested, failure, retries, not_before, "
+    "move_from_node, move_from_device, move_from_job, ended";
+const int kColumnCount = 33;
 const char* const kRunColumnList =
     "state, attempt, node, device, node_job, checkpoint_dir, checkpoint_time, start_time, "
     "end_time, attained, run_time, exit_code, detail, cancel_requested, failure, retries, "
-    "not_before";
-const int kRunColumnCount = 17;
+    "not_before, move_from_node, move_from_device, move_from_job";
+const int kRunColumnCount = 20;
 
 namespace {
 
@@ -100,6 +101,10 @@ Status ValidateRun(const JobRecord& job) {
                    job.not_before}) {
     if (std::isnan(t)) return InvalidArgument("job " + std::to_string(job.id) + " has a NaN time");
   }
+  // A move is stored as its source node (empty: none), so it must name one.
+  if (job.move && (job.move->from_node.empty() || job.move->from_job < 1))
+    return InvalidArgument("job " + std::to_string(job.id) +
+                           ": a migration under way needs its source node and job");
   return Status::Ok();
 }
 
@@ -157,6 +162,9 @@ Status BindRun(const JobRecord& job, Statement& stmt, int first) {
   stmt.BindText(i++, FailureClassName(job.failure));
   stmt.BindInt(i++, job.retries);
   stmt.BindDouble(i++, job.not_before);
+  stmt.BindText(i++, job.move ? job.move->from_node : std::string());
+  stmt.BindText(i++, job.move ? job.move->from_device : std::string());
+  stmt.BindInt(i++, job.move ? job.move->from_job : 0);
   if (i - first != kRunColumnCount) return Internal("job_row::BindRun and kRunColumnList disagree");
   return Status::Ok();
 }
@@ -202,6 +210,11 @@ StatusOr<JobRecord> Read(const Statement& stmt, const std::string& path) {
   job.failure = *parsed_failure;
   job.retries = static_cast<int>(stmt.Int(c++));
   job.not_before = stmt.Double(c++);
+  std::string from_node = stmt.Text(c++);
+  std::string from_device = stmt.Text(c++);
+  const int64_t from_job = stmt.Int(c++);
+  if (!from_node.empty())
+    job.move = JobMove{std::move(from_node), std::move(from_device), from_job};
   // ended (the last column): derived from state.
   return job;
 }

@@ -34,7 +34,9 @@ sqlite::OwnedFormat Format() {
   sqlite::OwnedFormat f;
   f.label = {"scheduler database", "gandiva scheduler database"};
   f.format = "gandiva-scheduler";
-  f.schema_version = 4;  // version 2 added jobs.kind; 3 failure, retries, not_before; 4 uid
+  // Version 2 added jobs.kind; 3 failure, retries, not_before; 4 uid; 5 the
+  // migration under way (move_from_node, move_from_device, move_from_job).
+  f.schema_version = 5;
   f.schema_sql =
       // AUTOINCREMENT: an id is never handed out twice, even if rows are deleted one day.
       "CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
@@ -47,7 +49,9 @@ sqlite::OwnedFormat Format() {
       " run_time REAL NOT NULL, exit_code INTEGER NOT NULL, detail TEXT NOT NULL,"
       " cancel_requested INTEGER NOT NULL, ended INTEGER NOT NULL, kind TEXT NOT NULL,"
       " failure TEXT NOT NULL DEFAULT '', retries INTEGER NOT NULL DEFAULT 0,"
-      " not_before REAL NOT NULL DEFAULT 0, uid INTEGER NOT NULL DEFAULT -1);"
+      " not_before REAL NOT NULL DEFAULT 0, uid INTEGER NOT NULL DEFAULT -1,"
+      " move_from_node TEXT NOT NULL DEFAULT '', move_from_device TEXT NOT NULL DEFAULT '',"
+      " move_from_job INTEGER NOT NULL DEFAULT 0);"
       // List(false) walks only the jobs that have not ended, in id order.
       "CREATE INDEX IF NOT EXISTS jobs_not_ended ON jobs(id) WHERE ended = 0;"
       "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
@@ -60,6 +64,12 @@ sqlite::OwnedFormat Format() {
           "ALTER TABLE jobs ADD COLUMN retries INTEGER NOT NULL DEFAULT 0;"
           "ALTER TABLE jobs ADD COLUMN not_before REAL NOT NULL DEFAULT 0;";
     if (from < 4) sql += "ALTER TABLE jobs ADD COLUMN uid INTEGER NOT NULL DEFAULT -1;";
+    // An older build kept a migration under way in memory only: none is stored.
+    if (from < 5)
+      sql +=
+          "ALTER TABLE jobs ADD COLUMN move_from_node TEXT NOT NULL DEFAULT '';"
+          "ALTER TABLE jobs ADD COLUMN move_from_device TEXT NOT NULL DEFAULT '';"
+          "ALTER TABLE jobs ADD COLUMN move_from_job INTEGER NOT NULL DEFAULT 0;";
     return sql;
   };
   return f;
@@ -249,6 +259,12 @@ Status JobStore::Commit() {
   Status s = db_->Exec("COMMIT");
   if (!s.ok()) (void)db_->Exec("ROLLBACK");
   return s;
+}
+
+Status JobStore::Flush() {
+  if (!in_batch_) return Status::Ok();
+  GD_RETURN_IF_ERROR(Commit());
+  return Begin();
 }
 
 Status JobStore::SetMeta(const std::string& key, const std::string& value) {

@@ -56,6 +56,20 @@ std::optional<LiveJobState> ParseLiveJobState(std::string_view name);
 // Finished, failed or cancelled: the job will never run again.
 bool IsEnded(LiveJobState state);
 
+// A node-to-node migration of the job that the scheduler asked for and has
+// not seen end: where the job moves from. Its destination is the record's
+// node and device, and its id there (node_job) is 0 until the move is done.
+// Stored before the source node is asked to migrate and cleared when the move
+// ends, done or not, so that a scheduler restarted mid-move finishes it from
+// what the nodes say (reconcile.cc) instead of losing the job, counting it
+// ended, or starting a second copy.
+struct JobMove {
+  std::string from_node, from_device;
+  int64_t from_job = 0;  // its id on from_node
+
+  bool operator==(const JobMove&) const = default;
+};
+
 struct JobRecord {
   // First the fields a scheduling pass reads for each of its jobs, next to
   // each other: a pass walks thousands of records, a cache line or two each.
@@ -65,8 +79,9 @@ struct JobRecord {
       0;  // launches so far; the launch of attempt k is named "<name>.s<id>.a<k>" on the node
   bool restartable = false;  // checkpointed periodically, restarted from it
   bool cancel_requested = false;
-  int64_t node_job = 0;      // its id on that node (0: not known yet)
-  std::string node, device;  // where it runs now (empty when queued)
+  int64_t node_job = 0;         // its id on that node (0: not known yet)
+  std::string node, device;     // where it runs now (empty when queued); moving: where to
+  std::optional<JobMove> move;  // a migration under way
   std::string name, user, vc;
   // The user its runs run as on the nodes (the submitter's, from the kernel
   // or named by an admin); -1: the nodes' gandivad's own user.
@@ -153,6 +168,12 @@ class JobStore {
   // a submit stays its own transaction. failed_precondition if one is open.
   Status Begin();
   Status Commit();
+  // Inside a batch: commits it (durable when this returns) and begins the
+  // next, for a write that must be durable before the scheduler acts on a
+  // node in the middle of a pass (a migration). A failed commit leaves no
+  // batch open, so the caller's own Commit fails too, as its batch did.
+  // Outside a batch: nothing to do (every write is durable already).
+  Status Flush();
   bool in_batch() const { return in_batch_; }
 
   const std::string& path() const;

@@ -128,14 +128,14 @@ double LiveCluster::RunTime(JobId job) const {
 
 double LiveCluster::MeasuredRate(JobId job) const {
   const Job& j = jobs_[job];
-  if (j.gpus.empty() || j.moving || j.resizing) return 0;
+  if (j.gpus.empty() || Moving(j) || j.resizing) return 0;
   // Until the node has learned the job's speed alone, take it as running alone.
   return j.rate.value_or(1.0);
 }
 
 bool LiveCluster::RateMeasured(JobId job) const {
   const Job& j = jobs_[job];
-  return !j.gpus.empty() && !j.moving && !j.resizing && j.rate.has_value();
+  return !j.gpus.empty() && !Moving(j) && !j.resizing && j.rate.has_value();
 }
 
 std::string LiveCluster::KindName(int job_type) const {
@@ -316,7 +316,10 @@ StatusOr<std::vector<JobId>> LiveCluster::Recover() {
         // The policy hears of it as it would have: running, or parked and
         // waiting, or queued again (then through TakeArrivals).
         jobs_[id].offered = true;
-        AdoptOrRequeue(id, node_jobs, answered);
+        if (r.move)
+          AdoptMove(id);
+        else
+          AdoptOrRequeue(id, node_jobs, answered);
         if (jobs_[id].record.state == LiveJobState::kQueued) {
           jobs_[id].offered = false;
           waiting_.push_back(id);

@@ -25,7 +25,11 @@
 // Every change to a job is written to the JobStore before the node is asked
 // (state "starting" with the node and attempt), so a scheduler killed at any
 // moment finds, on restart, what it may have started and adopts it instead of
-// starting it again (the launch name carries the job id and attempt).
+// starting it again (the launch name carries the job id and attempt). A
+// migration is recorded (JobRecord::move) and made durable, even in the middle
+// of a pass, before the source node is asked: a restarted scheduler finishes
+// the move from what the nodes report (moves.cc) and never resumes the copy
+// that is arriving on the destination.
 //
 // Threading: single-threaded (the scheduler's loop, under its lock).
 #ifndef GANDIVA_SCHEDULER_LIVE_LIVE_CLUSTER_H_
@@ -211,7 +215,6 @@ class LiveCluster final : public Cluster {
     // the record's own such fields lead it (job_store.h): a pass walks every
     // live job, a cache line or two each instead of half a dozen.
     std::vector<GpuId> gpus;              // the devices it holds (running), none otherwise
-    bool moving = false;                  // a node-to-node migration is under way
     bool stop_when_checkpointed = false;  // that checkpoint is to stop the parked job
     // The policy stopped it (Preemption::kStop) and its stop checkpoint is not
     // under way yet: one of another purpose was (periodic, a resize), or the
@@ -230,8 +233,6 @@ class LiveCluster final : public Cluster {
     double base_alone_ms = 0;      // its iteration time alone on info.num_gpus devices (RestartOn)
     bool gave_kind_alone = false;  // its alone time went into kind_alone_ms_ (ReadRate)
     int64_t device_bytes = 0;      // the most device memory its node saw it hold (PairFitsMemory)
-    int64_t moving_from_job = 0;   // its id on moving_from
-    std::string moving_from;       // its source node while moving
     std::string checkpointing;     // the dir of a checkpoint under way
     // Its node's "no iteration boundaries seen: ..." while it runs unmanaged, else "".
     std::string boundary_warning;
@@ -279,7 +280,25 @@ class LiveCluster final : public Cluster {
   Status MoveTo(JobId job, GpuId gpu);  // assign_device or migrate; the job runs there after
   // Refresh, one node at a time; see reconcile.cc.
   void RefreshNode(int node, const protocol::Json& jobs, const std::vector<JobId>& ours,
+                   const NodeReports& reports, ClusterEvents& events);
+  // Moves (moves.cc). A job with a move is followed on its source node `node`
+  // (`runs`: its report) until the move ends: done (EndMove), failed or never
+  // begun (MoveBack), or ended on the source first.
+  static bool Moving(const Job& j) { return j.record.move.has_value(); }
+  void RefreshMove(JobId job, int node, const NodeRuns& runs, const NodeReports& reports,
                    ClusterEvents& events);
+  // The job is its copy on the destination (id `to_job` there): the move is over.
+  void EndMove(JobId job, int64_t to_job);
+  // The move did not happen: the job is its run on the source, parked there
+  // and back with the policy as a parked job (killed and queued again if it
+  // cannot be parked).
+  void MoveBack(JobId job, int node, const std::string& why, ClusterEvents& events);
+  // The destination's copy of a moving job in `node_jobs` (its id, or 0), by
+  // its launch name and migrated_from (where the source no longer says it).
+  int64_t FindCopy(const Job& job, const protocol::Json& node_jobs) const;
+  // Recover: a job stored mid-move is placed on its destination again, moving;
+  // the next Refresh finishes the move from the nodes' reports.
+  void AdoptMove(JobId job);
   void TakeInJob(JobId job, const NodeRun& run, ClusterEvents& events);
   // Its run ended (running, parked or validating): the job ends as it did,
   // or is retried (Fail).

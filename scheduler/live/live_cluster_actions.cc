@@ -152,7 +152,7 @@ Status LiveCluster::ResumeOn(JobId job, std::span<const GpuId> gpus) {
     GD_RETURN_IF_ERROR(MoveTo(job, gpus[0]));
   }
   const int n = NodeIndex(j.record.node);
-  if (!j.moving) {
+  if (!Moving(j)) {
     auto resumed = nodes_->Call(n, MessageType::kResume, {{"job", j.record.node_job}});
     if (!resumed.ok()) return resumed.status();
     ++counters_.resumes;
@@ -172,7 +172,7 @@ Status LiveCluster::ResumeOn(JobId job, std::span<const GpuId> gpus) {
 void LiveCluster::StopParked(JobId job) {
   Job& j = jobs_[job];
   j.stop_when_checkpointed = j.stop_wanted = false;
-  if (j.record.state != LiveJobState::kSuspended || j.moving) return;  // resumed meanwhile
+  if (j.record.state != LiveJobState::kSuspended || Moving(j)) return;  // resumed meanwhile
   GD_LOG(kInfo, "job %d: parked on %s for %.0f s: stopped, restarts from %s", job + 1,
          j.record.node.c_str(), Now() - j.pending_since, j.record.checkpoint_dir.c_str());
   ++counters_.stops;
@@ -183,7 +183,7 @@ Status LiveCluster::Suspend(JobId job, Preemption how) {
   if (job < 0 || job >= num_jobs() || jobs_[job].record.state != LiveJobState::kRunning)
     return FailedPrecondition("job is not running");
   Job& j = jobs_[job];
-  if (j.moving) return FailedPrecondition("job is migrating");
+  if (Moving(j)) return FailedPrecondition("job is migrating");
   if (how == Preemption::kStop && !j.record.restartable)
     return FailedPrecondition("job " + std::to_string(job + 1) +
                               " is not restartable: it can be parked, not stopped");
@@ -218,7 +218,7 @@ Status LiveCluster::Migrate(JobId job, std::span<const GpuId> gpus) {
   const GpuId gpu = gpus[0];
   if (gpu < 0 || gpu >= topology_.num_gpus()) return InvalidArgument("no such device");
   if (!free_.IsFree(gpu)) return FailedPrecondition("the target device is not free");
-  if (jobs_[job].moving || jobs_[job].resizing)
+  if (Moving(jobs_[job]) || jobs_[job].resizing)
     return FailedPrecondition("job is migrating or resizing already");
   Status s = MoveTo(job, gpu);
   if (!s.ok()) {
@@ -233,7 +233,9 @@ Status LiveCluster::Migrate(JobId job, std::span<const GpuId> gpus) {
 
 // The job (running or parked) goes to `gpu`: assign_device on its own node,
 // migrate to another. A migration runs in the background; Refresh follows it
-// on the source (moving_from) and learns the job's id on the destination.
+// on the source (record.move) and learns the job's id on the destination.
+// The move is durable before the source is asked (Flush: also in the middle of
+// a pass), so a scheduler that dies at any moment after finds it on restart.
 Status LiveCluster::MoveTo(JobId job, GpuId gpu) {
   Job& j = jobs_[job];
   const LiveDevice& d = devices_[gpu];
@@ -246,17 +248,28 @@ Status LiveCluster::MoveTo(JobId job, GpuId gpu) {
     j.record.device = d.name;
     return Status::Ok();
   }
-  auto r = nodes_->Call(
-      from, MessageType::kMigrate,
-      {{"job", j.record.node_job}, {"to", nodes_->address(d.node).name}, {"device", d.name}});
-  if (!r.ok()) return r.status();
-  ++counters_.migrations;
-  j.moving = true;
-  j.moving_from = j.record.node;
-  j.moving_from_job = j.record.node_job;
+  const JobRecord before = j.record;
+  j.record.move = JobMove{j.record.node, j.record.device, j.record.node_job};
   j.record.node = nodes_->address(d.node).name;
   j.record.device = d.name;
   j.record.node_job = 0;  // known once the migration is done
+  Status s = Persist(job);
+  if (s.ok()) s = store_->Flush();
+  if (s.ok()) {
+    auto r = nodes_->Call(from, MessageType::kMigrate,
+                          {{"job", before.node_job}, {"to", j.record.node}, {"device", d.name}});
+    if (!r.ok()) s = r.status();
+  }
+  if (!s.ok()) {
+    // Not asked, or refused: the job stays where it is. (Not followed yet: a
+    // reply lost after the source began the move leaves the job recorded
+    // here; its run then ends migrated, and the job fails as moved by
+    // someone else.)
+    j.record = before;
+    SaveBestEffort(job);
+    return s;
+  }
+  ++counters_.migrations;
   return Status::Ok();
 }
 
@@ -264,7 +277,7 @@ Status LiveCluster::Resize(JobId job, std::span<const GpuId> gpus) {
   if (job < 0 || job >= num_jobs() || jobs_[job].record.state != LiveJobState::kRunning)
     return FailedPrecondition("job is not running");
   Job& j = jobs_[job];
-  if (j.moving || j.resizing || !j.checkpointing.empty())
+  if (Moving(j) || j.resizing || !j.checkpointing.empty())
     return FailedPrecondition("job is migrating, resizing or checkpointing");
   const int group = group_of(job);
   if (group == kNoGroup || members_[group].size() != 1)
@@ -359,7 +372,7 @@ void LiveCluster::Finish(JobId job, LiveJobState state, int exit_code, const std
   j.record.exit_code = exit_code;
   j.record.detail = detail;
   j.record.end_time = wall();
-  j.moving = false;
+  j.record.move.reset();
   j.resizing = false;
   Unplace(job);
   SaveBestEffort(job);
@@ -382,7 +395,7 @@ void LiveCluster::ToQueue(JobId job, const std::string& detail) {
   Job& j = jobs_[job];
   KeepRunService(job);
   j.rate.reset();
-  j.moving = false;
+  j.record.move.reset();
   j.resizing = false;
   j.checkpointing.clear();
   j.record.state = LiveJobState::kQueued;

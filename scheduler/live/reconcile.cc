@@ -1,9 +1,10 @@
 // LiveCluster::Refresh and Recover's adoption: what the nodes report becomes
 // the cluster's state (live_cluster.h). A node is the truth about its jobs:
-// ended ones finish here, finished migrations and checkpoints are taken in, a
-// node silent for node_dead_after_s loses its jobs back to the queue, and a
-// job of ours a node runs that is not the job's current attempt (left over
-// from before a requeue) is killed, so no job ever runs twice.
+// ended ones finish here, migrations (followed in moves.cc) and checkpoints
+// are taken in, a node silent for node_dead_after_s loses its jobs back to
+// the queue, and a job of ours a node runs that is not the job's current
+// attempt (left over from before a requeue) is killed, so no job ever runs
+// twice.
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,7 +65,7 @@ ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
     const Job& j = jobs_[id];
     if (IsEnded(j.record.state)) continue;
     live_[kept++] = id;
-    const int n = NodeIndex(j.moving ? j.moving_from : j.record.node);
+    const int n = NodeIndex(Moving(j) ? j.record.move->from_node : j.record.node);
     if (n >= 0) on_node[n].push_back(id);
   }
   live_.resize(kept);
@@ -80,47 +81,19 @@ ClusterEvents LiveCluster::Refresh(const NodeReports& reports) {
     }
     node_last_seen_[n] = now;
     if (!node_up_[n]) NodeUp(n);
-    RefreshNode(n, (*reply)["jobs"], on_node[n], events);
+    RefreshNode(n, (*reply)["jobs"], on_node[n], reports, events);
   }
   return events;
 }
 
 void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<JobId>& ours,
-                              ClusterEvents& events) {
+                              const NodeReports& reports, ClusterEvents& events) {
   const std::string& name = nodes_->address(n).name;
   const NodeRuns runs(node_jobs);
   for (JobId id : ours) {
     Job& j = jobs_[id];
-    if (j.moving && j.moving_from == name) {
-      const NodeRun* src = runs.Find(j.moving_from_job);
-      const Json* op = src ? &(*src->entry)["operation"] : nullptr;
-      if (op && !op->is_null() && (*op)["kind"] == "migrate" && (*op)["state"] == "done") {
-        j.moving = false;
-        j.record.node_job = (*op)["to_job"].get<int64_t>();
-        // The source run's service (as last read before the move) is kept:
-        // the destination counts its run from zero. Dropped, a migrated job
-        // looked new to the attained-service policies.
-        KeepRunService(id);
-        SaveBestEffort(id);
-      } else if (src && !src->live && (*src->entry)["state"] != "migrated") {
-        // It ended on its source before the move could (a job finishing while
-        // its migration starts): it ends as it ended there, and is not run
-        // again. Its exit status follows its end by a moment.
-        if ((*src->entry)["exit_reason"] == "none") continue;
-        j.moving = false;
-        j.record.node = name;
-        j.record.node_job = j.moving_from_job;
-        TakeInJob(id, *src, events);
-      } else if (!src || (op && !op->is_null() && (*op)["state"] == "failed") || !src->live) {
-        // The job stayed on its source (or ended there): take it back to the queue,
-        // parked where it is when it is still alive.
-        const std::string why =
-            "migration from " + name + " failed: " +
-            (op && !op->is_null() ? (*op)["error"].get<std::string>() : std::string("job gone"));
-        if (src && src->live) KillBestEffort(n, j.moving_from_job);
-        Requeue(id, why);
-        events.requeued.push_back(id);
-      }
+    if (Moving(j)) {  // followed on its source, the node `ours` is of
+      RefreshMove(id, n, runs, reports, events);
       continue;
     }
     if (j.record.node != name || j.record.node_job == 0) continue;
@@ -154,7 +127,7 @@ void LiveCluster::RefreshNode(int n, const Json& node_jobs, const std::vector<Jo
     const bool current =
         j.record.attempt == ours->second &&
         ((j.record.node == name && (j.record.node_job == 0 || j.record.node_job == run.id)) ||
-         (j.moving && j.moving_from == name));
+         (Moving(j) && j.record.move->from_node == name));
     if (current && state(ours->first - 1) != JobState::kFinished) continue;
     GD_LOG(kWarn, "killing %s on %s: not the current run of job %lld",
            nj["name"].get<std::string>().c_str(), name.c_str(),
@@ -322,7 +295,7 @@ bool LiveCluster::TakeInCheckpoint(JobId id, const Json& op) {
 // stops a restartable job parked for stop_parked_after_s.
 void LiveCluster::MaybeCheckpoint(JobId id) {
   Job& j = jobs_[id];
-  if (!j.record.restartable || j.moving || !j.checkpointing.empty()) return;
+  if (!j.record.restartable || Moving(j) || !j.checkpointing.empty()) return;
   if (j.record.state == LiveJobState::kRunning) {
     if (options_.checkpoint_every_s <= 0 ||
         wall() - j.last_checkpoint_asked < options_.checkpoint_every_s)
@@ -381,7 +354,7 @@ void LiveCluster::NodeDown(int n, ClusterEvents& events) {
   for (JobId id = 0; id < num_jobs(); ++id) {
     const Job& j = jobs_[id];
     if (j.record.id == 0 || state(id) == JobState::kFinished) continue;
-    if (j.record.node == name || (j.moving && j.moving_from == name))
+    if (j.record.node == name || (Moving(j) && j.record.move->from_node == name))
       Fail(id, {FailureClass::kInfrastructure, "node " + name + " went down"}, -1, events);
   }
   for (GpuId g = 0; g < topology_.num_gpus(); ++g)

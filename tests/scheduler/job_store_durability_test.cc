@@ -173,7 +173,8 @@ TEST(JobStoreDurabilityTest, NewerSchemaVersionIsRefused) {
 
 // A database from before jobs had a kind (schema version 1: the same tables
 // without jobs.kind, nor the failure columns of version 3, nor the uid of
-// version 4) is upgraded in place and keeps every job.
+// version 4, nor the move columns of version 5) is upgraded in place and
+// keeps every job (none of them moving).
 TEST(JobStoreDurabilityTest, SchemaVersion1IsUpgradedKeepingItsJobs) {
   TempDir dir;
   const std::string path = dir.File("jobs.db");
@@ -190,6 +191,9 @@ TEST(JobStoreDurabilityTest, SchemaVersion1IsUpgradedKeepingItsJobs) {
                          "ALTER TABLE jobs DROP COLUMN retries;"
                          "ALTER TABLE jobs DROP COLUMN not_before;"
                          "ALTER TABLE jobs DROP COLUMN uid;"
+                         "ALTER TABLE jobs DROP COLUMN move_from_node;"
+                         "ALTER TABLE jobs DROP COLUMN move_from_device;"
+                         "ALTER TABLE jobs DROP COLUMN move_from_job;"
                          "UPDATE gandiva_schema SET value = '1' WHERE key = 'schema_version'",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)

@@ -52,6 +52,7 @@ JobRecord EveryFieldSet() {
   job.exit_code = -9;
   job.detail = "node-b went away";
   job.cancel_requested = true;
+  job.move = JobMove{"node-a", "cpu0,cpu1", (int64_t{1} << 41) + 3};
   return job;
 }
 
@@ -155,6 +156,43 @@ TEST(JobStoreTest, ABatchIsOneTransactionVisibleToOthersOnlyOnceCommitted) {
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->Get(*id)->state, LiveJobState::kStarting);
   EXPECT_EQ(other->Get(*id)->node, "a");
+}
+
+// Flush inside a batch: what it holds is durable (another connection sees it)
+// and the calls after it are batched again, until Commit.
+TEST(JobStoreTest, FlushCommitsTheBatchSoFarAndKeepsBatching) {
+  TempDir dir;
+  const std::string path = dir.File("jobs.db");
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  auto id = store->Add(QueuedJob(0));
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(store->Flush().ok()) << "outside a batch: nothing to do";
+  EXPECT_FALSE(store->in_batch());
+  ASSERT_TRUE(store->Begin().ok());
+  JobRecord r = store->Get(*id).value();
+  r.state = LiveJobState::kRunning;
+  r.node = "b";
+  r.move = JobMove{"a", "cpu0", 4};
+  ASSERT_TRUE(store->UpdateRun(r).ok());
+  ASSERT_TRUE(store->Flush().ok());
+  EXPECT_TRUE(store->in_batch());
+  {
+    auto other = OpenOrDie(path);
+    ASSERT_NE(other, nullptr);
+    EXPECT_EQ(other->Get(*id)->move, r.move) << "durable at the flush";
+  }
+  r.move.reset();
+  ASSERT_TRUE(store->UpdateRun(r).ok());
+  {
+    auto other = OpenOrDie(path);
+    ASSERT_NE(other, nullptr);
+    EXPECT_TRUE(other->Get(*id)->move.has_value()) << "the write after it waits for Commit";
+  }
+  ASSERT_TRUE(store->Commit().ok());
+  auto other = OpenOrDie(path);
+  ASSERT_NE(other, nullptr);
+  EXPECT_FALSE(other->Get(*id)->move.has_value());
 }
 
 TEST(JobStoreTest, UnknownIdIsNotFound) {
@@ -336,8 +374,12 @@ TEST(JobStoreTest, RefusesRecordsItCannotKeep) {
   bad_utf8.command.push_back("\xff\xfe");
   JobRecord bad_env = QueuedJob(0);
   bad_env.env["K"] = "\xc3";
-  for (const JobRecord& job :
-       {with_id, no_gpus, no_ranks, no_command, nan_time, bad_utf8, bad_env}) {
+  JobRecord move_from_nowhere = QueuedJob(0);
+  move_from_nowhere.move = JobMove{"", "cpu0", 3};
+  JobRecord move_of_no_job = QueuedJob(0);
+  move_of_no_job.move = JobMove{"a", "cpu0", 0};
+  for (const JobRecord& job : {with_id, no_gpus, no_ranks, no_command, nan_time, bad_utf8, bad_env,
+                               move_from_nowhere, move_of_no_job}) {
     auto id = store->Add(job);
     EXPECT_EQ(id.status().code(), StatusCode::kInvalidArgument) << id.status().ToString();
   }

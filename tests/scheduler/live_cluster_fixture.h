@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,6 +34,7 @@ class ScriptedNodes final : public NodeApi {
   const NodeAddress& address(int node) const override { return addresses_[node]; }
   StatusOr<Json> Call(int node, MessageType type, const Json& f) const override {
     calls.push_back({node, type, f});
+    if (before_reply) before_reply(node, type, f);
     if (down_[node]) return Unavailable(addresses_[node].name + ": no reply");
     auto& jobs = jobs_[node];
     switch (type) {
@@ -107,6 +109,8 @@ class ScriptedNodes final : public NodeApi {
   int devices_per_node = 1;                                  // cpu0..
   int64_t device_memory_bytes = 0;                           // each device's; 0: not known
   std::map<std::pair<int, int64_t>, std::string> stderr_of;  // (node, job) -> its stderr
+  // Called with every call as it arrives, before the node answers it.
+  std::function<void(int node, MessageType type, const Json& fields)> before_reply;
 
  private:
   std::vector<NodeAddress> addresses_;
