@@ -112,6 +112,22 @@ StatusOr<std::string> ShortStateDir(const std::string& deep, const std::string& 
   return base + "/" + name;
 }
 
+// GPUs named by --devices that NVML does not find on this node: gandivad serves them
+// (tests run jobs on the CPU stand-in for the driver that way), but a user who meant
+// real GPUs is told at start, not by jobs that fail to find one.
+void WarnOfGpusNvmlDoesNotFind(const std::vector<DeviceInfo>& devices) {
+  size_t named = 0;
+  for (const DeviceInfo& d : devices) named += d.kind == protocol::DeviceKind::kGpu;
+  if (named == 0) return;
+  const size_t found = DiscoverGpus().size();
+  if (found >= named) return;
+  GD_LOG(kWarn,
+         "--devices names %zu GPU(s) but NVML finds %zu on this node: jobs placed on the "
+         "others run against whatever libcuda.so.1 they load (none, or a stand-in), and their "
+         "memory is what --device-memory-mib says",
+         named, found);
+}
+
 Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api) {
   GD_ASSIGN_OR_RETURN(long long slice, flags.GetInt("slice-ms", 100));
   if (slice < static_cast<long long>(kMinSliceMs) || slice > static_cast<long long>(kMaxSliceMs))
@@ -164,6 +180,7 @@ Status ParseOptions(const Flags& flags, NodeOptions* opts, ApiServerOptions* api
     GD_ASSIGN_OR_RETURN(opts->devices,
                         ParseDeviceSpec(flags.Get("devices"), getenv("CUDA_VISIBLE_DEVICES")));
     for (auto& d : opts->devices) d.memory_bytes = memory_cap;
+    WarnOfGpusNvmlDoesNotFind(opts->devices);
   } else {
     opts->devices = DiscoverGpus();
     if (opts->devices.empty()) {

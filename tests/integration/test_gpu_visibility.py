@@ -7,6 +7,7 @@ there is no GPU here), which reads CUDA_VISIBLE_DEVICES as the driver does."""
 
 import json
 import os
+import shutil
 import subprocess
 
 from conftest import BUILD
@@ -46,6 +47,8 @@ def test_gpus_are_numbered_within_what_gandivad_itself_may_see(daemon_factory, t
         del os.environ["CUDA_VISIBLE_DEVICES"]
     d.env.pop("CUDA_VISIBLE_DEVICES", None)
     assert shown(d, "--device", "gpu1") == "visible=6"
+    if not shutil.which("nvidia-smi"):  # no GPU here: gandivad says so at start
+        assert "--devices names 2 GPU(s) but NVML finds 0 on this node" in d.read_log(), d.read_log()
     # More GPUs than it may see is a configuration error, said at start.
     r = subprocess.run([os.path.join(BUILD, "node", "gandivad"), "--devices", "gpu:3",
                         "--endpoint", f"ipc://{tmp_path}/other.sock"],
