@@ -562,6 +562,15 @@ class ArrivalTest : public MigratorTest {
     *sender = std::move(connected).value();
   }
 
+  // The whole state over a fresh bulk connection, as the source job sends it.
+  void SendState() {
+    std::unique_ptr<sealed::SealedWriter> sender;
+    ASSERT_NO_FATAL_FAILURE(BeginBulk(&sender));
+    const std::string state = Pattern(kStateBytes);
+    ASSERT_TRUE(sender->Write(state.data(), state.size()).ok());
+    ASSERT_TRUE(sender->Finish().ok());
+  }
+
   Dispatcher dispatcher_;
   std::unique_ptr<Migrator> migrator_;
 };
@@ -661,13 +670,7 @@ TEST_F(ArrivalTest, ACommittedCopyIsTheJobAndItsStartIsIdempotent) {
   EXPECT_NE(early.status().message().find("state has not loaded"), std::string::npos)
       << early.status().ToString();
   EXPECT_TRUE(host_.at(2).held) << "released before its state came";
-  {
-    std::unique_ptr<sealed::SealedWriter> sender;
-    ASSERT_NO_FATAL_FAILURE(BeginBulk(&sender));
-    const std::string state = Pattern(kStateBytes);
-    ASSERT_TRUE(sender->Write(state.data(), state.size()).ok());
-    ASSERT_TRUE(sender->Finish().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(SendState());
   ASSERT_TRUE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
   EXPECT_EQ(host_.ArrivalStageOf(2), ArrivalStage::kLoaded);
   EXPECT_EQ(host_.at(2).cb->exit_if_orphaned.load(), 0u);
@@ -718,13 +721,7 @@ TEST_F(ArrivalTest, ALoadedCopyIsKeptHoweverLongItsSourceIsSilent) {
   // silence counts steps only, so the stream must end within it.
   timeouts_.arrival_silence_ns = 3000 * kMs;
   Prepare();
-  {
-    std::unique_ptr<sealed::SealedWriter> sender;
-    ASSERT_NO_FATAL_FAILURE(BeginBulk(&sender));
-    const std::string state = Pattern(kStateBytes);
-    ASSERT_TRUE(sender->Write(state.data(), state.size()).ok());
-    ASSERT_TRUE(sender->Finish().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(SendState());
   ASSERT_TRUE(Call(MessageType::kMigrateCommit, {{"job", 2}}).ok());
   usleep(4'000'000);  // the source may have ended its job: this copy is the job now
   EXPECT_FALSE(host_.Killed(2));
