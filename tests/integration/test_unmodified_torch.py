@@ -34,6 +34,7 @@ JOBS = os.path.join(HERE, "jobs", "unmodified")
 COUNTED = ("plain", "gan", "accum", "loader")
 SEEDS = (5, 6)
 AUTO_PAIR = ("auto_a", "auto_b")
+PACK_MARGIN = 1.05  # node/devices/share_mode.cc: pack only when it is this much faster
 
 
 def script(name, *args):
@@ -157,7 +158,11 @@ def test_auto_share_mode_decides_on_the_rates_their_steps_give(run):
     assert device["name"] == "cpu3" and decision["reason"] == "measured", device
     assert sorted(decision["jobs"]) == run.auto_ids, decision
     assert decision["mode"] in ("pack", "slice") and decision["window_s"] == 1.0, decision
-    assert 0 < decision["slice_rate"] <= 2.4 and 0 < decision["pack_rate"] <= 2.4, decision
+    # Each rate sums the pair's iterations against their alone times: about 1 sliced;
+    # packed up to about 2 for these mostly sleeping steps (more on a loaded machine,
+    # where an alone time is estimated from slowed iterations).
+    assert 0 < decision["slice_rate"] < 4 and 0 < decision["pack_rate"] < 4, decision
+    assert (decision["mode"] == "pack") == (decision["pack_rate"] > decision["slice_rate"] * PACK_MARGIN), decision
     for name in AUTO_PAIR:
         job = run.jobs[name]
         assert job["iterations"] == run.got(name)["steps"] == 400, job
