@@ -9,12 +9,16 @@ namespace {
 constexpr int kBackfillScan = 64;  // pending jobs looked at per pass after the head blocks
 }  // namespace
 
-void GandivaPolicy::OnArrival(Cluster& c, JobId j) {
+void GandivaPolicy::Know(JobId j) {
   EnsureSize(key_, j);
   EnsureSize(where_, j, char{0});
   EnsureSize(filed_, j);
   EnsureSize(level_, j, 0);
   EnsureSize(epoch_, j, 0u);
+}
+
+void GandivaPolicy::OnArrival(Cluster& c, JobId j) {
+  Know(j);
   const JobInfo& info = c.info(j);
   if (info.job_type >= 0 && examples_.try_emplace({info.job_type, info.num_gpus}, j).second)
     candidates_.clear();  // a new kind of job: new pairs to consider
@@ -22,6 +26,7 @@ void GandivaPolicy::OnArrival(Cluster& c, JobId j) {
 }
 
 void GandivaPolicy::OnFinish(Cluster& c, JobId j) {
+  Know(j);  // indexing its tables unsized crashed a restarted live scheduler
   share_.OnLeft(c, j);
   solo_.OnLeft(c, j);
   spread_.erase(j);

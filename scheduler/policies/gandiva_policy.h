@@ -84,6 +84,9 @@ class GandivaPolicy : public PolicyBase {
   // ---- Priority (gandiva_policy.cc) ----
   Key KeyOf(const Cluster& c, JobId j) const;
   void Refile(Cluster& c, JobId j);  // after a state or level change
+  // Makes room for j in the per-job tables (an arrival, or the finish of a
+  // job that never arrived here: one running when a live scheduler restarted).
+  void Know(JobId j);
   void Demote(Cluster& c);
   void PushCrossing(Cluster& c, JobId j);
   void GuardStarving(Cluster& c);
