@@ -105,10 +105,18 @@ case "$mode" in
     ;;
   tsan)
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$logs/tsan"
+    # Three single-threaded checks of every byte of a stream (each truncation, each
+    # corrupt frame header, the CRC against memcpy) took 66 of the checkpoint tests'
+    # 203 s under TSan, with no second thread for it to watch: make test and the
+    # ASan run keep them.
+    serial="StreamTest.EveryTruncationIsDetectedBeforeAnyLoad:StreamTest.CorruptFrameHeaderIsDetected"
+    serial="$serial:Crc32cTest.CopyingMatchesMemcpyThenCrc"
     for t in tests/common/common_test tests/job/runtime/runtime_test \
              tests/job/checkpoint/checkpoint_test tests/node/node_test tests/shim_trace_test; do
       echo "== $t"
-      "$build/$t" --gtest_brief=1 || status=1
+      filter=()
+      [ "$t" = tests/job/checkpoint/checkpoint_test ] && filter=(--gtest_filter="-$serial")
+      "$build/$t" --gtest_brief=1 "${filter[@]}" || status=1
     done
     ;;
   *)
