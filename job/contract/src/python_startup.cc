@@ -5,6 +5,7 @@
 #include <cctype>
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 namespace gandiva::runtime {
 
@@ -13,6 +14,18 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kHookFile = "sitecustomize.py";
+
+// A PATH-style list's entries, empty ones included ("a::b" has three).
+std::vector<std::string> PathEntries(const std::string& list) {
+  std::vector<std::string> entries;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t end = std::min(list.find(':', start), list.size());
+    entries.push_back(list.substr(start, end - start));
+    start = end + 1;
+  }
+  return entries;
+}
 
 bool HoldsHook(const fs::path& dir) {
   std::error_code ec;
@@ -46,15 +59,10 @@ std::string FindStartupHookDirFromExecutable() {
 }
 
 std::string FindStartupHookDirOnPath(const std::string& pythonpath) {
-  size_t start = 0;
-  while (start < pythonpath.size()) {
-    const size_t end = std::min(pythonpath.find(':', start), pythonpath.size());
-    const std::string entry = pythonpath.substr(start, end - start);
-    if (!entry.empty()) {
-      const fs::path dir = fs::path(entry) / "gandiva" / "_startup";
-      if (HoldsHook(dir)) return dir.string();
-    }
-    start = end + 1;
+  for (const std::string& entry : PathEntries(pythonpath)) {
+    if (entry.empty()) continue;
+    const fs::path dir = fs::path(entry) / "gandiva" / "_startup";
+    if (HoldsHook(dir)) return dir.string();
   }
   return "";
 }
@@ -69,13 +77,8 @@ bool AutoTorchOff(const std::string& value) {
 
 std::string PythonPathWithHook(const std::string& pythonpath, const std::string& hook_dir) {
   if (hook_dir.empty()) return pythonpath;
-  size_t start = 0;
-  while (start <= pythonpath.size()) {
-    const size_t end = std::min(pythonpath.find(':', start), pythonpath.size());
-    if (pythonpath.compare(start, end - start, hook_dir) == 0 && end - start == hook_dir.size())
-      return pythonpath;
-    start = end + 1;
-  }
+  for (const std::string& entry : PathEntries(pythonpath))
+    if (entry == hook_dir) return pythonpath;
   return pythonpath.empty() ? hook_dir : hook_dir + ":" + pythonpath;
 }
 
